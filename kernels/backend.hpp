@@ -1,0 +1,99 @@
+#pragma once
+// The Backend interface: memory, copies and the ops a decoder step needs.
+// Every op has a plain CPU reference (cpu/); every other implementation is
+// tested against it op by op (tests/kernels/). Tensors are views; outputs are
+// passed as views too and written in place. Activations are f32; weights may
+// be f32, f16 or bf16 and are converted as they are read.
+#include <cstddef>
+#include <string_view>
+
+#include "kernels/tensor.hpp"
+
+namespace hive {
+
+enum class Op : uint8_t {
+  embedding,
+  rms_norm,
+  rope,
+  matmul,
+  add,
+  mul_rows,
+  silu_mul,
+  sigmoid,
+  softmax,
+  topk,
+  normalize_rows,
+  attention,
+  gather_rows,
+  scatter_add_rows,
+  count,
+};
+
+std::string_view op_name(Op op);
+
+// Causal attention of a run of query tokens of one sequence over its KV cache.
+//
+//   k_cache/v_cache: [capacity, num_kv_heads, head_dim]; rows 0..context_len-1
+//   are valid, where context_len = start_position + num_tokens (the queries'
+//   own keys are already written). Query i sits at position start_position + i
+//   and sees keys 0..start_position + i (the last sliding_window of them when
+//   sliding_window > 0). Query heads map to KV heads in groups (GQA):
+//   kv_head = head / (num_heads / num_kv_heads).
+struct AttentionParams {
+  Tensor q;    // [num_tokens, num_heads, head_dim] f32
+  Tensor k_cache;
+  Tensor v_cache;
+  Tensor out;  // [num_tokens, num_heads, head_dim] f32
+  int64_t start_position = 0;
+  float scale = 1.0f;
+  int64_t sliding_window = 0;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+
+  virtual std::string_view name() const = 0;
+  virtual Device device() const = 0;
+  virtual bool supports(Op op) const = 0;
+
+  virtual void* allocate(size_t bytes) = 0;
+  virtual void deallocate(void* ptr) = 0;
+  // Copies a contiguous tensor into another of the same size and dtype; either
+  // side may live on the host or on this backend's device.
+  virtual void copy(const Tensor& dst, const Tensor& src) = 0;
+  virtual void synchronize() = 0;
+
+  // out[i] = table[ids[i]]. table [vocab, dim], ids [n] i32, out [n, dim] f32.
+  virtual void embedding(const Tensor& table, const Tensor& ids, const Tensor& out) = 0;
+  // out = x / sqrt(mean(x^2) + eps) * weight, per row. x, out [n, dim]; may alias.
+  virtual void rms_norm(const Tensor& x, const Tensor& weight, float eps, const Tensor& out) = 0;
+  // Rotary embedding in place, rotate-half layout. x [n, heads, head_dim],
+  // positions [n] i32, inv_freq [head_dim / 2] f32.
+  virtual void rope(const Tensor& x, const Tensor& positions, const Tensor& inv_freq) = 0;
+  // out = x @ w^T (+ bias). x [m, k] f32, w [n, k], bias [n] or null, out [m, n] f32.
+  virtual void matmul(const Tensor& x, const Tensor& w, const Tensor* bias, const Tensor& out) = 0;
+  // out = a + b, elementwise; out may alias a or b.
+  virtual void add(const Tensor& a, const Tensor& b, const Tensor& out) = 0;
+  // x[i, :] *= scale[i], in place. scale [n] f32.
+  virtual void mul_rows(const Tensor& x, const Tensor& scale) = 0;
+  // out = silu(gate) * up, elementwise.
+  virtual void silu_mul(const Tensor& gate, const Tensor& up, const Tensor& out) = 0;
+  // x = 1 / (1 + exp(-x)), in place.
+  virtual void sigmoid(const Tensor& x) = 0;
+  // Softmax of each row, in place.
+  virtual void softmax(const Tensor& x) = 0;
+  // The k largest of each row, in descending order; ties go to the lower index.
+  // x [n, m], values [n, k] f32, indices [n, k] i32.
+  virtual void topk(const Tensor& x, int k, const Tensor& values, const Tensor& indices) = 0;
+  // x[i, :] /= sum(x[i, :]), in place.
+  virtual void normalize_rows(const Tensor& x) = 0;
+  virtual void attention(const AttentionParams& params) = 0;
+  // out[i] = src[index[i]]. src [n, d], index [m] i32, out [m, d].
+  virtual void gather_rows(const Tensor& src, const Tensor& index, const Tensor& out) = 0;
+  // out[index[i]] += weight[i] * src[i]. src [m, d], index [m] i32, weight [m] f32.
+  virtual void scatter_add_rows(const Tensor& src, const Tensor& index, const Tensor& weight,
+                                const Tensor& out) = 0;
+};
+
+}  // namespace hive

@@ -1,0 +1,70 @@
+// Reference causal attention with GQA over a contiguous KV cache (see
+// AttentionParams). Scores, softmax and the weighted sum are f32; work is
+// split across (token, head) pairs, each computed in a fixed order.
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "kernels/cpu/ops.hpp"
+#include "kernels/error.hpp"
+
+namespace hive::cpu {
+
+void attention(const AttentionParams& p) {
+  expect(p.q, DType::f32, 3, "attention q");
+  expect(p.out, DType::f32, 3, "attention out");
+  expect(p.k_cache, DType::f32, 3, "attention k_cache");
+  expect(p.v_cache, DType::f32, 3, "attention v_cache");
+  const int64_t num_tokens = p.q.shape[0], num_heads = p.q.shape[1], head_dim = p.q.shape[2];
+  const int64_t num_kv_heads = p.k_cache.shape[1];
+  const int64_t context_len = p.start_position + num_tokens;
+  check(num_kv_heads > 0 && num_heads % num_kv_heads == 0 && p.k_cache.shape[2] == head_dim &&
+            p.v_cache.shape[1] == num_kv_heads && p.v_cache.shape[2] == head_dim &&
+            p.out.shape[0] == num_tokens && p.out.shape[1] == num_heads &&
+            p.out.shape[2] == head_dim,
+        "attention: q ", p.q.shape_string(), ", k ", p.k_cache.shape_string(), ", v ",
+        p.v_cache.shape_string(), ", out ", p.out.shape_string(), " disagree");
+  check(p.start_position >= 0 && context_len <= p.k_cache.shape[0] &&
+            context_len <= p.v_cache.shape[0],
+        "attention: context of ", context_len, " tokens exceeds the cache capacity ",
+        p.k_cache.shape[0]);
+  const int64_t group = num_heads / num_kv_heads;
+  const float* q = p.q.as<float>();
+  const float* k = p.k_cache.as<float>();
+  const float* v = p.v_cache.as<float>();
+  float* out = p.out.as<float>();
+#pragma omp parallel
+  {
+    std::vector<float> scores(static_cast<size_t>(context_len));
+#pragma omp for schedule(static)
+    for (int64_t task = 0; task < num_tokens * num_heads; ++task) {
+      const int64_t i = task / num_heads, h = task % num_heads, kvh = h / group;
+      const int64_t last = p.start_position + i;  // inclusive
+      const int64_t first = p.sliding_window > 0 ? std::max<int64_t>(0, last - p.sliding_window + 1) : 0;
+      const float* qi = q + (i * num_heads + h) * head_dim;
+      float max_score = -INFINITY;
+      for (int64_t j = first; j <= last; ++j) {
+        const float* kj = k + (j * num_kv_heads + kvh) * head_dim;
+        float dot = 0.0f;
+        for (int64_t d = 0; d < head_dim; ++d) dot += qi[d] * kj[d];
+        scores[static_cast<size_t>(j)] = dot * p.scale;
+        max_score = std::max(max_score, scores[static_cast<size_t>(j)]);
+      }
+      float total = 0.0f;
+      for (int64_t j = first; j <= last; ++j) {
+        float& s = scores[static_cast<size_t>(j)];
+        s = std::exp(s - max_score);
+        total += s;
+      }
+      float* oi = out + (i * num_heads + h) * head_dim;
+      std::fill(oi, oi + head_dim, 0.0f);
+      for (int64_t j = first; j <= last; ++j) {
+        const float weight = scores[static_cast<size_t>(j)] / total;
+        const float* vj = v + (j * num_kv_heads + kvh) * head_dim;
+        for (int64_t d = 0; d < head_dim; ++d) oi[d] += weight * vj[d];
+      }
+    }
+  }
+}
+
+}  // namespace hive::cpu

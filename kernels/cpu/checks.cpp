@@ -1,0 +1,38 @@
+#include "kernels/cpu/ops.hpp"
+#include "kernels/error.hpp"
+
+namespace hive::cpu {
+
+void expect(const Tensor& t, DType dtype, int ndim, const char* what) {
+  check(t.data != nullptr || t.numel() == 0, what, ": null data");
+  check(t.dtype == dtype && t.ndim == ndim && t.is_contiguous(), what, ": expected a contiguous ",
+        ndim, "-d ", dtype_name(dtype), " tensor (got ", t.shape_string(), ")");
+}
+
+void expect_float(const Tensor& t, int ndim, const char* what) {
+  check(is_float(t.dtype) && t.ndim == ndim && t.is_contiguous(), what,
+        ": expected a contiguous ", ndim, "-d float tensor (got ", t.shape_string(), ")");
+}
+
+void to_f32(const void* src, DType dtype, int64_t n, float* dst) {
+  switch (dtype) {
+    case DType::f32: {
+      const float* s = static_cast<const float*>(src);
+      for (int64_t i = 0; i < n; ++i) dst[i] = s[i];
+      return;
+    }
+    case DType::bf16: {
+      const uint16_t* s = static_cast<const uint16_t*>(src);
+      for (int64_t i = 0; i < n; ++i) dst[i] = bf16_to_f32(s[i]);
+      return;
+    }
+    case DType::f16: {
+      const uint16_t* s = static_cast<const uint16_t*>(src);
+      for (int64_t i = 0; i < n; ++i) dst[i] = f16_to_f32(s[i]);
+      return;
+    }
+    default: fail("to_f32: not a float dtype: ", dtype_name(dtype));
+  }
+}
+
+}  // namespace hive::cpu

@@ -1,0 +1,66 @@
+#include "kernels/cpu/cpu_backend.hpp"
+
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+#include "kernels/cpu/ops.hpp"
+#include "kernels/error.hpp"
+
+namespace hive {
+
+namespace {
+constexpr size_t kAlignment = 64;  // a cache line; enough for any SIMD load
+}
+
+void* CpuBackend::allocate(size_t bytes) {
+  const size_t rounded = (bytes + kAlignment - 1) / kAlignment * kAlignment;
+  void* ptr = std::aligned_alloc(kAlignment, rounded);
+  if (!ptr) throw std::bad_alloc();
+  return ptr;
+}
+
+void CpuBackend::deallocate(void* ptr) { std::free(ptr); }
+
+void CpuBackend::copy(const Tensor& dst, const Tensor& src) {
+  check(dst.device == Device::cpu && src.device == Device::cpu, "cpu copy: both tensors must be ",
+        "on the host");
+  check(dst.is_contiguous() && src.is_contiguous() && dst.nbytes() == src.nbytes() &&
+            dst.dtype == src.dtype,
+        "copy: ", src.shape_string(), " into ", dst.shape_string());
+  if (src.nbytes()) std::memmove(dst.data, src.data, src.nbytes());
+}
+
+void CpuBackend::embedding(const Tensor& table, const Tensor& ids, const Tensor& out) {
+  cpu::embedding(table, ids, out);
+}
+void CpuBackend::rms_norm(const Tensor& x, const Tensor& weight, float eps, const Tensor& out) {
+  cpu::rms_norm(x, weight, eps, out);
+}
+void CpuBackend::rope(const Tensor& x, const Tensor& positions, const Tensor& inv_freq) {
+  cpu::rope(x, positions, inv_freq);
+}
+void CpuBackend::matmul(const Tensor& x, const Tensor& w, const Tensor* bias, const Tensor& out) {
+  cpu::matmul(x, w, bias, out);
+}
+void CpuBackend::add(const Tensor& a, const Tensor& b, const Tensor& out) { cpu::add(a, b, out); }
+void CpuBackend::mul_rows(const Tensor& x, const Tensor& scale) { cpu::mul_rows(x, scale); }
+void CpuBackend::silu_mul(const Tensor& gate, const Tensor& up, const Tensor& out) {
+  cpu::silu_mul(gate, up, out);
+}
+void CpuBackend::sigmoid(const Tensor& x) { cpu::sigmoid(x); }
+void CpuBackend::softmax(const Tensor& x) { cpu::softmax(x); }
+void CpuBackend::topk(const Tensor& x, int k, const Tensor& values, const Tensor& indices) {
+  cpu::topk(x, k, values, indices);
+}
+void CpuBackend::normalize_rows(const Tensor& x) { cpu::normalize_rows(x); }
+void CpuBackend::attention(const AttentionParams& params) { cpu::attention(params); }
+void CpuBackend::gather_rows(const Tensor& src, const Tensor& index, const Tensor& out) {
+  cpu::gather_rows(src, index, out);
+}
+void CpuBackend::scatter_add_rows(const Tensor& src, const Tensor& index, const Tensor& weight,
+                                  const Tensor& out) {
+  cpu::scatter_add_rows(src, index, weight, out);
+}
+
+}  // namespace hive

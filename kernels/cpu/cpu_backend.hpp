@@ -1,0 +1,35 @@
+#pragma once
+// The CPU backend: host memory and the reference ops of ops.hpp.
+#include "kernels/backend.hpp"
+
+namespace hive {
+
+class CpuBackend final : public Backend {
+ public:
+  std::string_view name() const override { return "cpu"; }
+  Device device() const override { return Device::cpu; }
+  bool supports(Op op) const override { return op != Op::count; }
+
+  void* allocate(size_t bytes) override;
+  void deallocate(void* ptr) override;
+  void copy(const Tensor& dst, const Tensor& src) override;
+  void synchronize() override {}
+
+  void embedding(const Tensor& table, const Tensor& ids, const Tensor& out) override;
+  void rms_norm(const Tensor& x, const Tensor& weight, float eps, const Tensor& out) override;
+  void rope(const Tensor& x, const Tensor& positions, const Tensor& inv_freq) override;
+  void matmul(const Tensor& x, const Tensor& w, const Tensor* bias, const Tensor& out) override;
+  void add(const Tensor& a, const Tensor& b, const Tensor& out) override;
+  void mul_rows(const Tensor& x, const Tensor& scale) override;
+  void silu_mul(const Tensor& gate, const Tensor& up, const Tensor& out) override;
+  void sigmoid(const Tensor& x) override;
+  void softmax(const Tensor& x) override;
+  void topk(const Tensor& x, int k, const Tensor& values, const Tensor& indices) override;
+  void normalize_rows(const Tensor& x) override;
+  void attention(const AttentionParams& params) override;
+  void gather_rows(const Tensor& src, const Tensor& index, const Tensor& out) override;
+  void scatter_add_rows(const Tensor& src, const Tensor& index, const Tensor& weight,
+                        const Tensor& out) override;
+};
+
+}  // namespace hive

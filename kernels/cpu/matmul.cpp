@@ -1,0 +1,46 @@
+// out = x @ w^T (+ bias): the reference GEMM. Each weight row is converted to
+// f32 once and dotted with every input row, so the weights are read once per
+// call (at batch 1 this is a memory-bound GEMV: bytes(w) per token). Work is
+// split across output features only, so each dot product is summed in the same
+// order whatever the thread count.
+#include <vector>
+
+#include "kernels/cpu/ops.hpp"
+#include "kernels/error.hpp"
+
+namespace hive::cpu {
+
+void matmul(const Tensor& x, const Tensor& w, const Tensor* bias, const Tensor& out) {
+  expect(x, DType::f32, 2, "matmul x");
+  expect_float(w, 2, "matmul w");
+  expect(out, DType::f32, 2, "matmul out");
+  const int64_t m = x.shape[0], k = x.shape[1], n = w.shape[0];
+  check(w.shape[1] == k && out.shape[0] == m && out.shape[1] == n, "matmul: x ", x.shape_string(),
+        " @ w^T ", w.shape_string(), " -> out ", out.shape_string(), " disagree");
+  std::vector<float> b(static_cast<size_t>(n), 0.0f);
+  if (bias) {
+    expect_float(*bias, 1, "matmul bias");
+    check(bias->shape[0] == n, "matmul: bias ", bias->shape_string(), " for ", n, " outputs");
+    to_f32(bias->data, bias->dtype, n, b.data());
+  }
+  const float* xs = x.as<float>();
+  float* os = out.as<float>();
+  const size_t row_bytes = static_cast<size_t>(k) * dtype_size(w.dtype);
+#pragma omp parallel
+  {
+    std::vector<float> row(static_cast<size_t>(k));
+#pragma omp for schedule(static)
+    for (int64_t j = 0; j < n; ++j) {
+      to_f32(static_cast<const char*>(w.data) + static_cast<size_t>(j) * row_bytes, w.dtype, k,
+             row.data());
+      for (int64_t i = 0; i < m; ++i) {
+        const float* xi = xs + i * k;
+        float sum = 0.0f;
+        for (int64_t t = 0; t < k; ++t) sum += xi[t] * row[static_cast<size_t>(t)];
+        os[i * n + j] = sum + b[static_cast<size_t>(j)];
+      }
+    }
+  }
+}
+
+}  // namespace hive::cpu

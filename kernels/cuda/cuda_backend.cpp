@@ -1,0 +1,96 @@
+#include "kernels/cuda/cuda_backend.hpp"
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+#include <nccl.h>
+
+#include "kernels/cpu/ops.hpp"
+#include "kernels/cuda/rms_norm.cuh"
+#include "kernels/error.hpp"
+
+namespace hive {
+
+namespace {
+
+void check_cuda(cudaError_t status, const char* what) {
+  check(status == cudaSuccess, "cuda: ", what, ": ", cudaGetErrorString(status));
+}
+
+cudaMemcpyKind copy_kind(Device dst, Device src) {
+  if (dst == Device::cuda) return src == Device::cuda ? cudaMemcpyDeviceToDevice : cudaMemcpyHostToDevice;
+  return src == Device::cuda ? cudaMemcpyDeviceToHost : cudaMemcpyHostToHost;
+}
+
+}  // namespace
+
+int cuda_device_count() {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess) {
+    cudaGetLastError();  // clear the sticky "no driver" error
+    return 0;
+  }
+  return count;
+}
+
+std::string cuda_library_versions() {
+  int runtime = 0;
+  cudaRuntimeGetVersion(&runtime);
+  int cublas_major = 0, cublas_minor = 0, cublas_patch = 0;
+  cublasGetProperty(MAJOR_VERSION, &cublas_major);
+  cublasGetProperty(MINOR_VERSION, &cublas_minor);
+  cublasGetProperty(PATCH_LEVEL, &cublas_patch);
+  int nccl = 0;
+  ncclGetVersion(&nccl);
+  return str_cat("CUDA runtime ", runtime / 1000, ".", runtime % 1000 / 10, ", cuBLAS ",
+                 cublas_major, ".", cublas_minor, ".", cublas_patch, ", NCCL ", nccl / 10000, ".",
+                 nccl % 10000 / 100, ".", nccl % 100);
+}
+
+CudaBackend::CudaBackend(int device_index) : device_index_(device_index) {
+  check_cuda(cudaSetDevice(device_index), "cudaSetDevice");
+}
+
+CudaBackend::~CudaBackend() = default;
+
+bool CudaBackend::supports(Op op) const { return op == Op::rms_norm; }
+
+void CudaBackend::missing(Op op) {
+  fail("the cuda backend does not implement ", op_name(op), " yet");
+}
+
+void* CudaBackend::allocate(size_t bytes) {
+  void* ptr = nullptr;
+  check_cuda(cudaMalloc(&ptr, bytes), "cudaMalloc");
+  return ptr;
+}
+
+void CudaBackend::deallocate(void* ptr) { cudaFree(ptr); }
+
+void CudaBackend::copy(const Tensor& dst, const Tensor& src) {
+  check(dst.is_contiguous() && src.is_contiguous() && dst.nbytes() == src.nbytes() &&
+            dst.dtype == src.dtype,
+        "copy: ", src.shape_string(), " into ", dst.shape_string());
+  check_cuda(cudaMemcpy(dst.data, src.data, src.nbytes(), copy_kind(dst.device, src.device)),
+             "cudaMemcpy");
+}
+
+void CudaBackend::synchronize() { check_cuda(cudaDeviceSynchronize(), "synchronize"); }
+
+void CudaBackend::rms_norm(const Tensor& x, const Tensor& weight, float eps, const Tensor& out) {
+  cpu::expect(x, DType::f32, 2, "rms_norm x");
+  cpu::expect(out, DType::f32, 2, "rms_norm out");
+  cpu::expect_float(weight, 1, "rms_norm weight");
+  check(x.device == Device::cuda && weight.device == Device::cuda && out.device == Device::cuda,
+        "cuda rms_norm: tensors must be on the device");
+  check(out.shape[0] == x.shape[0] && out.shape[1] == x.shape[1] && weight.shape[0] == x.shape[1],
+        "rms_norm: shapes ", x.shape_string(), ", ", weight.shape_string(), ", ",
+        out.shape_string(), " disagree");
+  const cuda::WeightType weight_type = weight.dtype == DType::bf16  ? cuda::WeightType::bf16
+                                       : weight.dtype == DType::f16 ? cuda::WeightType::f16
+                                                                    : cuda::WeightType::f32;
+  const cuda::RmsNormParams params{x.as<float>(), weight.data, weight_type, out.as<float>(),
+                                   x.shape[0],    x.shape[1],  eps};
+  check_cuda(cuda::launch_rms_norm(params, nullptr), "rms_norm");
+}
+
+}  // namespace hive

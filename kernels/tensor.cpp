@@ -1,0 +1,71 @@
+#include "kernels/tensor.hpp"
+
+#include "kernels/error.hpp"
+
+namespace hive {
+
+Tensor Tensor::view(void* data, DType dtype, const int64_t* shape, int ndim, Device device) {
+  check(ndim >= 0 && ndim <= kMaxDims, "tensor rank must be 0..", kMaxDims, " (got ", ndim, ")");
+  Tensor t;
+  t.data = data;
+  t.dtype = dtype;
+  t.device = device;
+  t.ndim = ndim;
+  int64_t stride = 1;
+  for (int d = ndim - 1; d >= 0; --d) {
+    check(shape[d] >= 0, "tensor dimension must be >= 0 (got ", shape[d], ")");
+    t.shape[static_cast<size_t>(d)] = shape[d];
+    t.strides[static_cast<size_t>(d)] = stride;
+    stride *= shape[d];
+  }
+  return t;
+}
+
+Tensor Tensor::view(void* data, DType dtype, std::initializer_list<int64_t> shape, Device device) {
+  return view(data, dtype, shape.begin(), static_cast<int>(shape.size()), device);
+}
+
+int64_t Tensor::numel() const {
+  int64_t n = 1;
+  for (int d = 0; d < ndim; ++d) n *= shape[static_cast<size_t>(d)];
+  return n;
+}
+
+bool Tensor::is_contiguous() const {
+  int64_t stride = 1;
+  for (int d = ndim - 1; d >= 0; --d) {
+    if (shape[static_cast<size_t>(d)] != 1 && strides[static_cast<size_t>(d)] != stride) return false;
+    stride *= shape[static_cast<size_t>(d)];
+  }
+  return true;
+}
+
+Tensor Tensor::reshape(std::initializer_list<int64_t> new_shape) const {
+  check(is_contiguous(), "reshape needs a contiguous tensor (got ", shape_string(), ")");
+  Tensor t = view(data, dtype, new_shape, device);
+  check(t.numel() == numel(), "cannot reshape ", shape_string(), " to ", t.shape_string());
+  return t;
+}
+
+Tensor Tensor::rows(int64_t begin, int64_t count) const {
+  check(ndim >= 1 && begin >= 0 && count >= 0 && begin + count <= shape[0], "rows [", begin, ", ",
+        begin + count, ") out of range for ", shape_string());
+  Tensor t = *this;
+  t.shape[0] = count;
+  t.data = static_cast<char*>(data) +
+           static_cast<ptrdiff_t>(begin * strides[0]) * static_cast<ptrdiff_t>(dtype_size(dtype));
+  return t;
+}
+
+std::string Tensor::shape_string() const {
+  std::string s = "[";
+  for (int d = 0; d < ndim; ++d) {
+    if (d) s += ", ";
+    s += std::to_string(shape[static_cast<size_t>(d)]);
+  }
+  s += "] ";
+  s += dtype_name(dtype);
+  return s;
+}
+
+}  // namespace hive

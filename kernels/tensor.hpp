@@ -1,0 +1,50 @@
+#pragma once
+// A Tensor is a non-owning view: pointer, dtype, device, shape and strides
+// (in elements, row-major). Memory is owned by a Buffer (see buffer.hpp) or
+// by a mapped checkpoint file; a view never frees anything.
+#include <array>
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+
+#include "kernels/dtype.hpp"
+
+namespace hive {
+
+enum class Device : uint8_t { cpu, cuda };
+
+inline constexpr int kMaxDims = 4;
+
+struct Tensor {
+  void* data = nullptr;
+  DType dtype = DType::f32;
+  Device device = Device::cpu;
+  int ndim = 0;
+  std::array<int64_t, kMaxDims> shape{};
+  std::array<int64_t, kMaxDims> strides{};
+
+  // A contiguous row-major view of `data`.
+  static Tensor view(void* data, DType dtype, std::initializer_list<int64_t> shape,
+                     Device device = Device::cpu);
+  static Tensor view(void* data, DType dtype, const int64_t* shape, int ndim,
+                     Device device = Device::cpu);
+
+  int64_t numel() const;
+  size_t nbytes() const { return static_cast<size_t>(numel()) * dtype_size(dtype); }
+  int64_t size(int dim) const { return shape[static_cast<size_t>(dim < 0 ? dim + ndim : dim)]; }
+  bool is_contiguous() const;
+
+  // Same data, new shape with the same element count; needs a contiguous view.
+  Tensor reshape(std::initializer_list<int64_t> new_shape) const;
+  // Rows [begin, begin + count) along dimension 0.
+  Tensor rows(int64_t begin, int64_t count) const;
+
+  template <class T>
+  T* as() const {
+    return static_cast<T*>(data);
+  }
+
+  std::string shape_string() const;  // "[4, 8] bf16"
+};
+
+}  // namespace hive

@@ -1,0 +1,34 @@
+#pragma once
+// Choosing the next token from logits: greedy when temperature is 0, else
+// temperature, top-k and top-p (nucleus) filtering and a draw from a seeded
+// generator, so a fixed seed gives a fixed output.
+#include <cstdint>
+#include <random>
+#include <span>
+
+namespace hive {
+
+struct SamplingParams {
+  float temperature = 0.0f;  // 0: greedy
+  int top_k = 0;             // 0: no limit
+  float top_p = 1.0f;        // 1: no limit
+  uint64_t seed = 0;
+};
+
+// Throws hive::Error on out-of-range values (temperature < 0, top_p not in (0, 1], top_k < 0).
+void validate(const SamplingParams& params);
+
+// The index of the largest logit; ties go to the lower index.
+int32_t argmax(std::span<const float> logits);
+
+class Sampler {
+ public:
+  explicit Sampler(const SamplingParams& params);
+  int32_t sample(std::span<const float> logits);
+
+ private:
+  SamplingParams params_;
+  std::mt19937_64 rng_;
+};
+
+}  // namespace hive

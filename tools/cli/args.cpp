@@ -1,0 +1,81 @@
+#include "tools/cli/args.hpp"
+
+#include <charconv>
+
+#include "kernels/error.hpp"
+
+namespace hive::cli {
+
+Args::Args(const std::vector<std::string>& argv, const std::set<std::string>& valued,
+           const std::set<std::string>& switches) {
+  for (size_t i = 0; i < argv.size(); ++i) {
+    const std::string& arg = argv[i];
+    if (arg.rfind("--", 0) != 0) {
+      positional_.push_back(arg);
+      continue;
+    }
+    if (switches.count(arg)) {
+      switches_.insert(arg);
+    } else if (valued.count(arg)) {
+      check(i + 1 < argv.size(), arg, " needs a value");
+      values_[arg] = argv[++i];
+    } else {
+      fail("unknown flag ", arg);
+    }
+  }
+}
+
+std::string Args::get(const std::string& flag, const std::string& fallback) const {
+  const auto it = values_.find(flag);
+  return it == values_.end() ? fallback : it->second;
+}
+
+std::string Args::require(const std::string& flag) const {
+  const auto it = values_.find(flag);
+  check(it != values_.end(), "missing required flag ", flag);
+  return it->second;
+}
+
+int64_t Args::get_int(const std::string& flag, int64_t fallback) const {
+  const auto it = values_.find(flag);
+  if (it == values_.end()) return fallback;
+  int64_t value = 0;
+  const std::string& s = it->second;
+  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), value);
+  check(ec == std::errc() && end == s.data() + s.size(), flag, " must be an integer (got '", s,
+        "')");
+  return value;
+}
+
+double Args::get_double(const std::string& flag, double fallback) const {
+  const auto it = values_.find(flag);
+  if (it == values_.end()) return fallback;
+  const std::string& s = it->second;
+  size_t used = 0;
+  double value = 0;
+  try {
+    value = std::stod(s, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  check(used == s.size() && !s.empty(), flag, " must be a number (got '", s, "')");
+  return value;
+}
+
+std::vector<int32_t> parse_id_list(const std::string& text, const std::string& flag) {
+  std::vector<int32_t> ids;
+  size_t start = 0;
+  while (start <= text.size()) {
+    const size_t comma = std::min(text.find(',', start), text.size());
+    const std::string item = text.substr(start, comma - start);
+    int32_t id = 0;
+    const auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), id);
+    check(!item.empty() && ec == std::errc() && end == item.data() + item.size() && id >= 0, flag,
+          ": '", item, "' is not a token id (expected non-negative integers separated by commas)");
+    ids.push_back(id);
+    start = comma + 1;
+  }
+  return ids;
+}
+
+}  // namespace hive::cli

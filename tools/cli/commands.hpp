@@ -1,0 +1,10 @@
+#pragma once
+#include <string>
+#include <vector>
+
+namespace hive::cli {
+
+int run_generate(const std::vector<std::string>& argv);
+int run_inspect(const std::vector<std::string>& argv);
+
+}  // namespace hive::cli

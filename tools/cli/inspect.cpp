@@ -1,0 +1,41 @@
+// hive inspect: what a checkpoint holds and what it costs to run.
+#include <cstdio>
+
+#include "kernels/backend_select.hpp"
+#include "runtime/model_stats.hpp"
+#include "runtime/weight_store.hpp"
+#include "tools/cli/args.hpp"
+#include "tools/cli/commands.hpp"
+
+namespace hive::cli {
+
+int run_inspect(const std::vector<std::string>& argv) {
+  const Args args(argv, {"--model"}, {"--devices"});
+  if (args.has("--devices")) {
+    std::printf("devices: %s\n", describe_devices().c_str());
+    if (!args.has("--model")) return 0;
+  }
+  const std::string dir = args.require("--model");
+  const ModelConfig config = load_model_config(dir);
+  const WeightStore store(dir);
+  const ModelStats stats = model_stats(config, store);
+  std::printf("architecture:         %s\n", std::string(architecture_name(config.architecture)).c_str());
+  std::printf("layers:               %lld (hidden %lld, heads %lld, kv heads %lld, head_dim %lld)\n",
+              static_cast<long long>(config.num_layers), static_cast<long long>(config.hidden_size),
+              static_cast<long long>(config.num_heads), static_cast<long long>(config.num_kv_heads),
+              static_cast<long long>(config.head_dim));
+  if (config.is_moe())
+    std::printf("experts:              %lld, top-%lld per token\n",
+                static_cast<long long>(config.num_experts),
+                static_cast<long long>(config.num_experts_per_token));
+  std::printf("vocab:                %lld\n", static_cast<long long>(config.vocab_size));
+  std::printf("parameters:           %lld total\n", static_cast<long long>(stats.total_parameters));
+  std::printf("active per token:     %lld\n", static_cast<long long>(stats.active_parameters));
+  std::printf("weight bytes:         %lld\n", static_cast<long long>(stats.weight_bytes));
+  std::printf("KV bytes per token:   %lld (f32), %lld (bf16/f16)\n",
+              static_cast<long long>(config.kv_bytes_per_token(4)),
+              static_cast<long long>(config.kv_bytes_per_token(2)));
+  return 0;
+}
+
+}  // namespace hive::cli

@@ -1,0 +1,40 @@
+// hive: the command-line entry point. Each subcommand lives in its own file.
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "kernels/error.hpp"
+#include "tools/cli/commands.hpp"
+
+namespace {
+
+constexpr const char* kUsage =
+    "usage: hive <command> [flags]\n"
+    "\n"
+    "commands:\n"
+    "  generate --model DIR --prompt-ids 1,2,3 [--max-tokens N] [--temperature T]\n"
+    "           [--top-k K] [--top-p P] [--seed S] [--ignore-eos] [--device auto|cpu|cuda]\n"
+    "           Generates token ids and prints them with tokens/s.\n"
+    "  inspect  --model DIR | --devices\n"
+    "           Prints architecture, parameter counts, weight bytes and KV bytes per token,\n"
+    "           or the compute devices this build can use.\n";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2 || std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h") {
+    std::fputs(kUsage, argc < 2 ? stderr : stdout);
+    return argc < 2 ? 2 : 0;
+  }
+  const std::string command = argv[1];
+  const std::vector<std::string> rest(argv + 2, argv + argc);
+  try {
+    if (command == "generate") return hive::cli::run_generate(rest);
+    if (command == "inspect") return hive::cli::run_inspect(rest);
+    std::fprintf(stderr, "hive: unknown command '%s'\n\n%s", command.c_str(), kUsage);
+    return 2;
+  } catch (const hive::Error& e) {
+    std::fprintf(stderr, "hive %s: error: %s\n", command.c_str(), e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,140 @@
+#!/usr/bin/env python3
+"""Generates the golden-test checkpoints and their transformers references.
+
+For every supported architecture this writes a small random-weight Hugging
+Face checkpoint to tests/data/models/<name>/ and, next to it, golden.safetensors:
+
+  prompt_<i>  I32 [P]        fixed prompt token ids
+  greedy_<i>  I32 [16]       transformers' greedy continuation (float32)
+  logits_<i>  F32 [P+16, V]  logits at every position of prompt + continuation
+
+Run from the repository root after `tools/setup --torch`:
+  .venv/bin/python tools/make_golden.py
+The versions used are written to tests/data/models/VERSIONS.json.
+"""
+import json
+import zlib
+import pathlib
+import sys
+
+import numpy as np
+import safetensors
+import torch
+import transformers
+from safetensors.torch import save_file
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+OUT = ROOT / "tests" / "data" / "models"
+NEW_TOKENS = 16
+SEED = 1234
+
+COMMON = dict(vocab_size=512, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+              num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256,
+              initializer_range=0.1, rms_norm_eps=1e-6, bos_token_id=1, eos_token_id=2)
+
+# name -> (config class, model class, extra config, storage dtype, options)
+MODELS = {
+    "llama": ("LlamaConfig", "LlamaForCausalLM",
+              dict(rope_theta=500000.0,
+                   rope_scaling=dict(rope_type="llama3", factor=8.0, low_freq_factor=1.0,
+                                     high_freq_factor=4.0, original_max_position_embeddings=16)),
+              torch.bfloat16, {}),
+    "mistral": ("MistralConfig", "MistralForCausalLM", dict(sliding_window=8, head_dim=16),
+                torch.float16, {}),
+    "qwen2": ("Qwen2Config", "Qwen2ForCausalLM", dict(rope_theta=1000000.0), torch.float32,
+              {"shard": "60KB"}),
+    "qwen3": ("Qwen3Config", "Qwen3ForCausalLM", dict(head_dim=32, tie_word_embeddings=True),
+              torch.float32, {}),
+    "mixtral": ("MixtralConfig", "MixtralForCausalLM",
+                dict(num_local_experts=4, num_experts_per_tok=2, intermediate_size=96),
+                torch.bfloat16, {}),
+    "qwen2_moe": ("Qwen2MoeConfig", "Qwen2MoeForCausalLM",
+                  dict(num_experts=4, num_experts_per_tok=2, moe_intermediate_size=48,
+                       shared_expert_intermediate_size=96, norm_topk_prob=False),
+                  torch.float32, {}),
+    "qwen3_moe": ("Qwen3MoeConfig", "Qwen3MoeForCausalLM",
+                  dict(num_experts=8, num_experts_per_tok=2, moe_intermediate_size=48,
+                       norm_topk_prob=True, head_dim=16, num_hidden_layers=3,
+                       mlp_only_layers=[1]),
+                  torch.float32, {}),
+}
+
+PROMPT_LENGTHS = [5, 19]
+
+
+def randomize_(model, generator):
+    """Give every weight, norm and bias a non-trivial random value, so a
+    mistake in any of them shows in the logits (HF inits norms to 1 and
+    biases to 0, which would hide them)."""
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if name.endswith("norm.weight") or name.endswith("layernorm.weight"):
+                p.copy_(1.0 + 0.2 * torch.randn(p.shape, generator=generator))
+            elif name.endswith(".bias"):
+                p.copy_(0.1 * torch.randn(p.shape, generator=generator))
+            else:
+                p.copy_(0.1 * torch.randn(p.shape, generator=generator))
+
+
+def greedy_with_margin(model, prompt):
+    """Greedy continuation by full recomputation; returns (tokens, logits over
+    prompt + tokens, smallest top-1/top-2 gap relative to the logit scale)."""
+    ids = list(prompt)
+    min_gap = float("inf")
+    for _ in range(NEW_TOKENS):
+        with torch.no_grad():
+            last = model(torch.tensor([ids])).logits[0, -1]
+        top = torch.topk(last, 2).values
+        min_gap = min(min_gap, float((top[0] - top[1]) / last.abs().max()))
+        ids.append(int(torch.argmax(last)))
+    with torch.no_grad():
+        logits = model(torch.tensor([ids])).logits[0]
+    return ids[len(prompt):], logits, min_gap
+
+
+def make(name, spec):
+    config_cls, model_cls, extra, dtype, options = spec
+    config = getattr(transformers, config_cls)(**{**COMMON, **extra})
+    config._attn_implementation = "eager"
+    torch.manual_seed(SEED)
+    generator = torch.Generator().manual_seed(SEED + zlib.crc32(name.encode()) % 1000)
+    model = getattr(transformers, model_cls)(config).eval()
+    randomize_(model, generator)
+    out = OUT / name
+    out.mkdir(parents=True, exist_ok=True)
+    for stale in out.glob("*.safetensors*"):
+        stale.unlink()
+    model.to(dtype).save_pretrained(out, max_shard_size=options.get("shard", "50GB"))
+    # The reference runs in float32 on exactly the stored (rounded) weights.
+    reference = getattr(transformers, model_cls).from_pretrained(
+        out, dtype=torch.float32, attn_implementation="eager").eval()
+    tensors = {}
+    rng = np.random.default_rng(SEED)
+    for i, length in enumerate(PROMPT_LENGTHS):
+        for attempt in range(20):
+            prompt = [int(t) for t in rng.integers(3, config.vocab_size, size=length)]
+            tokens, logits, gap = greedy_with_margin(reference, prompt)
+            if gap > 1e-3:  # no near-ties: greedy must be stable under 1e-4 error
+                break
+        else:
+            sys.exit(f"{name}: no prompt of length {length} without near-tied logits")
+        tensors[f"prompt_{i}"] = torch.tensor(prompt, dtype=torch.int32)
+        tensors[f"greedy_{i}"] = torch.tensor(tokens, dtype=torch.int32)
+        tensors[f"logits_{i}"] = logits.float().contiguous()
+        print(f"{name}: prompt {i} ({length} tokens) -> {tokens} (min gap {gap:.4f})")
+    save_file(tensors, out / "golden.safetensors")
+
+
+def main():
+    names = sys.argv[1:] or list(MODELS)
+    for name in names:
+        make(name, MODELS[name])
+    versions = {"torch": torch.__version__, "transformers": transformers.__version__,
+                "safetensors": safetensors.__version__, "numpy": np.__version__,
+                "python": sys.version.split()[0], "seed": SEED,
+                "command": ".venv/bin/python tools/make_golden.py"}
+    (OUT / "VERSIONS.json").write_text(json.dumps(versions, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()
