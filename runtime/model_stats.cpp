@@ -6,6 +6,8 @@ ModelStats model_stats(const ModelConfig& config, const WeightStore& store) {
   ModelStats stats;
   for (const auto& [name, tensor] : store.tensors()) {
     if (!is_float(tensor.dtype)) continue;
+    // A tied checkpoint may still carry a copy of the embedding as lm_head.
+    if (config.tie_word_embeddings && name == "lm_head.weight") continue;
     stats.total_parameters += tensor.numel();
     stats.weight_bytes += static_cast<int64_t>(tensor.nbytes());
   }

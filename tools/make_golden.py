@@ -123,6 +123,17 @@ def make(name, spec):
         tensors[f"logits_{i}"] = logits.float().contiguous()
         print(f"{name}: prompt {i} ({length} tokens) -> {tokens} (min gap {gap:.4f})")
     save_file(tensors, out / "golden.safetensors")
+    # Counts for `hive inspect`, from the torch module (tied weights once;
+    # a token uses top_k of num_experts experts in each MoE layer).
+    total = reference.num_parameters()
+    expert_params = sum(p.numel() for n, p in reference.named_parameters() if ".experts." in n)
+    experts = getattr(config, "num_experts", None) or getattr(config, "num_local_experts", 0)
+    active = total - (expert_params * (experts - config.num_experts_per_tok) // experts
+                      if experts else 0)
+    expected = {"parameters": total, "active_parameters": active,
+                "kv_bytes_per_token_f32": 2 * config.num_hidden_layers * config.num_key_value_heads
+                * (getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads) * 4}
+    (out / "expected.json").write_text(json.dumps(expected, indent=2) + "\n")
 
 
 def main():

@@ -32,6 +32,7 @@ int run_generate(const std::vector<std::string>& argv) {
     std::fflush(stdout);
   });
   std::printf("\n");
+  std::fflush(stdout);  // ids first, then the stats on stderr
   const auto decoded = static_cast<double>(result.tokens.size() - 1);
   std::fprintf(stderr, "prefill: %zu tokens in %.3f s (%.1f tokens/s)\n", prompt.size(),
                result.prefill_seconds,

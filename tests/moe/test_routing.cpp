@@ -1,0 +1,85 @@
+// Routing and dispatch planning: exact expert choices, weights and the
+// grouped order the expert matmuls rely on.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "kernels/cpu/cpu_backend.hpp"
+#include "kernels/error.hpp"
+#include "moe/dispatch_plan.hpp"
+#include "moe/ffn.hpp"
+#include "moe/router.hpp"
+
+namespace hive {
+namespace {
+
+TEST(DispatchPlan, GroupsAssignmentsByExpertInTokenOrder) {
+  const std::vector<int32_t> ids = {2, 0, 0, 1, 2, 1};
+  const std::vector<float> weights = {0.6f, 0.4f, 0.7f, 0.3f, 0.5f, 0.5f};
+  const DispatchPlan plan = plan_dispatch(ids, weights, 2, 4);
+  EXPECT_EQ(plan.expert_offsets, (std::vector<int64_t>{0, 2, 4, 6, 6}));
+  EXPECT_EQ(plan.token_index, (std::vector<int32_t>{0, 1, 1, 2, 0, 2}));
+  EXPECT_EQ(plan.weight, (std::vector<float>{0.4f, 0.7f, 0.3f, 0.5f, 0.6f, 0.5f}));
+  EXPECT_EQ(plan.count(3), 0);
+}
+
+TEST(DispatchPlan, RejectsBadExpertIds) {
+  const std::vector<int32_t> ids = {0, 4};
+  const std::vector<float> weights = {0.5f, 0.5f};
+  EXPECT_THROW(plan_dispatch(ids, weights, 2, 4), Error);
+}
+
+TEST(Router, SoftmaxTopkAndOptionalRenormalisation) {
+  CpuBackend cpu;
+  const std::vector<float> logits = {0.0f, 2.0f, 1.0f, -1.0f};
+  for (bool normalize : {false, true}) {
+    auto scratch = logits;
+    std::vector<float> weights(2);
+    std::vector<int32_t> ids(2);
+    route_tokens(cpu, Tensor::view(scratch.data(), DType::f32, {1, 4}), {4, 2, normalize},
+                 Tensor::view(weights.data(), DType::f32, {1, 2}), Tensor::view(ids.data(), DType::i32, {1, 2}));
+    EXPECT_EQ(ids, (std::vector<int32_t>{1, 2}));
+    double total = 0;
+    for (float l : logits) total += std::exp(double{l});
+    const double p1 = std::exp(2.0) / total, p2 = std::exp(1.0) / total;
+    EXPECT_NEAR(weights[0], normalize ? p1 / (p1 + p2) : p1, 1e-6);
+    EXPECT_NEAR(weights[1], normalize ? p2 / (p1 + p2) : p2, 1e-6);
+  }
+}
+
+// With one expert chosen per token and weight 1 (normalised top-1), the MoE
+// output of each token is exactly its expert's FFN output.
+TEST(MoeForward, TopOneEqualsTheChosenExpert) {
+  CpuBackend cpu;
+  const int64_t hidden = 4, inter = 3, n = 3;
+  std::vector<std::vector<float>> storage;
+  auto tensor = [&](std::initializer_list<int64_t> shape, float base) {
+    int64_t count = 1;
+    for (int64_t d : shape) count *= d;
+    storage.emplace_back(static_cast<size_t>(count));
+    for (int64_t i = 0; i < count; ++i) storage.back()[static_cast<size_t>(i)] = base + 0.01f * static_cast<float>(i % 7) - 0.02f * static_cast<float>(i % 3);
+    return Tensor::view(storage.back().data(), DType::f32, shape);
+  };
+  storage.reserve(16);
+  MoeWeights moe;
+  moe.router = tensor({2, hidden}, 0.0f);
+  // Router rows that send token 0 and 2 to expert 1 and token 1 to expert 0.
+  std::fill(storage.back().begin(), storage.back().end(), 0.0f);
+  storage.back()[0] = 5.0f;           // expert 0 likes feature 0
+  storage.back()[hidden + 1] = 5.0f;  // expert 1 likes feature 1
+  for (int e = 0; e < 2; ++e)
+    moe.experts.push_back({tensor({inter, hidden}, 0.1f * e), tensor({inter, hidden}, 0.2f), tensor({hidden, inter}, -0.1f * e + 0.05f)});
+  std::vector<float> x = {0, 1, 0.5f, 0.2f, 1, 0, 0.3f, 0.1f, 0.1f, 2, 0, 0};
+  const Tensor xt = Tensor::view(x.data(), DType::f32, {n, hidden});
+  std::vector<float> out(static_cast<size_t>(n * hidden), NAN);
+  moe_forward(cpu, xt, moe, {2, 1, true}, Tensor::view(out.data(), DType::f32, {n, hidden}));
+  for (int64_t t = 0; t < n; ++t) {
+    const int expert = t == 1 ? 0 : 1;
+    std::vector<float> expected(static_cast<size_t>(hidden));
+    ffn_forward(cpu, xt.rows(t, 1), moe.experts[static_cast<size_t>(expert)], Tensor::view(expected.data(), DType::f32, {1, hidden}));
+    for (int64_t j = 0; j < hidden; ++j) EXPECT_FLOAT_EQ(out[static_cast<size_t>(t * hidden + j)], expected[static_cast<size_t>(j)]);
+  }
+}
+
+}  // namespace
+}  // namespace hive

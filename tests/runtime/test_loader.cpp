@@ -1,0 +1,245 @@
+// Bad checkpoints get a clear error naming the file and the problem, never a
+// crash: each case of the loader's validation, one test each.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "kernels/cpu/cpu_backend.hpp"
+#include "kernels/error.hpp"
+#include "runtime/model.hpp"
+#include "runtime/safetensors.hpp"
+
+namespace hive {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+const fs::path kModels = fs::path(HIVE_TEST_DATA) / "models";
+
+class LoaderTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir = fs::temp_directory_path() /
+          ("hive_loader_" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()) +
+           "_" + std::to_string(::getpid()));
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+  }
+  void TearDown() override { fs::remove_all(dir); }
+
+  // Writes a raw safetensors file: 8-byte length, header text, data bytes.
+  fs::path write_raw(const std::string& header, size_t data_bytes, uint64_t declared_len = 0) {
+    const fs::path path = dir / "model.safetensors";
+    std::ofstream out(path, std::ios::binary);
+    const uint64_t len = declared_len ? declared_len : header.size();
+    out.write(reinterpret_cast<const char*>(&len), 8);
+    out << header;
+    const std::string data(data_bytes, '\x01');
+    out << data;
+    return path;
+  }
+
+  // Expects `fn` to throw a hive::Error whose message contains every needle.
+  template <class Fn>
+  void expect_error(Fn&& fn, std::initializer_list<std::string> needles) {
+    try {
+      fn();
+      ADD_FAILURE() << "no error thrown";
+    } catch (const Error& e) {
+      for (const auto& needle : needles)
+        EXPECT_NE(std::string(e.what()).find(needle), std::string::npos)
+            << "message '" << e.what() << "' lacks '" << needle << "'";
+    }
+  }
+
+  // A copy of a fixture model whose config and tensors can be edited.
+  void copy_model(const std::string& name) {
+    for (const auto& entry : fs::directory_iterator(kModels / name))
+      fs::copy_file(entry.path(), dir / entry.path().filename());
+  }
+  json read_config() { return json::parse(std::ifstream(dir / "config.json")); }
+  void write_config(const json& config) { std::ofstream(dir / "config.json") << config.dump(2); }
+
+  fs::path dir;
+  CpuBackend cpu;
+};
+
+TEST_F(LoaderTest, ReadsAValidFile) {
+  const auto path = write_raw(R"({"a":{"dtype":"F32","shape":[2,2],"data_offsets":[0,16]},)"
+                              R"("__metadata__":{"format":"pt"}})",
+                              16);
+  const SafetensorsFile file(path);
+  ASSERT_EQ(file.tensors().size(), 1u);
+  EXPECT_EQ(file.tensors().at("a").shape_string(), "[2, 2] f32");
+  EXPECT_EQ(file.metadata().at("format"), "pt");
+}
+
+TEST_F(LoaderTest, FileShorterThanTheLengthPrefix) {
+  const fs::path path = dir / "model.safetensors";
+  std::ofstream(path) << "abc";
+  expect_error([&] { SafetensorsFile f(path); }, {path.string(), "truncated", "3 bytes"});
+}
+
+TEST_F(LoaderTest, HeaderLongerThanTheFile) {
+  const auto path = write_raw(R"({})", 0, 1000);
+  expect_error([&] { SafetensorsFile f(path); }, {path.string(), "header length 1000", "longer than the file"});
+}
+
+TEST_F(LoaderTest, HeaderIsNotJson) {
+  const auto path = write_raw("{not json", 0);
+  expect_error([&] { SafetensorsFile f(path); }, {path.string(), "not valid JSON"});
+}
+
+TEST_F(LoaderTest, UnsupportedDtype) {
+  const auto path = write_raw(R"({"w":{"dtype":"F8_E4M3","shape":[4],"data_offsets":[0,4]}})", 4);
+  expect_error([&] { SafetensorsFile f(path); }, {path.string(), "'w'", "unsupported dtype F8_E4M3"});
+}
+
+TEST_F(LoaderTest, TruncatedData) {
+  // The header promises 64 bytes; the file holds 16.
+  const auto path = write_raw(R"({"w":{"dtype":"F32","shape":[4,4],"data_offsets":[0,64]}})", 16);
+  expect_error([&] { SafetensorsFile f(path); }, {path.string(), "'w'", "truncated"});
+}
+
+TEST_F(LoaderTest, OffsetsDisagreeWithShape) {
+  const auto path = write_raw(R"({"w":{"dtype":"BF16","shape":[4],"data_offsets":[0,16]}})", 16);
+  expect_error([&] { SafetensorsFile f(path); }, {"'w'", "span 16 bytes", "need 8"});
+}
+
+TEST_F(LoaderTest, ReversedOffsets) {
+  const auto path = write_raw(R"({"w":{"dtype":"F32","shape":[0],"data_offsets":[8,0]}})", 16);
+  expect_error([&] { SafetensorsFile f(path); }, {"'w'", "reversed"});
+}
+
+TEST_F(LoaderTest, OverlappingTensors) {
+  const auto path = write_raw(R"({"a":{"dtype":"F32","shape":[4],"data_offsets":[0,16]},)"
+                              R"("b":{"dtype":"F32","shape":[4],"data_offsets":[8,24]}})",
+                              24);
+  expect_error([&] { SafetensorsFile f(path); }, {path.string(), "'a' and 'b' overlap"});
+}
+
+TEST_F(LoaderTest, NegativeShape) {
+  const auto path = write_raw(R"({"a":{"dtype":"F32","shape":[-1],"data_offsets":[0,0]}})", 0);
+  expect_error([&] { SafetensorsFile f(path); }, {"'a'", "non-negative"});
+}
+
+TEST_F(LoaderTest, MissingTensor) {
+  copy_model("qwen3");
+  SafetensorsFile original(kModels / "qwen3" / "model.safetensors");
+  auto tensors = original.tensors();
+  tensors.erase("model.layers.1.self_attn.k_norm.weight");
+  write_safetensors(dir / "model.safetensors.tmp", tensors);
+  fs::rename(dir / "model.safetensors.tmp", dir / "model.safetensors");
+  expect_error([&] { Model m(dir, cpu); },
+               {dir.string(), "missing tensor 'model.layers.1.self_attn.k_norm.weight'"});
+}
+
+TEST_F(LoaderTest, WrongShape) {
+  copy_model("llama");
+  auto config = read_config();
+  config["intermediate_size"] = 96;  // the checkpoint has 128
+  write_config(config);
+  expect_error([&] { Model m(dir, cpu); },
+               {"model.layers.0.mlp.gate_proj.weight", "[128, 64] bf16", "expected [96, 64]"});
+}
+
+TEST_F(LoaderTest, WeightWithIntegerDtype) {
+  copy_model("qwen3");
+  SafetensorsFile original(kModels / "qwen3" / "model.safetensors");
+  auto tensors = original.tensors();
+  std::vector<int32_t> ints(64);
+  tensors["model.norm.weight"] = Tensor::view(ints.data(), DType::i32, {64});
+  write_safetensors(dir / "model.safetensors.tmp", tensors);
+  fs::rename(dir / "model.safetensors.tmp", dir / "model.safetensors");
+  expect_error([&] { Model m(dir, cpu); }, {"'model.norm.weight'", "dtype i32", "f32, f16 or bf16"});
+}
+
+TEST_F(LoaderTest, ShardIndexNamesAMissingTensor) {
+  copy_model("qwen2");
+  auto index = json::parse(std::ifstream(dir / "model.safetensors.index.json"));
+  index["weight_map"]["model.extra.weight"] = "model-00001-of-00009.safetensors";
+  std::ofstream(dir / "model.safetensors.index.json") << index.dump();
+  expect_error([&] { Model m(dir, cpu); }, {"index.json", "'model.extra.weight'", "does not contain it"});
+}
+
+TEST_F(LoaderTest, ShardIndexEscapesTheDirectory) {
+  copy_model("qwen2");
+  auto index = json::parse(std::ifstream(dir / "model.safetensors.index.json"));
+  index["weight_map"]["model.norm.weight"] = "../elsewhere.safetensors";
+  std::ofstream(dir / "model.safetensors.index.json") << index.dump();
+  expect_error([&] { Model m(dir, cpu); }, {"'../elsewhere.safetensors'", "inside the model directory"});
+}
+
+TEST_F(LoaderTest, NoWeightsAtAll) {
+  copy_model("llama");
+  fs::remove(dir / "model.safetensors");
+  expect_error([&] { Model m(dir, cpu); }, {"no model.safetensors"});
+}
+
+TEST_F(LoaderTest, UnsupportedArchitecture) {
+  copy_model("llama");
+  auto config = read_config();
+  config["architectures"] = {"GPTNeoXForCausalLM"};
+  write_config(config);
+  expect_error([&] { Model m(dir, cpu); },
+               {"config.json", "'GPTNeoXForCausalLM' is not supported", "LlamaForCausalLM"});
+}
+
+TEST_F(LoaderTest, ConfigIsNotJson) {
+  copy_model("llama");
+  std::ofstream(dir / "config.json") << "{\"vocab_size\": ";
+  expect_error([&] { Model m(dir, cpu); }, {"config.json", "not valid JSON"});
+}
+
+struct BadValue {
+  const char* model;
+  const char* key;
+  json value;
+  const char* message;
+};
+
+class ConfigValueTest : public LoaderTest, public ::testing::WithParamInterface<BadValue> {};
+
+TEST_P(ConfigValueTest, OutOfRangeValuesAreRejected) {
+  const BadValue& bad = GetParam();
+  copy_model(bad.model);
+  auto config = read_config();
+  if (bad.value.is_null())
+    config.erase(bad.key);
+  else
+    config[bad.key] = bad.value;
+  write_config(config);
+  expect_error([&] { Model m(dir, cpu); }, {"config.json", bad.message});
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Values, ConfigValueTest,
+    ::testing::Values(
+        BadValue{"llama", "hidden_size", 0, "hidden_size must be >= 1 (got 0)"},
+        BadValue{"llama", "num_hidden_layers", -2, "num_hidden_layers must be >= 1 (got -2)"},
+        BadValue{"llama", "num_key_value_heads", 3, "num_key_value_heads must divide"},
+        BadValue{"llama", "vocab_size", nullptr, "missing required key 'vocab_size'"},
+        BadValue{"llama", "vocab_size", "512", "'vocab_size' must be an integer"},
+        BadValue{"llama", "head_dim", 15, "head_dim must be even"},
+        BadValue{"llama", "rms_norm_eps", 0, "rms_norm_eps must be in (0, 1)"},
+        BadValue{"llama", "hidden_act", "gelu", "hidden_act 'gelu' is not supported"},
+        BadValue{"llama", "rope_parameters", json{{"rope_type", "yarn"}, {"rope_theta", 10000}},
+                 "rope type 'yarn' is not supported"},
+        BadValue{"qwen3", "rope_parameters", json{{"rope_type", "default"}, {"rope_theta", -1}},
+                 "rope_theta must be > 0"},
+        BadValue{"mixtral", "num_experts_per_tok", 5, "num_experts_per_tok must be in [1, num_experts=4]"},
+        BadValue{"qwen3_moe", "mlp_only_layers", json::array({7}), "mlp_only_layers entry 7"},
+        BadValue{"qwen3_moe", "moe_intermediate_size", 0, "moe_intermediate_size must be >= 1"},
+        BadValue{"qwen2", "use_sliding_window", true, "use_sliding_window is not supported"},
+        BadValue{"mistral", "sliding_window", -4, "sliding_window must be >= 0"}),
+    [](const auto& param_info) {
+      return std::string(param_info.param.model) + "_" + param_info.param.key + "_" +
+             std::to_string(param_info.index);
+    });
+
+}  // namespace
+}  // namespace hive
