@@ -16,6 +16,7 @@ std::string_view op_name(Op op) {
     case Op::topk: return "topk";
     case Op::normalize_rows: return "normalize_rows";
     case Op::attention: return "attention";
+    case Op::paged_attention: return "paged_attention";
     case Op::gather_rows: return "gather_rows";
     case Op::scatter_add_rows: return "scatter_add_rows";
     case Op::count: break;

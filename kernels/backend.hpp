@@ -24,6 +24,7 @@ enum class Op : uint8_t {
   topk,
   normalize_rows,
   attention,
+  paged_attention,
   gather_rows,
   scatter_add_rows,
   count,
@@ -43,6 +44,33 @@ struct AttentionParams {
   Tensor q;    // [num_tokens, num_heads, head_dim] f32
   Tensor k_cache;
   Tensor v_cache;
+  Tensor out;  // [num_tokens, num_heads, head_dim] f32
+  int64_t start_position = 0;
+  float scale = 1.0f;
+  int64_t sliding_window = 0;
+};
+
+// The same attention, reading K/V through a block table instead of from one
+// contiguous run (PagedAttention). One layer's cache is a pool of blocks:
+//
+//   k_blocks/v_blocks [num_blocks, block_size, num_kv_heads, head_dim] f32
+//   block_table       [num_table_blocks] i32
+//
+//   sequence position t  ->  block block_table[t / block_size], row t % block_size
+//
+//   block_table:  [ 7 | 2 | 9 ]          block_size 4, context_len 10
+//   positions:     0-3  4-7  8-9 (rows 0-1 of block 9; rows 2-3 unused)
+//
+// Query i sits at position start_position + i and sees positions
+// 0..start_position + i (the last sliding_window of them when > 0); the
+// queries' own K/V must already be written. A prefill chunk has many queries,
+// a decode step one. Table entries for positions a query never sees (outside
+// the sliding window) are not read, so they may point at a placeholder block.
+struct PagedAttentionParams {
+  Tensor q;  // [num_tokens, num_heads, head_dim] f32
+  Tensor k_blocks;
+  Tensor v_blocks;
+  Tensor block_table;
   Tensor out;  // [num_tokens, num_heads, head_dim] f32
   int64_t start_position = 0;
   float scale = 1.0f;
@@ -89,6 +117,7 @@ class Backend {
   // x[i, :] /= sum(x[i, :]), in place.
   virtual void normalize_rows(const Tensor& x) = 0;
   virtual void attention(const AttentionParams& params) = 0;
+  virtual void paged_attention(const PagedAttentionParams& params) = 0;
   // out[i] = src[index[i]]. src [n, d], index [m] i32, out [m, d].
   virtual void gather_rows(const Tensor& src, const Tensor& index, const Tensor& out) = 0;
   // out[index[i]] += weight[i] * src[i]. src [m, d], index [m] i32, weight [m] f32.

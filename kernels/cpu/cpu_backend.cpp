@@ -55,6 +55,9 @@ void CpuBackend::topk(const Tensor& x, int k, const Tensor& values, const Tensor
 }
 void CpuBackend::normalize_rows(const Tensor& x) { cpu::normalize_rows(x); }
 void CpuBackend::attention(const AttentionParams& params) { cpu::attention(params); }
+void CpuBackend::paged_attention(const PagedAttentionParams& params) {
+  cpu::paged_attention(params);
+}
 void CpuBackend::gather_rows(const Tensor& src, const Tensor& index, const Tensor& out) {
   cpu::gather_rows(src, index, out);
 }

@@ -27,6 +27,7 @@ class CpuBackend final : public Backend {
   void topk(const Tensor& x, int k, const Tensor& values, const Tensor& indices) override;
   void normalize_rows(const Tensor& x) override;
   void attention(const AttentionParams& params) override;
+  void paged_attention(const PagedAttentionParams& params) override;
   void gather_rows(const Tensor& src, const Tensor& index, const Tensor& out) override;
   void scatter_add_rows(const Tensor& src, const Tensor& index, const Tensor& weight,
                         const Tensor& out) override;

@@ -21,6 +21,7 @@ void softmax(const Tensor& x);
 void topk(const Tensor& x, int k, const Tensor& values, const Tensor& indices);
 void normalize_rows(const Tensor& x);
 void attention(const AttentionParams& p);
+void paged_attention(const PagedAttentionParams& p);
 void gather_rows(const Tensor& src, const Tensor& index, const Tensor& out);
 void scatter_add_rows(const Tensor& src, const Tensor& index, const Tensor& weight,
                       const Tensor& out);

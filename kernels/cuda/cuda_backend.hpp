@@ -45,6 +45,7 @@ class CudaBackend final : public Backend {
   void topk(const Tensor&, int, const Tensor&, const Tensor&) override { missing(Op::topk); }
   void normalize_rows(const Tensor&) override { missing(Op::normalize_rows); }
   void attention(const AttentionParams&) override { missing(Op::attention); }
+  void paged_attention(const PagedAttentionParams&) override { missing(Op::paged_attention); }
   void gather_rows(const Tensor&, const Tensor&, const Tensor&) override {
     missing(Op::gather_rows);
   }

@@ -1,0 +1,97 @@
+// Reference causal attention with GQA over a paged KV cache (see
+// PagedAttentionParams). The arithmetic is the contiguous reference's, in the
+// same order; only the address of key/value j changes, so a query's output
+// does not depend on which blocks hold its context or on what else runs.
+//
+// Moves: per (query, head), context_len key and value rows of head_dim f32
+// (2 * context_len * head_dim * 4 bytes); decode is bound by those reads.
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "kernels/cpu/ops.hpp"
+#include "kernels/error.hpp"
+
+namespace hive::cpu {
+
+namespace {
+
+void check_paged_shapes(const PagedAttentionParams& p) {
+  expect(p.q, DType::f32, 3, "paged_attention q");
+  expect(p.out, DType::f32, 3, "paged_attention out");
+  expect(p.k_blocks, DType::f32, 4, "paged_attention k_blocks");
+  expect(p.v_blocks, DType::f32, 4, "paged_attention v_blocks");
+  expect(p.block_table, DType::i32, 1, "paged_attention block_table");
+  const int64_t num_tokens = p.q.shape[0], num_heads = p.q.shape[1], head_dim = p.q.shape[2];
+  const int64_t num_kv_heads = p.k_blocks.shape[2];
+  check(num_kv_heads > 0 && num_heads % num_kv_heads == 0 && p.k_blocks.shape[3] == head_dim &&
+            p.v_blocks.shape == p.k_blocks.shape && p.out.shape[0] == num_tokens &&
+            p.out.shape[1] == num_heads && p.out.shape[2] == head_dim,
+        "paged_attention: q ", p.q.shape_string(), ", k ", p.k_blocks.shape_string(), ", v ",
+        p.v_blocks.shape_string(), ", out ", p.out.shape_string(), " disagree");
+  const int64_t context_len = p.start_position + num_tokens;
+  const int64_t block_size = p.k_blocks.shape[1];
+  check(p.start_position >= 0 && context_len <= p.block_table.shape[0] * block_size,
+        "paged_attention: context of ", context_len, " tokens exceeds the ", p.block_table.shape[0],
+        " blocks of ", block_size, " in the block table");
+  const int32_t* table = p.block_table.as<int32_t>();
+  const int64_t num_blocks = p.k_blocks.shape[0];
+  for (int64_t b = 0; b < p.block_table.shape[0]; ++b)
+    check(table[b] >= 0 && table[b] < num_blocks, "paged_attention: block table entry ", b, " is ",
+          table[b], ", expected a block id in [0, ", num_blocks, ")");
+}
+
+}  // namespace
+
+void paged_attention(const PagedAttentionParams& p) {
+  check_paged_shapes(p);
+  const int64_t num_tokens = p.q.shape[0], num_heads = p.q.shape[1], head_dim = p.q.shape[2];
+  const int64_t block_size = p.k_blocks.shape[1], num_kv_heads = p.k_blocks.shape[2];
+  const int64_t context_len = p.start_position + num_tokens;
+  const int64_t group = num_heads / num_kv_heads;
+  const int32_t* table = p.block_table.as<int32_t>();
+  const float* q = p.q.as<float>();
+  const float* k = p.k_blocks.as<float>();
+  const float* v = p.v_blocks.as<float>();
+  float* out = p.out.as<float>();
+  // Offset of (position j, kv head) in the block pool.
+  const auto row = [&](int64_t j, int64_t kvh) {
+    const int64_t slot = int64_t{table[j / block_size]} * block_size + j % block_size;
+    return (slot * num_kv_heads + kvh) * head_dim;
+  };
+#pragma omp parallel
+  {
+    std::vector<float> scores(static_cast<size_t>(context_len));
+#pragma omp for schedule(static)
+    for (int64_t task = 0; task < num_tokens * num_heads; ++task) {
+      const int64_t i = task / num_heads, h = task % num_heads, kvh = h / group;
+      const int64_t last = p.start_position + i;  // inclusive
+      const int64_t first =
+          p.sliding_window > 0 ? std::max<int64_t>(0, last - p.sliding_window + 1) : 0;
+      const float* qi = q + (i * num_heads + h) * head_dim;
+      float max_score = -INFINITY;
+      for (int64_t j = first; j <= last; ++j) {
+        const float* kj = k + row(j, kvh);
+        float dot = 0.0f;
+        for (int64_t d = 0; d < head_dim; ++d) dot += qi[d] * kj[d];
+        scores[static_cast<size_t>(j)] = dot * p.scale;
+        max_score = std::max(max_score, scores[static_cast<size_t>(j)]);
+      }
+      float total = 0.0f;
+      for (int64_t j = first; j <= last; ++j) {
+        float& s = scores[static_cast<size_t>(j)];
+        s = std::exp(s - max_score);
+        total += s;
+      }
+      float* oi = out + (i * num_heads + h) * head_dim;
+      std::fill(oi, oi + head_dim, 0.0f);
+      for (int64_t j = first; j <= last; ++j) {
+        const float weight = scores[static_cast<size_t>(j)] / total;
+        const float* vj = v + row(j, kvh);
+        for (int64_t d = 0; d < head_dim; ++d) oi[d] += weight * vj[d];
+      }
+    }
+  }
+}
+
+}  // namespace hive::cpu
