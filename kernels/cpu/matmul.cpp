@@ -1,10 +1,11 @@
 // out = x @ w^T (+ bias): the reference GEMM. Each weight row is converted to
-// f32 once and dotted with every input row, so the weights are read once per
+// f32 once and dotted with every input row (dot.hpp), so the weights are read once per
 // call (at batch 1 this is a memory-bound GEMV: bytes(w) per token). Work is
 // split across output features only, so each dot product is summed in the same
 // order whatever the thread count.
 #include <vector>
 
+#include "kernels/cpu/dot.hpp"
 #include "kernels/cpu/ops.hpp"
 #include "kernels/error.hpp"
 
@@ -33,12 +34,8 @@ void matmul(const Tensor& x, const Tensor& w, const Tensor* bias, const Tensor& 
     for (int64_t j = 0; j < n; ++j) {
       to_f32(static_cast<const char*>(w.data) + static_cast<size_t>(j) * row_bytes, w.dtype, k,
              row.data());
-      for (int64_t i = 0; i < m; ++i) {
-        const float* xi = xs + i * k;
-        float sum = 0.0f;
-        for (int64_t t = 0; t < k; ++t) sum += xi[t] * row[static_cast<size_t>(t)];
-        os[i * n + j] = sum + b[static_cast<size_t>(j)];
-      }
+      for (int64_t i = 0; i < m; ++i)
+        os[i * n + j] = dot(xs + i * k, row.data(), k) + b[static_cast<size_t>(j)];
     }
   }
 }
