@@ -34,7 +34,8 @@ int64_t Tensor::numel() const {
 bool Tensor::is_contiguous() const {
   int64_t stride = 1;
   for (int d = ndim - 1; d >= 0; --d) {
-    if (shape[static_cast<size_t>(d)] != 1 && strides[static_cast<size_t>(d)] != stride) return false;
+    if (shape[static_cast<size_t>(d)] != 1 && strides[static_cast<size_t>(d)] != stride)
+      return false;
     stride *= shape[static_cast<size_t>(d)];
   }
   return true;

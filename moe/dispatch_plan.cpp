@@ -6,7 +6,8 @@ namespace hive {
 
 DispatchPlan plan_dispatch(std::span<const int32_t> expert_ids, std::span<const float> weights,
                            int top_k, int num_experts) {
-  check(expert_ids.size() == weights.size() && top_k > 0 && expert_ids.size() % static_cast<size_t>(top_k) == 0,
+  check(expert_ids.size() == weights.size() && top_k > 0 &&
+            expert_ids.size() % static_cast<size_t>(top_k) == 0,
         "plan_dispatch: ", expert_ids.size(), " expert ids, ", weights.size(), " weights, top_k ",
         top_k);
   DispatchPlan plan;

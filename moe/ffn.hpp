@@ -21,7 +21,7 @@ struct MoeWeights {
   std::vector<FfnWeights> experts;  // one per expert
   bool has_shared_expert = false;   // Qwen2-MoE
   FfnWeights shared_expert;
-  Tensor shared_expert_gate;        // [1, hidden]: sigmoid gate on the shared expert
+  Tensor shared_expert_gate;  // [1, hidden]: sigmoid gate on the shared expert
 };
 
 // out = ffn(x). x [n, hidden], out [n, hidden] f32.

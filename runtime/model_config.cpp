@@ -142,7 +142,8 @@ ModelConfig parse_model_config(const json& j, const std::string& source) {
                                    [&](const auto& e) { return arch_name == e.name; });
   if (entry == std::end(kArchitectures)) {
     std::string supported;
-    for (const auto& e : kArchitectures) supported += str_cat(supported.empty() ? "" : ", ", e.name);
+    for (const auto& e : kArchitectures)
+      supported += str_cat(supported.empty() ? "" : ", ", e.name);
     fail(source, ": architecture '", arch_name, "' is not supported (supported: ", supported, ")");
   }
 
@@ -172,8 +173,8 @@ ModelConfig parse_model_config(const json& j, const std::string& source) {
           c.hidden_size, " and ", c.num_heads, ")");
     c.head_dim = c.hidden_size / c.num_heads;
   }
-  check(c.head_dim >= 2 && c.head_dim % 2 == 0, source,
-        ": head_dim must be even and >= 2 (got ", c.head_dim, ")");
+  check(c.head_dim >= 2 && c.head_dim % 2 == 0, source, ": head_dim must be even and >= 2 (got ",
+        c.head_dim, ")");
   c.intermediate_size = config.integer_or("intermediate_size", 0);
   c.rms_norm_eps = config.number_or("rms_norm_eps", 1e-6);
   check(c.rms_norm_eps > 0 && c.rms_norm_eps < 1, source, ": rms_norm_eps must be in (0, 1) (got ",
@@ -199,8 +200,8 @@ ModelConfig parse_model_config(const json& j, const std::string& source) {
   check(c.sliding_window >= 0, source, ": sliding_window must be >= 0 (got ", c.sliding_window,
         ")");
 
-  const bool moe = a == Architecture::mixtral || a == Architecture::qwen2_moe ||
-                   a == Architecture::qwen3_moe;
+  const bool moe =
+      a == Architecture::mixtral || a == Architecture::qwen2_moe || a == Architecture::qwen3_moe;
   if (moe) {
     c.num_experts = config.has("num_local_experts") ? config.integer("num_local_experts")
                                                     : config.integer("num_experts");

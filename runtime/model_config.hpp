@@ -38,9 +38,9 @@ struct ModelConfig {
   int64_t max_position_embeddings = 0;
   int64_t sliding_window = 0;  // 0: full attention
   bool tie_word_embeddings = false;
-  bool qkv_bias = false;        // bias on q/k/v projections (Qwen2 family)
-  bool o_bias = false;          // bias on the output projection (Llama attention_bias)
-  bool qk_norm = false;         // RMSNorm on q and k per head (Qwen3 family)
+  bool qkv_bias = false;  // bias on q/k/v projections (Qwen2 family)
+  bool o_bias = false;    // bias on the output projection (Llama attention_bias)
+  bool qk_norm = false;   // RMSNorm on q and k per head (Qwen3 family)
 
   // Mixture of experts; num_experts == 0 for dense models.
   int64_t num_experts = 0;

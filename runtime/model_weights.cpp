@@ -40,16 +40,16 @@ MoeWeights bind_moe(const ModelConfig& c, const WeightStore& store, const std::s
   moe.router = store.get(prefix + "gate.weight", {c.num_experts, c.hidden_size});
   for (int64_t e = 0; e < c.num_experts; ++e) {
     const std::string expert = prefix + "experts." + std::to_string(e) + ".";
-    moe.experts.push_back(mixtral ? bind_ffn(store, expert, c.hidden_size, c.moe_intermediate_size,
-                                             "w1", "w3", "w2")
-                                  : bind_ffn(store, expert, c.hidden_size, c.moe_intermediate_size,
-                                             "gate_proj", "up_proj", "down_proj"));
+    moe.experts.push_back(
+        mixtral ? bind_ffn(store, expert, c.hidden_size, c.moe_intermediate_size, "w1", "w3", "w2")
+                : bind_ffn(store, expert, c.hidden_size, c.moe_intermediate_size, "gate_proj",
+                           "up_proj", "down_proj"));
   }
   if (c.shared_expert_intermediate_size > 0) {
     moe.has_shared_expert = true;
-    moe.shared_expert = bind_ffn(store, prefix + "shared_expert.", c.hidden_size,
-                                 c.shared_expert_intermediate_size, "gate_proj", "up_proj",
-                                 "down_proj");
+    moe.shared_expert =
+        bind_ffn(store, prefix + "shared_expert.", c.hidden_size, c.shared_expert_intermediate_size,
+                 "gate_proj", "up_proj", "down_proj");
     moe.shared_expert_gate = store.get(prefix + "shared_expert_gate.weight", {1, c.hidden_size});
   }
   return moe;

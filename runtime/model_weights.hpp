@@ -28,8 +28,8 @@ struct LayerWeights {
 struct ModelWeights {
   Tensor embed_tokens;  // [vocab, hidden]
   std::vector<LayerWeights> layers;
-  Tensor final_norm;    // [hidden]
-  Tensor lm_head;       // [vocab, hidden]; the embedding when tied
+  Tensor final_norm;  // [hidden]
+  Tensor lm_head;     // [vocab, hidden]; the embedding when tied
 };
 
 ModelWeights bind_weights(const ModelConfig& config, const WeightStore& store);

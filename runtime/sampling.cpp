@@ -10,8 +10,8 @@
 namespace hive {
 
 void validate(const SamplingParams& p) {
-  check(std::isfinite(p.temperature) && p.temperature >= 0.0f,
-        "temperature must be >= 0 (got ", p.temperature, ")");
+  check(std::isfinite(p.temperature) && p.temperature >= 0.0f, "temperature must be >= 0 (got ",
+        p.temperature, ")");
   check(p.top_k >= 0, "top_k must be >= 0 (got ", p.top_k, ")");
   check(p.top_p > 0.0f && p.top_p <= 1.0f, "top_p must be in (0, 1] (got ", p.top_p, ")");
 }
@@ -30,13 +30,14 @@ int32_t Sampler::sample(std::span<const float> logits) {
   // Candidates in descending logit order (ties: lower id first), cut to top_k.
   std::vector<int32_t> ids(logits.size());
   std::iota(ids.begin(), ids.end(), 0);
-  const size_t keep = params_.top_k > 0 ? std::min(ids.size(), static_cast<size_t>(params_.top_k))
-                                        : ids.size();
-  std::partial_sort(ids.begin(), ids.begin() + static_cast<ptrdiff_t>(keep), ids.end(),
-                    [&](int32_t a, int32_t b) {
-                      return logits[static_cast<size_t>(a)] > logits[static_cast<size_t>(b)] ||
-                             (logits[static_cast<size_t>(a)] == logits[static_cast<size_t>(b)] && a < b);
-                    });
+  const size_t keep =
+      params_.top_k > 0 ? std::min(ids.size(), static_cast<size_t>(params_.top_k)) : ids.size();
+  std::partial_sort(
+      ids.begin(), ids.begin() + static_cast<ptrdiff_t>(keep), ids.end(),
+      [&](int32_t a, int32_t b) {
+        return logits[static_cast<size_t>(a)] > logits[static_cast<size_t>(b)] ||
+               (logits[static_cast<size_t>(a)] == logits[static_cast<size_t>(b)] && a < b);
+      });
   ids.resize(keep);
   std::vector<double> probs(keep);
   const double max_logit = logits[static_cast<size_t>(ids[0])];
@@ -57,7 +58,8 @@ int32_t Sampler::sample(std::span<const float> logits) {
       }
     }
   }
-  const double mass = std::accumulate(probs.begin(), probs.begin() + static_cast<ptrdiff_t>(nucleus), 0.0);
+  const double mass =
+      std::accumulate(probs.begin(), probs.begin() + static_cast<ptrdiff_t>(nucleus), 0.0);
   // A draw in [0, mass) from the top 53 bits: the same on every platform.
   const double u = static_cast<double>(rng_() >> 11) * 0x1.0p-53 * mass;
   double cumulative = 0.0;

@@ -63,7 +63,8 @@ Tensor WeightStore::get(const std::string& name, std::initializer_list<int64_t> 
   Tensor t = get(name);
   const Tensor expected = Tensor::view(nullptr, t.dtype, shape);
   bool same = t.ndim == expected.ndim;
-  for (int d = 0; same && d < t.ndim; ++d) same = t.shape[static_cast<size_t>(d)] == expected.shape[static_cast<size_t>(d)];
+  for (int d = 0; same && d < t.ndim; ++d)
+    same = t.shape[static_cast<size_t>(d)] == expected.shape[static_cast<size_t>(d)];
   check(same, dir_.string(), ": tensor '", name, "' has shape ", t.shape_string(), ", expected ",
         expected.shape_string());
   check(is_float(t.dtype), dir_.string(), ": tensor '", name, "' has dtype ", dtype_name(t.dtype),

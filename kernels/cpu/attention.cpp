@@ -40,7 +40,8 @@ void attention(const AttentionParams& p) {
     for (int64_t task = 0; task < num_tokens * num_heads; ++task) {
       const int64_t i = task / num_heads, h = task % num_heads, kvh = h / group;
       const int64_t last = p.start_position + i;  // inclusive
-      const int64_t first = p.sliding_window > 0 ? std::max<int64_t>(0, last - p.sliding_window + 1) : 0;
+      const int64_t first =
+          p.sliding_window > 0 ? std::max<int64_t>(0, last - p.sliding_window + 1) : 0;
       const float* qi = q + (i * num_heads + h) * head_dim;
       float max_score = -INFINITY;
       for (int64_t j = first; j <= last; ++j) {

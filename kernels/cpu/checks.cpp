@@ -10,8 +10,8 @@ void expect(const Tensor& t, DType dtype, int ndim, const char* what) {
 }
 
 void expect_float(const Tensor& t, int ndim, const char* what) {
-  check(is_float(t.dtype) && t.ndim == ndim && t.is_contiguous(), what,
-        ": expected a contiguous ", ndim, "-d float tensor (got ", t.shape_string(), ")");
+  check(is_float(t.dtype) && t.ndim == ndim && t.is_contiguous(), what, ": expected a contiguous ",
+        ndim, "-d float tensor (got ", t.shape_string(), ")");
 }
 
 void to_f32(const void* src, DType dtype, int64_t n, float* dst) {
@@ -31,7 +31,8 @@ void to_f32(const void* src, DType dtype, int64_t n, float* dst) {
       for (int64_t i = 0; i < n; ++i) dst[i] = f16_to_f32(s[i]);
       return;
     }
-    default: fail("to_f32: not a float dtype: ", dtype_name(dtype));
+    default:
+      fail("to_f32: not a float dtype: ", dtype_name(dtype));
   }
 }
 

@@ -47,9 +47,9 @@ void rope(const Tensor& x, const Tensor& positions, const Tensor& inv_freq) {
   expect(positions, DType::i32, 1, "rope positions");
   expect(inv_freq, DType::f32, 1, "rope inv_freq");
   const int64_t n = x.shape[0], heads = x.shape[1], head_dim = x.shape[2], half = head_dim / 2;
-  check(positions.shape[0] == n && head_dim % 2 == 0 && inv_freq.shape[0] == half,
-        "rope: shapes ", x.shape_string(), ", ", positions.shape_string(), ", ",
-        inv_freq.shape_string(), " disagree");
+  check(positions.shape[0] == n && head_dim % 2 == 0 && inv_freq.shape[0] == half, "rope: shapes ",
+        x.shape_string(), ", ", positions.shape_string(), ", ", inv_freq.shape_string(),
+        " disagree");
   std::vector<float> cos_row(static_cast<size_t>(half)), sin_row(static_cast<size_t>(half));
   for (int64_t i = 0; i < n; ++i) {
     // Angles in f32, as transformers computes them.
@@ -86,14 +86,15 @@ void mul_rows(const Tensor& x, const Tensor& scale) {
   check(scale.shape[0] == x.shape[0], "mul_rows: ", scale.shape_string(), " scales for ",
         x.shape_string());
   for (int64_t i = 0; i < x.shape[0]; ++i)
-    for (int64_t j = 0; j < x.shape[1]; ++j) x.as<float>()[i * x.shape[1] + j] *= scale.as<float>()[i];
+    for (int64_t j = 0; j < x.shape[1]; ++j)
+      x.as<float>()[i * x.shape[1] + j] *= scale.as<float>()[i];
 }
 
 void silu_mul(const Tensor& gate, const Tensor& up, const Tensor& out) {
   check(gate.dtype == DType::f32 && up.dtype == DType::f32 && out.dtype == DType::f32 &&
             gate.numel() == up.numel() && gate.numel() == out.numel(),
-        "silu_mul: shapes ", gate.shape_string(), ", ", up.shape_string(), ", ",
-        out.shape_string(), " disagree");
+        "silu_mul: shapes ", gate.shape_string(), ", ", up.shape_string(), ", ", out.shape_string(),
+        " disagree");
   for (int64_t i = 0; i < gate.numel(); ++i) {
     const float g = gate.as<float>()[i];
     out.as<float>()[i] = g / (1.0f + std::exp(-g)) * up.as<float>()[i];
@@ -102,7 +103,8 @@ void silu_mul(const Tensor& gate, const Tensor& up, const Tensor& out) {
 
 void sigmoid(const Tensor& x) {
   check(x.dtype == DType::f32, "sigmoid: expected f32 (got ", x.shape_string(), ")");
-  for (int64_t i = 0; i < x.numel(); ++i) x.as<float>()[i] = 1.0f / (1.0f + std::exp(-x.as<float>()[i]));
+  for (int64_t i = 0; i < x.numel(); ++i)
+    x.as<float>()[i] = 1.0f / (1.0f + std::exp(-x.as<float>()[i]));
 }
 
 }  // namespace hive::cpu

@@ -17,7 +17,8 @@ void check_cuda(cudaError_t status, const char* what) {
 }
 
 cudaMemcpyKind copy_kind(Device dst, Device src) {
-  if (dst == Device::cuda) return src == Device::cuda ? cudaMemcpyDeviceToDevice : cudaMemcpyHostToDevice;
+  if (dst == Device::cuda)
+    return src == Device::cuda ? cudaMemcpyDeviceToDevice : cudaMemcpyHostToDevice;
   return src == Device::cuda ? cudaMemcpyDeviceToHost : cudaMemcpyHostToHost;
 }
 
@@ -52,7 +53,9 @@ CudaBackend::CudaBackend(int device_index) : device_index_(device_index) {
 
 CudaBackend::~CudaBackend() = default;
 
-bool CudaBackend::supports(Op op) const { return op == Op::rms_norm; }
+bool CudaBackend::supports(Op op) const {
+  return op == Op::rms_norm;
+}
 
 void CudaBackend::missing(Op op) {
   fail("the cuda backend does not implement ", op_name(op), " yet");
@@ -64,7 +67,9 @@ void* CudaBackend::allocate(size_t bytes) {
   return ptr;
 }
 
-void CudaBackend::deallocate(void* ptr) { cudaFree(ptr); }
+void CudaBackend::deallocate(void* ptr) {
+  cudaFree(ptr);
+}
 
 void CudaBackend::copy(const Tensor& dst, const Tensor& src) {
   check(dst.is_contiguous() && src.is_contiguous() && dst.nbytes() == src.nbytes() &&
@@ -74,7 +79,9 @@ void CudaBackend::copy(const Tensor& dst, const Tensor& src) {
              "cudaMemcpy");
 }
 
-void CudaBackend::synchronize() { check_cuda(cudaDeviceSynchronize(), "synchronize"); }
+void CudaBackend::synchronize() {
+  check_cuda(cudaDeviceSynchronize(), "synchronize");
+}
 
 void CudaBackend::rms_norm(const Tensor& x, const Tensor& weight, float eps, const Tensor& out) {
   cpu::expect(x, DType::f32, 2, "rms_norm x");

@@ -11,11 +11,17 @@ constexpr int kThreads = 256;
 template <class W>
 __device__ float to_float(W value);
 template <>
-__device__ float to_float<float>(float value) { return value; }
+__device__ float to_float<float>(float value) {
+  return value;
+}
 template <>
-__device__ float to_float<__half>(__half value) { return __half2float(value); }
+__device__ float to_float<__half>(__half value) {
+  return __half2float(value);
+}
 template <>
-__device__ float to_float<__nv_bfloat16>(__nv_bfloat16 value) { return __bfloat162float(value); }
+__device__ float to_float<__nv_bfloat16>(__nv_bfloat16 value) {
+  return __bfloat162float(value);
+}
 
 template <class W>
 __global__ void rms_norm_kernel(const float* x, const W* weight, float* out, int64_t dim,
@@ -51,8 +57,8 @@ cudaError_t launch_rms_norm(const RmsNormParams& p, cudaStream_t stream) {
                                                   p.dim, p.eps);
       break;
     case WeightType::bf16:
-      rms_norm_kernel<<<grid, block, 0, stream>>>(
-          p.x, static_cast<const __nv_bfloat16*>(p.weight), p.out, p.dim, p.eps);
+      rms_norm_kernel<<<grid, block, 0, stream>>>(p.x, static_cast<const __nv_bfloat16*>(p.weight),
+                                                  p.out, p.dim, p.eps);
       break;
   }
   return cudaGetLastError();

@@ -7,7 +7,6 @@
 
 #include <cuda_runtime.h>
 
-
 namespace hive::cuda {
 
 // .cu files build as C++17 (what CMake 3.25 can ask of nvcc), so they
@@ -18,7 +17,7 @@ struct RmsNormParams {
   const float* x;      // [rows, dim]
   const void* weight;  // [dim], f32 / f16 / bf16
   WeightType weight_type;
-  float* out;          // [rows, dim]; may alias x
+  float* out;  // [rows, dim]; may alias x
   int64_t rows;
   int64_t dim;
   float eps;

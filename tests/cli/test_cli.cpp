@@ -1,13 +1,13 @@
 // The hive binary as users run it: outputs, determinism and error handling.
 #include <gtest/gtest.h>
 
+#include <sys/wait.h>
 #include <array>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
-#include <sys/wait.h>
 
 #include "runtime/safetensors.hpp"
 
@@ -29,7 +29,8 @@ Result run(const std::string& args) {
   if (!pipe) return r;
   std::array<char, 4096> buffer{};
   size_t n = 0;
-  while ((n = std::fread(buffer.data(), 1, buffer.size(), pipe)) > 0) r.out.append(buffer.data(), n);
+  while ((n = std::fread(buffer.data(), 1, buffer.size(), pipe)) > 0)
+    r.out.append(buffer.data(), n);
   const int status = ::pclose(pipe);
   r.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return r;
@@ -70,7 +71,8 @@ TEST(Cli, FixedSeedGivesFixedSample) {
   ASSERT_EQ(a.status, 0) << a.out;
   EXPECT_EQ(first_line(a.out), first_line(b.out));
   bool any_differs = false;
-  for (const char* seed : {"8", "9", "10"}) any_differs |= first_line(run(base + seed).out) != first_line(a.out);
+  for (const char* seed : {"8", "9", "10"})
+    any_differs |= first_line(run(base + seed).out) != first_line(a.out);
   EXPECT_TRUE(any_differs) << "sampling ignores the seed";
 }
 
@@ -82,27 +84,40 @@ TEST(Cli, InspectReportsTransformersCounts) {
     const auto has = [&](const std::string& label, int64_t value) {
       std::istringstream lines(r.out);
       for (std::string line; std::getline(lines, line);)
-        if (line.rfind(label, 0) == 0 && line.find(" " + std::to_string(value)) != std::string::npos) return true;
+        if (line.rfind(label, 0) == 0 &&
+            line.find(" " + std::to_string(value)) != std::string::npos)
+          return true;
       return false;
     };
     EXPECT_TRUE(has("parameters:", expected["parameters"].get<int64_t>())) << name << "\n" << r.out;
-    EXPECT_TRUE(has("active per token:", expected["active_parameters"].get<int64_t>())) << name << "\n" << r.out;
-    EXPECT_TRUE(has("KV bytes per token:", expected["kv_bytes_per_token_f32"].get<int64_t>())) << name << "\n" << r.out;
+    EXPECT_TRUE(has("active per token:", expected["active_parameters"].get<int64_t>()))
+        << name << "\n"
+        << r.out;
+    EXPECT_TRUE(has("KV bytes per token:", expected["kv_bytes_per_token_f32"].get<int64_t>()))
+        << name << "\n"
+        << r.out;
   }
 }
 
 TEST(Cli, BadInputGetsAClearErrorAndExitCode) {
   const std::string model = (kModels / "llama").string();
-  struct Case { std::string args, message; };
-  for (const Case& c : {Case{"generate --model " + model + " --prompt-ids 1,x,3", "'x' is not a token id"},
-                        Case{"generate --model " + model + " --prompt-ids 1,99999", "token id 99999 is out of range"},
-                        Case{"generate --model " + model + " --prompt-ids 1 --temperature -1", "temperature must be >= 0"},
-                        Case{"generate --model " + model + " --prompt-ids 1 --top-p 0", "top_p must be in (0, 1]"},
-                        Case{"generate --model " + model + " --prompt-ids 1 --max-tokens 0", "max_tokens must be >= 1"},
-                        Case{"generate --model " + model + " --prompt-ids 1 --bogus 3", "unknown flag --bogus"},
-                        Case{"generate --prompt-ids 1", "missing required flag --model"},
-                        Case{"generate --model /nonexistent --prompt-ids 1", "/nonexistent/config.json: cannot open"},
-                        Case{"inspect --model " + model + " --max-tokens", "unknown flag --max-tokens"}}) {
+  struct Case {
+    std::string args, message;
+  };
+  for (const Case& c :
+       {Case{"generate --model " + model + " --prompt-ids 1,x,3", "'x' is not a token id"},
+        Case{"generate --model " + model + " --prompt-ids 1,99999",
+             "token id 99999 is out of range"},
+        Case{"generate --model " + model + " --prompt-ids 1 --temperature -1",
+             "temperature must be >= 0"},
+        Case{"generate --model " + model + " --prompt-ids 1 --top-p 0", "top_p must be in (0, 1]"},
+        Case{"generate --model " + model + " --prompt-ids 1 --max-tokens 0",
+             "max_tokens must be >= 1"},
+        Case{"generate --model " + model + " --prompt-ids 1 --bogus 3", "unknown flag --bogus"},
+        Case{"generate --prompt-ids 1", "missing required flag --model"},
+        Case{"generate --model /nonexistent --prompt-ids 1",
+             "/nonexistent/config.json: cannot open"},
+        Case{"inspect --model " + model + " --max-tokens", "unknown flag --max-tokens"}}) {
     const Result r = run(c.args);
     EXPECT_EQ(r.status, 1) << c.args << "\n" << r.out;
     EXPECT_NE(r.out.find(c.message), std::string::npos) << c.args << "\n" << r.out;
@@ -115,7 +130,8 @@ TEST(Cli, DevicesAndCudaFallback) {
   ASSERT_EQ(r.status, 0) << r.out;
   EXPECT_NE(r.out.find("devices: cpu"), std::string::npos) << r.out;
   // Asking for CUDA explicitly on a machine or build without a usable device fails clearly.
-  const Result cuda = run("generate --model " + (kModels / "llama").string() + " --prompt-ids 1 --device cuda");
+  const Result cuda =
+      run("generate --model " + (kModels / "llama").string() + " --prompt-ids 1 --device cuda");
   if (cuda.status != 0) {
     EXPECT_NE(cuda.out.find("device cuda:"), std::string::npos) << cuda.out;
   }

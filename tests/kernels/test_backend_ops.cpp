@@ -47,13 +47,14 @@ TEST(BackendOps, RmsNorm) {
       auto wf = test::random_floats(rng, static_cast<size_t>(dim));
       auto wh = test::to_half_bits(wf, dtype);
       const Tensor x_host = Tensor::view(x.data(), DType::f32, {rows, dim});
-      const Tensor w_host = Tensor::view(dtype == DType::f32 ? static_cast<void*>(wf.data()) : wh.data(),
-                                         dtype, {dim});
+      const Tensor w_host = Tensor::view(
+          dtype == DType::f32 ? static_cast<void*>(wf.data()) : wh.data(), dtype, {dim});
       std::vector<float> expected(x.size()), got(x.size(), NAN);
       cpu.rms_norm(x_host, w_host, 1e-6f, Tensor::view(expected.data(), DType::f32, {rows, dim}));
 
       Buffer x_dev = upload(*backend, x_host), w_dev = upload(*backend, w_host);
-      Buffer out_dev = upload(*backend, Tensor::view(got.data(), DType::f32, {rows, dim}));  // poison
+      Buffer out_dev =
+          upload(*backend, Tensor::view(got.data(), DType::f32, {rows, dim}));  // poison
       Tensor x_t = x_host, w_t = w_host, out_t = x_host;
       x_t.data = x_dev.data(), w_t.data = w_dev.data(), out_t.data = out_dev.data();
       x_t.device = w_t.device = out_t.device = backend->device();

@@ -47,7 +47,8 @@ TEST_F(CpuOps, MatmulAllWeightDtypesWithBias) {
   SCOPED_TRACE(testing::Message() << "seed " << test::test_seed());
   for (DType dtype : {DType::f32, DType::bf16, DType::f16}) {
     for (auto [m, k, n] : {std::tuple{1, 64, 33}, {7, 17, 5}, {16, 128, 96}}) {
-      SCOPED_TRACE(testing::Message() << dtype_name(dtype) << " m=" << m << " k=" << k << " n=" << n);
+      SCOPED_TRACE(testing::Message()
+                   << dtype_name(dtype) << " m=" << m << " k=" << k << " n=" << n);
       auto x = random_floats(rng, static_cast<size_t>(m * k));
       auto wv = random_floats(rng, static_cast<size_t>(n * k));
       auto bias = random_floats(rng, static_cast<size_t>(n));
@@ -59,7 +60,8 @@ TEST_F(CpuOps, MatmulAllWeightDtypesWithBias) {
       for (int i = 0; i < m; ++i)
         for (int j = 0; j < n; ++j) {
           double ref = bias[static_cast<size_t>(j)];
-          for (int t = 0; t < k; ++t) ref += double{x[static_cast<size_t>(i * k + t)]} * wv[static_cast<size_t>(j * k + t)];
+          for (int t = 0; t < k; ++t)
+            ref += double{x[static_cast<size_t>(i * k + t)]} * wv[static_cast<size_t>(j * k + t)];
           ASSERT_NEAR(out[static_cast<size_t>(i * n + j)], ref, 1e-4 * (1 + std::abs(ref)));
         }
     }
@@ -101,7 +103,8 @@ TEST_F(CpuOps, RopeRotatesPairsHalfApart) {
   const auto original = x;
   std::vector<int32_t> positions = {0, 1, 7, 300};
   std::vector<float> inv_freq(half);
-  for (int j = 0; j < half; ++j) inv_freq[j] = static_cast<float>(std::pow(10000.0, -2.0 * j / head_dim));
+  for (int j = 0; j < half; ++j)
+    inv_freq[j] = static_cast<float>(std::pow(10000.0, -2.0 * j / head_dim));
   cpu.rope(Tensor::view(x.data(), DType::f32, {n, heads, head_dim}),
            Tensor::view(positions.data(), DType::i32, {n}),
            Tensor::view(inv_freq.data(), DType::f32, {half}));
@@ -127,9 +130,10 @@ TEST_F(CpuOps, EmbeddingGathersRowsAndRejectsBadIds) {
     for (int i = 0; i < 4; ++i)
       for (int j = 0; j < 4; ++j) EXPECT_EQ(out[i * 4 + j], table_values[ids[i] * 4 + j]);
     ids[1] = 10;
-    EXPECT_THROW(cpu.embedding(table.tensor(dtype, {10, 4}), Tensor::view(ids.data(), DType::i32, {4}),
-                               Tensor::view(out.data(), DType::f32, {4, 4})),
-                 Error);
+    EXPECT_THROW(
+        cpu.embedding(table.tensor(dtype, {10, 4}), Tensor::view(ids.data(), DType::i32, {4}),
+                      Tensor::view(out.data(), DType::f32, {4, 4})),
+        Error);
   }
 }
 
@@ -140,11 +144,13 @@ TEST_F(CpuOps, SoftmaxTopkNormalize) {
   for (int r = 0; r < 2; ++r) {
     double total = 0;
     for (int j = 0; j < 4; ++j) total += std::exp(double{x[r * 4 + j]});
-    for (int j = 0; j < 4; ++j) EXPECT_NEAR(probs[r * 4 + j], std::exp(double{x[r * 4 + j]}) / total, 1e-6);
+    for (int j = 0; j < 4; ++j)
+      EXPECT_NEAR(probs[r * 4 + j], std::exp(double{x[r * 4 + j]}) / total, 1e-6);
   }
   std::vector<float> values(4);
   std::vector<int32_t> indices(4);
-  cpu.topk(Tensor::view(x.data(), DType::f32, {2, 4}), 2, Tensor::view(values.data(), DType::f32, {2, 2}),
+  cpu.topk(Tensor::view(x.data(), DType::f32, {2, 4}), 2,
+           Tensor::view(values.data(), DType::f32, {2, 2}),
            Tensor::view(indices.data(), DType::i32, {2, 2}));
   // Row 0 has a tie at 3.0 (ids 1 and 3): the lower id comes first.
   EXPECT_EQ(indices, (std::vector<int32_t>{1, 3, 3, 1}));
@@ -157,15 +163,18 @@ TEST_F(CpuOps, SoftmaxTopkNormalize) {
 TEST_F(CpuOps, SiluMulSigmoidAddMulRows) {
   auto gate = random_floats(rng, 12), up = random_floats(rng, 12);
   std::vector<float> out(12);
-  cpu.silu_mul(Tensor::view(gate.data(), DType::f32, {3, 4}), Tensor::view(up.data(), DType::f32, {3, 4}),
+  cpu.silu_mul(Tensor::view(gate.data(), DType::f32, {3, 4}),
+               Tensor::view(up.data(), DType::f32, {3, 4}),
                Tensor::view(out.data(), DType::f32, {3, 4}));
-  for (int i = 0; i < 12; ++i) EXPECT_NEAR(out[i], gate[i] / (1 + std::exp(-double{gate[i]})) * up[i], 1e-6);
+  for (int i = 0; i < 12; ++i)
+    EXPECT_NEAR(out[i], gate[i] / (1 + std::exp(-double{gate[i]})) * up[i], 1e-6);
   auto s = gate;
   cpu.sigmoid(Tensor::view(s.data(), DType::f32, {12}));
   for (int i = 0; i < 12; ++i) EXPECT_NEAR(s[i], 1 / (1 + std::exp(-double{gate[i]})), 1e-6);
   std::vector<float> scale = {2.0f, 0.0f, -1.0f};
   auto rows = up;
-  cpu.mul_rows(Tensor::view(rows.data(), DType::f32, {3, 4}), Tensor::view(scale.data(), DType::f32, {3}));
+  cpu.mul_rows(Tensor::view(rows.data(), DType::f32, {3, 4}),
+               Tensor::view(scale.data(), DType::f32, {3}));
   for (int i = 0; i < 12; ++i) EXPECT_FLOAT_EQ(rows[i], up[i] * scale[i / 4]);
   cpu.add(Tensor::view(gate.data(), DType::f32, {12}), Tensor::view(up.data(), DType::f32, {12}),
           Tensor::view(out.data(), DType::f32, {12}));
@@ -176,14 +185,16 @@ TEST_F(CpuOps, GatherAndScatterAddRows) {
   auto src = random_floats(rng, 5 * 3);
   std::vector<int32_t> index = {4, 0, 4};
   std::vector<float> gathered(9);
-  cpu.gather_rows(Tensor::view(src.data(), DType::f32, {5, 3}), Tensor::view(index.data(), DType::i32, {3}),
+  cpu.gather_rows(Tensor::view(src.data(), DType::f32, {5, 3}),
+                  Tensor::view(index.data(), DType::i32, {3}),
                   Tensor::view(gathered.data(), DType::f32, {3, 3}));
   for (int i = 0; i < 3; ++i)
     for (int j = 0; j < 3; ++j) EXPECT_EQ(gathered[i * 3 + j], src[index[i] * 3 + j]);
   std::vector<float> weight = {0.5f, 2.0f, 0.25f};
   std::vector<float> out(15, 1.0f);
   cpu.scatter_add_rows(Tensor::view(gathered.data(), DType::f32, {3, 3}),
-                       Tensor::view(index.data(), DType::i32, {3}), Tensor::view(weight.data(), DType::f32, {3}),
+                       Tensor::view(index.data(), DType::i32, {3}),
+                       Tensor::view(weight.data(), DType::f32, {3}),
                        Tensor::view(out.data(), DType::f32, {5, 3}));
   for (int j = 0; j < 3; ++j) {
     EXPECT_FLOAT_EQ(out[4 * 3 + j], 1 + 0.5f * src[4 * 3 + j] + 0.25f * src[4 * 3 + j]);
@@ -196,7 +207,9 @@ TEST_F(CpuOps, GatherAndScatterAddRows) {
 // chunk positions and sliding windows.
 TEST_F(CpuOps, AttentionCausalGqaSlidingWindow) {
   SCOPED_TRACE(testing::Message() << "seed " << test::test_seed());
-  struct Case { int heads, kv_heads, head_dim, start, tokens, window; };
+  struct Case {
+    int heads, kv_heads, head_dim, start, tokens, window;
+  };
   for (const Case c : {Case{4, 4, 8, 0, 5, 0}, Case{8, 2, 16, 3, 4, 0}, Case{6, 1, 8, 10, 1, 0},
                        Case{4, 2, 8, 6, 6, 4}, Case{2, 1, 4, 0, 17, 16}}) {
     SCOPED_TRACE(testing::Message() << "heads " << c.heads << " kv " << c.kv_heads << " start "
@@ -225,7 +238,8 @@ TEST_F(CpuOps, AttentionCausalGqaSlidingWindow) {
         for (int j = first; j <= pos; ++j) {
           double dot = 0;
           for (int d = 0; d < c.head_dim; ++d)
-            dot += double{q[(i * c.heads + h) * c.head_dim + d]} * k[(j * c.kv_heads + kvh) * c.head_dim + d];
+            dot += double{q[(i * c.heads + h) * c.head_dim + d]} *
+                   k[(j * c.kv_heads + kvh) * c.head_dim + d];
           w.push_back(dot * p.scale);
           mx = std::max(mx, w.back());
         }
@@ -233,7 +247,8 @@ TEST_F(CpuOps, AttentionCausalGqaSlidingWindow) {
         for (double& s : w) total += (s = std::exp(s - mx));
         for (int d = 0; d < c.head_dim; ++d) {
           double ref = 0;
-          for (int j = first; j <= pos; ++j) ref += w[j - first] / total * v[(j * c.kv_heads + kvh) * c.head_dim + d];
+          for (int j = first; j <= pos; ++j)
+            ref += w[j - first] / total * v[(j * c.kv_heads + kvh) * c.head_dim + d];
           ASSERT_NEAR(out[(i * c.heads + h) * c.head_dim + d], ref, 1e-5);
         }
       }

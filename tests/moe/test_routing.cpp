@@ -37,7 +37,8 @@ TEST(Router, SoftmaxTopkAndOptionalRenormalisation) {
     std::vector<float> weights(2);
     std::vector<int32_t> ids(2);
     route_tokens(cpu, Tensor::view(scratch.data(), DType::f32, {1, 4}), {4, 2, normalize},
-                 Tensor::view(weights.data(), DType::f32, {1, 2}), Tensor::view(ids.data(), DType::i32, {1, 2}));
+                 Tensor::view(weights.data(), DType::f32, {1, 2}),
+                 Tensor::view(ids.data(), DType::i32, {1, 2}));
     EXPECT_EQ(ids, (std::vector<int32_t>{1, 2}));
     double total = 0;
     for (float l : logits) total += std::exp(double{l});
@@ -57,7 +58,9 @@ TEST(MoeForward, TopOneEqualsTheChosenExpert) {
     int64_t count = 1;
     for (int64_t d : shape) count *= d;
     storage.emplace_back(static_cast<size_t>(count));
-    for (int64_t i = 0; i < count; ++i) storage.back()[static_cast<size_t>(i)] = base + 0.01f * static_cast<float>(i % 7) - 0.02f * static_cast<float>(i % 3);
+    for (int64_t i = 0; i < count; ++i)
+      storage.back()[static_cast<size_t>(i)] =
+          base + 0.01f * static_cast<float>(i % 7) - 0.02f * static_cast<float>(i % 3);
     return Tensor::view(storage.back().data(), DType::f32, shape);
   };
   storage.reserve(16);
@@ -68,7 +71,8 @@ TEST(MoeForward, TopOneEqualsTheChosenExpert) {
   storage.back()[0] = 5.0f;           // expert 0 likes feature 0
   storage.back()[hidden + 1] = 5.0f;  // expert 1 likes feature 1
   for (int e = 0; e < 2; ++e)
-    moe.experts.push_back({tensor({inter, hidden}, 0.1f * e), tensor({inter, hidden}, 0.2f), tensor({hidden, inter}, -0.1f * e + 0.05f)});
+    moe.experts.push_back({tensor({inter, hidden}, 0.1f * e), tensor({inter, hidden}, 0.2f),
+                           tensor({hidden, inter}, -0.1f * e + 0.05f)});
   std::vector<float> x = {0, 1, 0.5f, 0.2f, 1, 0, 0.3f, 0.1f, 0.1f, 2, 0, 0};
   const Tensor xt = Tensor::view(x.data(), DType::f32, {n, hidden});
   std::vector<float> out(static_cast<size_t>(n * hidden), NAN);
@@ -76,8 +80,10 @@ TEST(MoeForward, TopOneEqualsTheChosenExpert) {
   for (int64_t t = 0; t < n; ++t) {
     const int expert = t == 1 ? 0 : 1;
     std::vector<float> expected(static_cast<size_t>(hidden));
-    ffn_forward(cpu, xt.rows(t, 1), moe.experts[static_cast<size_t>(expert)], Tensor::view(expected.data(), DType::f32, {1, hidden}));
-    for (int64_t j = 0; j < hidden; ++j) EXPECT_FLOAT_EQ(out[static_cast<size_t>(t * hidden + j)], expected[static_cast<size_t>(j)]);
+    ffn_forward(cpu, xt.rows(t, 1), moe.experts[static_cast<size_t>(expert)],
+                Tensor::view(expected.data(), DType::f32, {1, hidden}));
+    for (int64_t j = 0; j < hidden; ++j)
+      EXPECT_FLOAT_EQ(out[static_cast<size_t>(t * hidden + j)], expected[static_cast<size_t>(j)]);
   }
 }
 

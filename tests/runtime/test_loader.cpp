@@ -24,8 +24,9 @@ class LoaderTest : public ::testing::Test {
  protected:
   void SetUp() override {
     dir = fs::temp_directory_path() /
-          ("hive_loader_" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()) +
-           "_" + std::to_string(::getpid()));
+          ("hive_loader_" +
+           std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()) + "_" +
+           std::to_string(::getpid()));
     fs::remove_all(dir);
     fs::create_directories(dir);
   }
@@ -86,7 +87,8 @@ TEST_F(LoaderTest, FileShorterThanTheLengthPrefix) {
 
 TEST_F(LoaderTest, HeaderLongerThanTheFile) {
   const auto path = write_raw(R"({})", 0, 1000);
-  expect_error([&] { SafetensorsFile f(path); }, {path.string(), "header length 1000", "longer than the file"});
+  expect_error([&] { SafetensorsFile f(path); },
+               {path.string(), "header length 1000", "longer than the file"});
 }
 
 TEST_F(LoaderTest, HeaderIsNotJson) {
@@ -96,7 +98,8 @@ TEST_F(LoaderTest, HeaderIsNotJson) {
 
 TEST_F(LoaderTest, UnsupportedDtype) {
   const auto path = write_raw(R"({"w":{"dtype":"F8_E4M3","shape":[4],"data_offsets":[0,4]}})", 4);
-  expect_error([&] { SafetensorsFile f(path); }, {path.string(), "'w'", "unsupported dtype F8_E4M3"});
+  expect_error([&] { SafetensorsFile f(path); },
+               {path.string(), "'w'", "unsupported dtype F8_E4M3"});
 }
 
 TEST_F(LoaderTest, TruncatedData) {
@@ -155,7 +158,8 @@ TEST_F(LoaderTest, WeightWithIntegerDtype) {
   tensors["model.norm.weight"] = Tensor::view(ints.data(), DType::i32, {64});
   write_safetensors(dir / "model.safetensors.tmp", tensors);
   fs::rename(dir / "model.safetensors.tmp", dir / "model.safetensors");
-  expect_error([&] { Model m(dir, cpu); }, {"'model.norm.weight'", "dtype i32", "f32, f16 or bf16"});
+  expect_error([&] { Model m(dir, cpu); },
+               {"'model.norm.weight'", "dtype i32", "f32, f16 or bf16"});
 }
 
 TEST_F(LoaderTest, ShardIndexNamesAMissingTensor) {
@@ -163,7 +167,8 @@ TEST_F(LoaderTest, ShardIndexNamesAMissingTensor) {
   auto index = json::parse(std::ifstream(dir / "model.safetensors.index.json"));
   index["weight_map"]["model.extra.weight"] = "model-00001-of-00009.safetensors";
   std::ofstream(dir / "model.safetensors.index.json") << index.dump();
-  expect_error([&] { Model m(dir, cpu); }, {"index.json", "'model.extra.weight'", "does not contain it"});
+  expect_error([&] { Model m(dir, cpu); },
+               {"index.json", "'model.extra.weight'", "does not contain it"});
 }
 
 TEST_F(LoaderTest, ShardIndexEscapesTheDirectory) {
@@ -171,7 +176,8 @@ TEST_F(LoaderTest, ShardIndexEscapesTheDirectory) {
   auto index = json::parse(std::ifstream(dir / "model.safetensors.index.json"));
   index["weight_map"]["model.norm.weight"] = "../elsewhere.safetensors";
   std::ofstream(dir / "model.safetensors.index.json") << index.dump();
-  expect_error([&] { Model m(dir, cpu); }, {"'../elsewhere.safetensors'", "inside the model directory"});
+  expect_error([&] { Model m(dir, cpu); },
+               {"'../elsewhere.safetensors'", "inside the model directory"});
 }
 
 TEST_F(LoaderTest, NoWeightsAtAll) {
@@ -231,7 +237,8 @@ INSTANTIATE_TEST_SUITE_P(
                  "rope type 'yarn' is not supported"},
         BadValue{"qwen3", "rope_parameters", json{{"rope_type", "default"}, {"rope_theta", -1}},
                  "rope_theta must be > 0"},
-        BadValue{"mixtral", "num_experts_per_tok", 5, "num_experts_per_tok must be in [1, num_experts=4]"},
+        BadValue{"mixtral", "num_experts_per_tok", 5,
+                 "num_experts_per_tok must be in [1, num_experts=4]"},
         BadValue{"qwen3_moe", "mlp_only_layers", json::array({7}), "mlp_only_layers entry 7"},
         BadValue{"qwen3_moe", "moe_intermediate_size", 0, "moe_intermediate_size must be >= 1"},
         BadValue{"qwen2", "use_sliding_window", true, "use_sliding_window is not supported"},

@@ -32,7 +32,8 @@ TEST(Sampling, SameSeedSameDraws) {
   const std::vector<float> logits = {0.0f, 0.1f, 0.2f, 0.3f, 0.4f};
   Sampler a({1.0f, 0, 1.0f, 99}), b({1.0f, 0, 1.0f, 99}), c({1.0f, 0, 1.0f, 100});
   std::vector<int32_t> da, db, dc;
-  for (int i = 0; i < 64; ++i) da.push_back(a.sample(logits)), db.push_back(b.sample(logits)), dc.push_back(c.sample(logits));
+  for (int i = 0; i < 64; ++i)
+    da.push_back(a.sample(logits)), db.push_back(b.sample(logits)), dc.push_back(c.sample(logits));
   EXPECT_EQ(da, db);
   EXPECT_NE(da, dc);
 }

@@ -55,7 +55,8 @@ std::string flag(int argc, char** argv, const std::string& name, const std::stri
 
 int main(int argc, char** argv) try {
   const std::string model_dir = flag(argc, argv, "--model", "");
-  hive::check(!model_dir.empty(), "usage: bench_decode --model DIR [--tokens N] [--prompt-len P] [--json FILE]");
+  hive::check(!model_dir.empty(),
+              "usage: bench_decode --model DIR [--tokens N] [--prompt-len P] [--json FILE]");
   const int64_t tokens = std::stoll(flag(argc, argv, "--tokens", "32"));
   const int64_t prompt_len = std::stoll(flag(argc, argv, "--prompt-len", "16"));
   const std::string json_path = flag(argc, argv, "--json", "");
@@ -66,7 +67,8 @@ int main(int argc, char** argv) try {
   const double bandwidth = probe_read_bandwidth(size_t{1} << 30);
 
   std::vector<int32_t> prompt(static_cast<size_t>(prompt_len));
-  for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = static_cast<int32_t>((i * 7919) % 1000 + 1);
+  for (size_t i = 0; i < prompt.size(); ++i)
+    prompt[i] = static_cast<int32_t>((i * 7919) % 1000 + 1);
   hive::GenerateOptions options;
   options.max_tokens = tokens + 1;  // the first comes from prefill
   options.ignore_eos = true;
@@ -76,18 +78,24 @@ int main(int argc, char** argv) try {
   const hive::ModelConfig& c = model.config();
   // Weights touched per token: the active parameters at their stored width,
   // minus the embedding table (one row is read, not the table) unless tied.
-  const double bytes_per_param = static_cast<double>(stats.weight_bytes) / static_cast<double>(stats.total_parameters);
+  const double bytes_per_param =
+      static_cast<double>(stats.weight_bytes) / static_cast<double>(stats.total_parameters);
   double weight_bytes = static_cast<double>(stats.active_parameters) * bytes_per_param;
-  if (!c.tie_word_embeddings) weight_bytes -= static_cast<double>(c.vocab_size * c.hidden_size) * bytes_per_param;
-  const double kv_bytes = static_cast<double>(c.kv_bytes_per_token(4)) * static_cast<double>(prompt_len + tokens / 2);
+  if (!c.tie_word_embeddings)
+    weight_bytes -= static_cast<double>(c.vocab_size * c.hidden_size) * bytes_per_param;
+  const double kv_bytes =
+      static_cast<double>(c.kv_bytes_per_token(4)) * static_cast<double>(prompt_len + tokens / 2);
   const double roofline = bandwidth / (weight_bytes + kv_bytes);
 
-  std::printf("| model | params | threads | read GB/s | bytes/token (MB) | roofline tok/s | decode tok/s | of roofline |\n");
+  std::printf(
+      "| model | params | threads | read GB/s | bytes/token (MB) | roofline tok/s | decode tok/s | "
+      "of roofline |\n");
   std::printf("|---|---|---|---|---|---|---|---|\n");
   std::printf("| %s | %.0fM | %d | %.1f | %.0f | %.1f | %.2f | %.0f %% |\n",
               std::string(hive::architecture_name(c.architecture)).c_str(),
-              static_cast<double>(stats.total_parameters) / 1e6, omp_get_max_threads(), bandwidth / 1e9,
-              (weight_bytes + kv_bytes) / 1e6, roofline, tokens_per_s, 100.0 * tokens_per_s / roofline);
+              static_cast<double>(stats.total_parameters) / 1e6, omp_get_max_threads(),
+              bandwidth / 1e9, (weight_bytes + kv_bytes) / 1e6, roofline, tokens_per_s,
+              100.0 * tokens_per_s / roofline);
   if (!json_path.empty()) {
     nlohmann::json out = {{"model", model_dir},
                           {"parameters", stats.total_parameters},

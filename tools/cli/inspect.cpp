@@ -19,11 +19,13 @@ int run_inspect(const std::vector<std::string>& argv) {
   const ModelConfig config = load_model_config(dir);
   const WeightStore store(dir);
   const ModelStats stats = model_stats(config, store);
-  std::printf("architecture:         %s\n", std::string(architecture_name(config.architecture)).c_str());
-  std::printf("layers:               %lld (hidden %lld, heads %lld, kv heads %lld, head_dim %lld)\n",
-              static_cast<long long>(config.num_layers), static_cast<long long>(config.hidden_size),
-              static_cast<long long>(config.num_heads), static_cast<long long>(config.num_kv_heads),
-              static_cast<long long>(config.head_dim));
+  std::printf("architecture:         %s\n",
+              std::string(architecture_name(config.architecture)).c_str());
+  std::printf(
+      "layers:               %lld (hidden %lld, heads %lld, kv heads %lld, head_dim %lld)\n",
+      static_cast<long long>(config.num_layers), static_cast<long long>(config.hidden_size),
+      static_cast<long long>(config.num_heads), static_cast<long long>(config.num_kv_heads),
+      static_cast<long long>(config.head_dim));
   if (config.is_moe())
     std::printf("experts:              %lld, top-%lld per token\n",
                 static_cast<long long>(config.num_experts),
