@@ -1,0 +1,96 @@
+#pragma once
+// BlockPool: the fixed set of KV-cache blocks of one memory (a device, or the
+// host swap space) and their bookkeeping: reference counts, the free queue in
+// eviction order and the prefix-cache map from block hash to block. It knows
+// nothing of sequences; KVCacheManager builds block tables on top of it.
+//
+//   block ids:  0      1   2   3   4   5   6   7
+//               null   └──────── allocatable ───────┘
+//
+//   free_block_queue (front is reused first):  5 ⇄ 2 ⇄ 7 ⇄ 3
+//     allocate(n)        pops n from the front; a popped block that still has
+//                        a hash leaves the prefix cache (it is overwritten)
+//     release(blocks)    a block whose ref count drops to 0 joins the back and
+//                        keeps its hash: it can be hit until it is reused (LRU)
+//     add_reference(..)  a prefix hit on a free block takes it out of the queue
+//
+// Block 0 is the null block: never handed out, never counted, never freed. A
+// block table holds it where a position will not be read again (outside a
+// sliding window), and the host pool uses it the same way.
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <unordered_map>
+#include <vector>
+
+namespace hive {
+
+// Chained hash of a full block: parent block's hash, its token ids, and the
+// request's extra keys (anything else that changes the K/V, e.g. a cache salt).
+using BlockHash = uint64_t;
+inline constexpr BlockHash kRootBlockHash = 0x6a09e667f3bcc908ULL;  // parent of block 0
+
+BlockHash hash_block(BlockHash parent, std::span<const int32_t> token_ids,
+                     std::span<const uint64_t> extra_keys);
+
+// A doubly linked list of block ids with O(1) push_back, pop_front and remove.
+class FreeBlockQueue {
+ public:
+  explicit FreeBlockQueue(int32_t num_blocks);
+  void push_back(int32_t block);
+  int32_t pop_front();
+  void remove(int32_t block);
+  bool contains(int32_t block) const { return in_queue_[static_cast<size_t>(block)]; }
+  int32_t size() const { return size_; }
+  std::vector<int32_t> to_vector() const;  // front to back
+
+ private:
+  static constexpr int32_t kNone = -1;
+  std::vector<int32_t> prev_, next_;
+  std::vector<bool> in_queue_;
+  int32_t head_ = kNone, tail_ = kNone, size_ = 0;
+};
+
+class BlockPool {
+ public:
+  static constexpr int32_t kNullBlock = 0;
+
+  // num_blocks includes the null block, so it must be >= 2.
+  explicit BlockPool(int32_t num_blocks);
+
+  int32_t num_blocks() const { return static_cast<int32_t>(ref_counts_.size()); }
+  int32_t num_allocatable_blocks() const { return num_blocks() - 1; }
+  int32_t num_free_blocks() const { return free_block_queue_.size(); }
+  int32_t ref_count(int32_t block) const;
+  std::optional<BlockHash> block_hash(int32_t block) const;
+  // Free block ids from the next to be reused to the last.
+  std::vector<int32_t> free_block_queue() const { return free_block_queue_.to_vector(); }
+  int64_t num_evictions() const { return num_evictions_; }
+
+  // Takes n blocks off the front of the free queue, each with ref count 1.
+  // Needs n <= num_free_blocks(); callers ask first.
+  std::vector<int32_t> allocate(int32_t n);
+  // One more reference to each block (a prefix hit or a fork). Null entries
+  // are skipped.
+  void add_reference(std::span<const int32_t> blocks);
+  // One reference less on each block; blocks reaching 0 join the back of the
+  // free queue in the order given. Null entries are skipped.
+  void release(std::span<const int32_t> blocks);
+
+  // Prefix cache: the block holding the tokens that hash to `hash`, if any.
+  std::optional<int32_t> cached_block(BlockHash hash) const;
+  // Records that `block` (full, in use) holds the tokens hashing to `hash`.
+  // When another block already holds them, the cache keeps that one.
+  void cache_block(int32_t block, BlockHash hash);
+
+ private:
+  void check_block(int32_t block, const char* what) const;
+
+  std::vector<int32_t> ref_counts_;
+  std::vector<std::optional<BlockHash>> hashes_;
+  FreeBlockQueue free_block_queue_;
+  std::unordered_map<BlockHash, int32_t> cached_blocks_;
+  int64_t num_evictions_ = 0;
+};
+
+}  // namespace hive

@@ -1,0 +1,281 @@
+#include "runtime/scheduler.hpp"
+
+#include <algorithm>
+#include <utility>
+
+#include "kernels/error.hpp"
+
+namespace hive {
+
+int64_t StepPlan::num_batched_tokens() const {
+  int64_t total = 0;
+  for (const ScheduledSequence& s : sequences) total += static_cast<int64_t>(s.token_ids.size());
+  return total;
+}
+
+Scheduler::Scheduler(const SchedulerConfig& config, KVCacheManager& kv_cache, Detokenize detokenize)
+    : config_(config), kv_cache_(kv_cache), detokenize_(std::move(detokenize)) {
+  check(config.max_num_batched_tokens >= 1, "max_num_batched_tokens must be >= 1 (got ",
+        config.max_num_batched_tokens, ")");
+  check(config.max_num_seqs >= 1, "max_num_seqs must be >= 1 (got ", config.max_num_seqs, ")");
+  check(config.recompute_seconds_per_token >= 0 && config.swap_seconds_per_block >= 0,
+        "preemption costs must be >= 0 (got ", config.recompute_seconds_per_token, " s/token and ",
+        config.swap_seconds_per_block, " s/block)");
+}
+
+void Scheduler::add_request(Request request) {
+  const std::string& id = request.id;
+  check(!id.empty(), "a request needs an id");
+  for (const auto& [_, seq] : sequences_)
+    check(seq->request->id != id, "request id '", id, "' is already in use");
+  check(!request.prompt_token_ids.empty(), "request ", id, ": the prompt is empty");
+  check(request.stop.max_tokens >= 1, "max_tokens must be >= 1 (got ", request.stop.max_tokens,
+        ")");
+  check(request.n >= 1 && request.n <= config_.max_num_seqs, "request ", id,
+        ": n must be in [1, max_num_seqs = ", config_.max_num_seqs, "] (got ", request.n, ")");
+  validate(request.sampling);
+  check(request.stop.stop_strings.empty() || detokenize_, "request ", id,
+        ": stop strings need a detokenizer");
+  const int64_t max_len =
+      static_cast<int64_t>(request.prompt_token_ids.size()) + request.stop.max_tokens;
+  const int64_t block_size = kv_cache_.config().block_size;
+  const int64_t blocks = (max_len + block_size - 1) / block_size;
+  check(blocks <= kv_cache_.device_pool().num_allocatable_blocks(), "request ", id,
+        ": prompt + max_tokens = ", max_len, " tokens need ", blocks, " KV blocks of ", block_size,
+        ", the pool has ", kv_cache_.device_pool().num_allocatable_blocks());
+  check(config_.enable_chunked_prefill || max_len <= config_.max_num_batched_tokens, "request ", id,
+        ": prompt + max_tokens = ", max_len,
+        " tokens exceed max_num_batched_tokens = ", config_.max_num_batched_tokens,
+        " and chunked prefill is off");
+  auto seq = std::make_unique<Sequence>(
+      next_seq_id_++, std::make_shared<const Request>(std::move(request)), next_arrival_++);
+  insert_in_order(waiting_, seq.get());
+  sequences_.emplace(seq->id, std::move(seq));
+}
+
+void Scheduler::abort_request(const std::string& request_id) {
+  std::vector<Sequence*> matching;
+  for (const auto& [_, seq] : sequences_)
+    if (seq->request->id == request_id) matching.push_back(seq.get());
+  for (Sequence* seq : matching) aborted_.push_back(finish(*seq, FinishReason::aborted));
+}
+
+const Sequence& Scheduler::sequence(SequenceId id) const {
+  const auto it = sequences_.find(id);
+  check(it != sequences_.end(), "scheduler: no sequence ", id);
+  return *it->second;
+}
+
+std::vector<SequenceId> Scheduler::running_ids() const {
+  std::vector<SequenceId> ids;
+  for (const Sequence* seq : running_) ids.push_back(seq->id);
+  return ids;
+}
+
+void Scheduler::insert_in_order(Queue& queue, Sequence* seq) const {
+  const auto at = std::upper_bound(
+      queue.begin(), queue.end(), seq,
+      [&](const Sequence* a, const Sequence* b) { return a->runs_before(*b, by_priority()); });
+  queue.insert(at, seq);
+}
+
+int64_t Scheduler::num_seats_taken() const {
+  int64_t seats = static_cast<int64_t>(new_children_.size());
+  for (const Sequence* seq : running_) seats += seq->num_seats();
+  return seats;
+}
+
+StepPlan Scheduler::schedule() {
+  StepPlan plan;
+  plan.finished_seq_ids = std::exchange(finished_since_plan_, {});
+  int64_t budget = config_.max_num_batched_tokens;
+  if (!schedule_running(plan, budget)) {
+    schedule_swapped(plan, budget);
+    schedule_waiting(plan, budget);
+  }
+  for (Sequence* child : new_children_) insert_in_order(running_, child);
+  new_children_.clear();
+  if (!plan.sequences.empty()) ++stats_.num_steps;
+  stats_.max_num_running = std::max(stats_.max_num_running, static_cast<int64_t>(running_.size()));
+  return plan;
+}
+
+// Returns whether anything was preempted.
+bool Scheduler::schedule_running(StepPlan& plan, int64_t& budget) {
+  bool preempted = false;
+  for (size_t i = 0; i < running_.size() && budget > 0;) {
+    Sequence& seq = *running_[i];
+    const int64_t num_tokens = std::min(seq.num_uncomputed_tokens(), budget);
+    if (num_tokens == 0) {
+      ++i;
+      continue;
+    }
+    bool preempted_itself = false;
+    while (!preempted_itself && !kv_cache_.can_allocate(seq, num_tokens)) {
+      Sequence& victim = *running_.back();  // last in policy order, not scheduled yet
+      preempted_itself = &victim == &seq;
+      preempt(victim, plan);
+      preempted = true;
+    }
+    if (preempted_itself) break;
+    add_to_plan(seq, num_tokens, {}, plan);
+    budget -= num_tokens;
+    ++i;
+  }
+  return preempted;
+}
+
+void Scheduler::schedule_swapped(StepPlan& plan, int64_t& budget) {
+  while (!swapped_.empty() && budget > 0) {
+    Sequence& seq = *swapped_.front();
+    if (num_seats_taken() + 1 > config_.max_num_seqs || !kv_cache_.can_swap_in(seq.id)) return;
+    const std::vector<BlockCopy> copies = kv_cache_.swap_in(seq.id);
+    plan.swap_in.insert(plan.swap_in.end(), copies.begin(), copies.end());
+    swapped_.pop_front();
+    seq.status = SequenceStatus::running;
+    insert_in_order(running_, &seq);
+    const int64_t num_tokens = std::min(seq.num_uncomputed_tokens(), budget);
+    if (num_tokens > 0 && kv_cache_.can_allocate(seq, num_tokens)) {
+      add_to_plan(seq, num_tokens, {}, plan);
+      budget -= num_tokens;
+    }
+  }
+}
+
+void Scheduler::schedule_waiting(StepPlan& plan, int64_t& budget) {
+  while (!waiting_.empty() && budget > 0) {
+    Sequence& seq = *waiting_.front();
+    if (num_seats_taken() + seq.num_seats() > config_.max_num_seqs) return;
+    const PrefixHit hit = kv_cache_.find_cached_prefix(seq);
+    const int64_t remaining = seq.num_tokens() - hit.num_tokens;
+    if (!config_.enable_chunked_prefill && remaining > budget) return;
+    const int64_t num_tokens = std::min(remaining, budget);
+    if (!kv_cache_.can_allocate(seq, num_tokens, hit)) return;
+    if (seq.num_tokens_to_recompute == 0) seq.num_cached_tokens = hit.num_tokens;
+    stats_.num_tokens_recomputed +=
+        std::max<int64_t>(0, seq.num_tokens_to_recompute - hit.num_tokens);
+    seq.num_tokens_to_recompute = 0;
+    waiting_.pop_front();
+    seq.status = SequenceStatus::running;
+    insert_in_order(running_, &seq);
+    add_to_plan(seq, num_tokens, hit, plan);
+    budget -= num_tokens;
+  }
+}
+
+void Scheduler::add_to_plan(Sequence& seq, int64_t num_tokens, const PrefixHit& hit,
+                            StepPlan& plan) {
+  const std::vector<BlockCopy> copies = kv_cache_.allocate(seq, num_tokens, hit);
+  plan.copy_on_write.insert(plan.copy_on_write.end(), copies.begin(), copies.end());
+  seq.num_computed_tokens += hit.num_tokens;
+  ScheduledSequence scheduled;
+  scheduled.seq_id = seq.id;
+  scheduled.num_computed_tokens = seq.num_computed_tokens;
+  const auto first = seq.token_ids.begin() + seq.num_computed_tokens;
+  scheduled.token_ids.assign(first, first + num_tokens);
+  const std::span<const int32_t> table = kv_cache_.block_table(seq.id);
+  scheduled.block_table.assign(table.begin(), table.end());
+  scheduled.needs_logits = seq.num_computed_tokens + num_tokens == seq.num_tokens();
+  plan.sequences.push_back(std::move(scheduled));
+  if (!plan.sequences.back().needs_logits) return;
+  const size_t index = plan.sequences.size() - 1;
+  SamplingParams sampling = seq.request->sampling;
+  sampling.seed += static_cast<uint64_t>(seq.sample_index);
+  plan.samples.push_back({seq.id, index, sampling, seq.request->return_logits});
+  if (!seq.forked && seq.request->n > 1) fork_children(seq, index, plan);
+}
+
+void Scheduler::fork_children(Sequence& parent, size_t scheduled_index, StepPlan& plan) {
+  const ScheduledSequence& scheduled = plan.sequences[scheduled_index];
+  for (int k = 1; k < parent.request->n; ++k) {
+    auto child = std::make_unique<Sequence>(next_seq_id_++, parent.request, parent.arrival);
+    child->sample_index = k;
+    child->forked = true;
+    child->status = SequenceStatus::running;
+    // Its prompt is computed by the parent's run in this very step.
+    child->num_computed_tokens =
+        scheduled.num_computed_tokens + static_cast<int64_t>(scheduled.token_ids.size());
+    child->num_cached_tokens = parent.num_cached_tokens;
+    kv_cache_.fork(parent.id, child->id);
+    SamplingParams sampling = parent.request->sampling;
+    sampling.seed += static_cast<uint64_t>(k);
+    plan.samples.push_back({child->id, scheduled_index, sampling, parent.request->return_logits});
+    new_children_.push_back(child.get());
+    sequences_.emplace(child->id, std::move(child));
+  }
+  parent.forked = true;
+}
+
+bool Scheduler::should_swap(const Sequence& victim) const {
+  if (config_.preemption_mode == PreemptionMode::recompute || !kv_cache_.can_swap_out(victim.id))
+    return false;
+  if (config_.preemption_mode == PreemptionMode::swap) return true;
+  const double recompute_cost =
+      static_cast<double>(victim.num_computed_tokens) * config_.recompute_seconds_per_token;
+  const double swap_cost =
+      static_cast<double>(kv_cache_.num_held_blocks(victim.id)) * config_.swap_seconds_per_block;
+  return swap_cost < recompute_cost;
+}
+
+void Scheduler::preempt(Sequence& victim, StepPlan& plan) {
+  running_.erase(std::find(running_.begin(), running_.end(), &victim));
+  if (should_swap(victim)) {
+    const std::vector<BlockCopy> copies = kv_cache_.swap_out(victim.id);
+    plan.swap_out.insert(plan.swap_out.end(), copies.begin(), copies.end());
+    victim.status = SequenceStatus::swapped;
+    insert_in_order(swapped_, &victim);
+    ++stats_.num_preemptions_swap;
+    return;
+  }
+  kv_cache_.free(victim.id);
+  victim.num_tokens_to_recompute = victim.num_computed_tokens;
+  victim.num_computed_tokens = 0;
+  victim.status = SequenceStatus::waiting;
+  insert_in_order(waiting_, &victim);  // ahead of every later arrival
+  ++stats_.num_preemptions_recompute;
+}
+
+std::vector<SequenceOutput> Scheduler::update(const StepPlan& plan,
+                                              std::span<const SampledToken> sampled) {
+  std::vector<SequenceOutput> finished = std::exchange(aborted_, {});
+  for (const ScheduledSequence& scheduled : plan.sequences) {
+    const auto it = sequences_.find(scheduled.seq_id);
+    if (it == sequences_.end()) continue;  // aborted since the plan was made
+    it->second->num_computed_tokens += static_cast<int64_t>(scheduled.token_ids.size());
+  }
+  for (const SampledToken& token : sampled) {
+    const auto it = sequences_.find(token.seq_id);
+    if (it == sequences_.end()) continue;
+    Sequence& seq = *it->second;
+    seq.token_ids.push_back(token.token);
+    if (!token.logits.empty()) seq.logits.push_back(token.logits);
+    const FinishReason reason = check_stop(seq.request->stop, config_.eos_token_ids,
+                                           seq.output_token_ids(), detokenize_, seq.output_text);
+    if (reason != FinishReason::none) finished.push_back(finish(seq, reason));
+  }
+  return finished;
+}
+
+SequenceOutput Scheduler::finish(Sequence& seq, FinishReason reason) {
+  if (kv_cache_.has_blocks(seq.id)) kv_cache_.free(seq.id);
+  for (Queue* queue : {&waiting_, &running_, &swapped_}) {
+    const auto it = std::find(queue->begin(), queue->end(), &seq);
+    if (it != queue->end()) queue->erase(it);
+  }
+  finished_since_plan_.push_back(seq.id);
+  SequenceOutput out;
+  out.request_id = seq.request->id;
+  out.sample_index = seq.sample_index;
+  const std::span<const int32_t> generated = seq.output_token_ids();
+  out.token_ids.assign(generated.begin(), generated.end());
+  out.text = std::move(seq.output_text);
+  out.finish_reason = reason;
+  out.num_prompt_tokens = seq.num_prompt_tokens;
+  out.num_cached_tokens = seq.num_cached_tokens;
+  out.logits = std::move(seq.logits);
+  const SequenceId id = seq.id;
+  sequences_.erase(id);  // seq is gone from here on
+  return out;
+}
+
+}  // namespace hive

@@ -1,0 +1,92 @@
+#pragma once
+// A Scheduler over a KVCacheManager driven by a fake model: each sampled
+// token comes from a function of the sequence (by default its length), so
+// tests control outputs exactly. Teardown checks that no block leaked.
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <memory>
+
+#include "kernels/error.hpp"
+#include "runtime/scheduler.hpp"
+
+namespace hive::test {
+
+class SchedulerFixture : public ::testing::Test {
+ protected:
+  void TearDown() override {
+    EXPECT_FALSE(scheduler->has_unfinished()) << "a test left sequences unfinished";
+    EXPECT_EQ(kv->device_pool().num_free_blocks(), kv->device_pool().num_allocatable_blocks())
+        << "device blocks leaked";
+    if (kv->host_pool()) {
+      EXPECT_EQ(kv->host_pool()->num_free_blocks(), kv->host_pool()->num_allocatable_blocks())
+          << "host blocks leaked";
+    }
+  }
+
+  void make(const SchedulerConfig& config, const KVCacheConfig& kv_config,
+            Detokenize detokenize = {}) {
+    kv = std::make_unique<KVCacheManager>(kv_config);
+    SchedulerConfig with_eos = config;
+    with_eos.eos_token_ids = {2};
+    scheduler = std::make_unique<Scheduler>(with_eos, *kv, std::move(detokenize));
+  }
+
+  static KVCacheConfig blocks(int32_t device, int32_t host = 0, bool prefix_caching = false) {
+    KVCacheConfig c;
+    c.block_size = 4;
+    c.num_device_blocks = device;
+    c.num_host_blocks = host;
+    c.enable_prefix_caching = prefix_caching;
+    return c;
+  }
+
+  static Request request(const std::string& id, int64_t prompt_len, int64_t max_tokens,
+                         int32_t first_token = 10) {
+    Request r;
+    r.id = id;
+    for (int64_t i = 0; i < prompt_len; ++i)
+      r.prompt_token_ids.push_back(first_token + static_cast<int32_t>(i));
+    r.stop.max_tokens = max_tokens;
+    return r;
+  }
+
+  // One step: schedule, sample every slot with next_token, update.
+  std::vector<SequenceOutput> step() {
+    last_plan = scheduler->schedule();
+    std::vector<SampledToken> sampled;
+    for (const SampleSlot& slot : last_plan.samples)
+      sampled.push_back({slot.seq_id, next_token(scheduler->sequence(slot.seq_id)), {}});
+    return scheduler->update(last_plan, sampled);
+  }
+
+  std::vector<SequenceOutput> run_to_completion(int max_steps = 1000) {
+    std::vector<SequenceOutput> outputs;
+    for (int i = 0; i < max_steps && scheduler->has_unfinished(); ++i) {
+      auto finished = step();
+      outputs.insert(outputs.end(), finished.begin(), finished.end());
+    }
+    EXPECT_FALSE(scheduler->has_unfinished()) << "not done after " << max_steps << " steps";
+    return outputs;
+  }
+
+  // (seq id, first position, token count) of each scheduled run.
+  std::vector<std::tuple<SequenceId, int64_t, size_t>> runs() const {
+    std::vector<std::tuple<SequenceId, int64_t, size_t>> out;
+    for (const ScheduledSequence& s : last_plan.sequences)
+      out.emplace_back(s.seq_id, s.num_computed_tokens, s.token_ids.size());
+    return out;
+  }
+
+  std::function<int32_t(const Sequence&)> next_token = [](const Sequence& seq) {
+    return static_cast<int32_t>(100 + seq.num_tokens());
+  };
+  std::unique_ptr<KVCacheManager> kv;
+  std::unique_ptr<Scheduler> scheduler;
+  StepPlan last_plan;
+};
+
+using Runs = std::vector<std::tuple<SequenceId, int64_t, size_t>>;
+using Ids = std::vector<int32_t>;
+
+}  // namespace hive::test

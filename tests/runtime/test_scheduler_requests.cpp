@@ -1,0 +1,136 @@
+// Scheduler and requests: stop conditions (with a fake detokenizer), parallel
+// sampling with copy-on-write, prefix caching across requests, abort.
+#include <map>
+
+#include "tests/runtime/scheduler_fixture.hpp"
+
+namespace hive {
+namespace {
+
+using test::Ids;
+using test::Runs;
+
+class RequestsTest : public test::SchedulerFixture {};
+
+// Token t reads as the letter 'a' + t % 26.
+std::string letters(std::span<const int32_t> tokens) {
+  std::string text;
+  for (int32_t t : tokens) text += static_cast<char>('a' + t % 26);
+  return text;
+}
+
+SchedulerConfig plain() {
+  return SchedulerConfig{};
+}
+
+TEST_F(RequestsTest, StopsOnEosStopTokensStopStringsAndLength) {
+  make(plain(), blocks(64), letters);
+  // Each request's outputs follow a script (token 2 is end-of-sequence).
+  const std::map<std::string, Ids> script = {{"eos", {5, 2, 5}},
+                                             {"ignore", {5, 2, 5}},
+                                             {"stop_id", {5, 9, 5}},
+                                             {"stop_str", {0, 1, 28, 3, 4}},
+                                             {"length", {0, 1, 3}}};
+  next_token = [&](const Sequence& seq) {
+    return script.at(seq.request->id)[static_cast<size_t>(seq.num_output_tokens())];
+  };
+  Request eos = request("eos", 3, 3), ignore = request("ignore", 3, 3),
+          stop_id = request("stop_id", 3, 3), stop_str = request("stop_str", 3, 5),
+          length = request("length", 3, 3);
+  ignore.stop.ignore_eos = true;
+  stop_id.stop.stop_token_ids = {9};
+  stop_str.stop.stop_strings = {"zz", "cd"};
+  length.stop.stop_strings = {"ba"};  // "abd" never contains it
+  for (Request* r : {&eos, &ignore, &stop_id, &stop_str, &length}) scheduler->add_request(*r);
+  std::map<std::string, SequenceOutput> out;
+  for (SequenceOutput& o : run_to_completion()) out[o.request_id] = o;
+
+  EXPECT_EQ(out["eos"].finish_reason, FinishReason::eos);
+  EXPECT_EQ(out["eos"].token_ids, (Ids{5, 2}));
+  EXPECT_EQ(out["eos"].text, "f");  // the end-of-sequence token is not text
+  EXPECT_EQ(out["ignore"].finish_reason, FinishReason::length);
+  EXPECT_EQ(out["ignore"].token_ids, (Ids{5, 2, 5}));
+  EXPECT_EQ(out["stop_id"].finish_reason, FinishReason::stop_token);
+  EXPECT_EQ(out["stop_id"].token_ids, (Ids{5, 9}));
+  EXPECT_EQ(out["stop_str"].finish_reason, FinishReason::stop_string);
+  EXPECT_EQ(out["stop_str"].token_ids, (Ids{0, 1, 28, 3}));
+  EXPECT_EQ(out["stop_str"].text, "ab");  // "abcd" without the stop string
+  EXPECT_EQ(out["length"].finish_reason, FinishReason::length);
+  EXPECT_EQ(out["length"].text, "abd");
+}
+
+TEST(StopSafeLength, HoldsBackATailThatMayBecomeAStopString) {
+  const std::vector<std::string> stops = {"world", "d!"};
+  EXPECT_EQ(stop_safe_length("hello wor", stops), 6u);  // "wor" may become "world"
+  EXPECT_EQ(stop_safe_length("hello", stops), 5u);
+  EXPECT_EQ(stop_safe_length("abcd", stops), 3u);  // "d" may become "d!"
+  EXPECT_EQ(stop_safe_length("abc", std::vector<std::string>{}), 3u);
+}
+
+TEST_F(RequestsTest, ParallelSamplesShareThePromptAndCopyOnWrite) {
+  make(plain(), blocks(16));
+  Request r = request("n3", 6, 3);
+  r.n = 3;
+  r.sampling.seed = 40;
+  scheduler->add_request(r);
+  step();  // the prompt runs once; three samples read its last row
+  EXPECT_EQ(runs(), (Runs{{0, 0, 6}}));
+  ASSERT_EQ(last_plan.samples.size(), 3u);
+  for (size_t k = 0; k < 3; ++k) {
+    EXPECT_EQ(last_plan.samples[k].scheduled_index, 0u);
+    EXPECT_EQ(last_plan.samples[k].sampling.seed, 40u + k);  // sample k draws with seed + k
+  }
+  EXPECT_EQ(scheduler->num_running(), 3u);
+  EXPECT_EQ(kv->device_pool().ref_count(1), 3);
+  EXPECT_EQ(kv->device_pool().ref_count(2), 3);
+  step();  // all append into shared block 2: the first two copy, the last writes in place
+  EXPECT_EQ(runs(), (Runs{{0, 6, 1}, {1, 6, 1}, {2, 6, 1}}));
+  EXPECT_EQ(last_plan.copy_on_write, (std::vector<BlockCopy>{{2, 3}, {2, 4}}));
+  EXPECT_EQ(last_plan.sequences[0].block_table, (Ids{1, 3}));
+  EXPECT_EQ(last_plan.sequences[1].block_table, (Ids{1, 4}));
+  EXPECT_EQ(last_plan.sequences[2].block_table, (Ids{1, 2}));
+  EXPECT_EQ(kv->device_pool().ref_count(1), 3);
+  const auto outputs = run_to_completion();
+  ASSERT_EQ(outputs.size(), 3u);
+  for (int k = 0; k < 3; ++k) {
+    EXPECT_EQ(outputs[static_cast<size_t>(k)].request_id, "n3");
+    EXPECT_EQ(outputs[static_cast<size_t>(k)].sample_index, k);
+  }
+}
+
+TEST_F(RequestsTest, PrefixCachingSkipsTheSharedBlocks) {
+  make(plain(), blocks(16, 0, /*prefix_caching=*/true));
+  scheduler->add_request(request("first", 10, 1));
+  run_to_completion();  // its blocks [1, 2, 3] are free but cached: 1 and 2 are full
+  Request second = request("second", 10, 1);
+  second.prompt_token_ids.resize(13, 77);
+  scheduler->add_request(second);
+  step();
+  EXPECT_EQ(runs(), (Runs{{1, 8, 5}}));
+  EXPECT_EQ(last_plan.sequences[0].block_table, (Ids{1, 2, 4, 5}));
+  run_to_completion();
+  EXPECT_EQ(kv->stats().prefix_hit_tokens, 8);
+  EXPECT_EQ(kv->stats().prefix_queried_tokens, 10 + 13);
+}
+
+TEST_F(RequestsTest, AbortFreesBlocksAndReportsOnTheNextUpdate) {
+  make(plain(), blocks(16));
+  scheduler->add_request(request("a", 5, 10));
+  scheduler->add_request(request("b", 5, 2));
+  step();
+  scheduler->abort_request("a");
+  scheduler->abort_request("unknown");
+  EXPECT_FALSE(kv->has_blocks(0));
+  const auto finished = step();
+  EXPECT_EQ(last_plan.finished_seq_ids, (std::vector<SequenceId>{0}));  // workers drop it
+  EXPECT_EQ(runs(), (Runs{{1, 5, 1}}));
+  ASSERT_EQ(finished.size(), 2u);
+  EXPECT_EQ(finished[0].request_id, "a");
+  EXPECT_EQ(finished[0].finish_reason, FinishReason::aborted);
+  EXPECT_EQ(finished[0].token_ids.size(), 1u);
+  EXPECT_EQ(finished[1].request_id, "b");
+  EXPECT_EQ(finished[1].finish_reason, FinishReason::length);
+}
+
+}  // namespace
+}  // namespace hive
