@@ -1,0 +1,114 @@
+#include "moe/nccl_communicator.hpp"
+
+#include <cuda_runtime.h>
+#include <nccl.h>
+
+#include "kernels/error.hpp"
+
+namespace hive {
+
+namespace {
+
+void check_nccl(ncclResult_t result, const char* what) {
+  check(result == ncclSuccess, "nccl: ", what, ": ", ncclGetErrorString(result));
+}
+
+void check_cuda(cudaError_t status, const char* what) {
+  check(status == cudaSuccess, "cuda: ", what, ": ", cudaGetErrorString(status));
+}
+
+class NcclCommunicator final : public Communicator {
+ public:
+  NcclCommunicator(ncclComm_t comm, int rank, int world_size, int device)
+      : comm_(comm), rank_(rank), world_size_(world_size), device_(device) {}
+  ~NcclCommunicator() override { ncclCommDestroy(comm_); }
+  NcclCommunicator(const NcclCommunicator&) = delete;
+  NcclCommunicator& operator=(const NcclCommunicator&) = delete;
+
+  int rank() const override { return rank_; }
+  int world_size() const override { return world_size_; }
+
+  void all_reduce_sum(const Tensor& data) override {
+    check(data.dtype == DType::f32 && data.is_contiguous(), "nccl all_reduce_sum: needs ",
+          "contiguous f32 (got ", data.shape_string(), ")");
+    select_device();
+    check_nccl(ncclAllReduce(data.data, data.data, static_cast<size_t>(data.numel()), ncclFloat,
+                             ncclSum, comm_, nullptr),
+               "all_reduce");
+    synchronize();
+  }
+
+  void all_to_all(const Tensor& send, std::span<const int64_t> send_counts, const Tensor& recv,
+                  std::span<const int64_t> recv_counts) override {
+    check(send_counts.size() == static_cast<size_t>(world_size_) &&
+              recv_counts.size() == static_cast<size_t>(world_size_),
+          "nccl all_to_all: counts for ", send_counts.size(), " ranks in a group of ", world_size_);
+    const size_t send_row = send.shape[0] ? send.nbytes() / static_cast<size_t>(send.shape[0]) : 0;
+    const size_t recv_row = recv.shape[0] ? recv.nbytes() / static_cast<size_t>(recv.shape[0]) : 0;
+    select_device();
+    // Point-to-point pairs inside one group call are NCCL's all-to-all.
+    check_nccl(ncclGroupStart(), "group start");
+    size_t send_offset = 0, recv_offset = 0;
+    for (int peer = 0; peer < world_size_; ++peer) {
+      const size_t out = static_cast<size_t>(send_counts[static_cast<size_t>(peer)]) * send_row;
+      const size_t in = static_cast<size_t>(recv_counts[static_cast<size_t>(peer)]) * recv_row;
+      if (out)
+        check_nccl(ncclSend(static_cast<const char*>(send.data) + send_offset, out, ncclUint8, peer,
+                            comm_, nullptr),
+                   "send");
+      if (in)
+        check_nccl(ncclRecv(static_cast<char*>(recv.data) + recv_offset, in, ncclUint8, peer, comm_,
+                            nullptr),
+                   "recv");
+      send_offset += out;
+      recv_offset += in;
+    }
+    check_nccl(ncclGroupEnd(), "group end");
+    synchronize();
+  }
+
+  void send(const Tensor& data, int peer) override {
+    select_device();
+    check_nccl(ncclSend(data.data, data.nbytes(), ncclUint8, peer, comm_, nullptr), "send");
+    synchronize();
+  }
+
+  void recv(const Tensor& data, int peer) override {
+    select_device();
+    check_nccl(ncclRecv(data.data, data.nbytes(), ncclUint8, peer, comm_, nullptr), "recv");
+    synchronize();
+  }
+
+  void barrier() override {
+    select_device();
+    float* one = nullptr;
+    check_cuda(cudaMalloc(&one, sizeof(float)), "cudaMalloc");
+    const ncclResult_t result = ncclAllReduce(one, one, 1, ncclFloat, ncclSum, comm_, nullptr);
+    synchronize();
+    cudaFree(one);
+    check_nccl(result, "barrier");
+  }
+
+ private:
+  void select_device() const { check_cuda(cudaSetDevice(device_), "cudaSetDevice"); }
+  void synchronize() const { check_cuda(cudaStreamSynchronize(nullptr), "synchronize"); }
+
+  ncclComm_t comm_;
+  int rank_, world_size_, device_;
+};
+
+}  // namespace
+
+std::vector<std::unique_ptr<Communicator>> make_nccl_group(std::span<const int> devices) {
+  const auto n = static_cast<int>(devices.size());
+  check(n >= 1, "make_nccl_group: no devices");
+  std::vector<ncclComm_t> comms(devices.size());
+  check_nccl(ncclCommInitAll(comms.data(), n, devices.data()), "ncclCommInitAll");
+  std::vector<std::unique_ptr<Communicator>> group;
+  for (int rank = 0; rank < n; ++rank)
+    group.push_back(std::make_unique<NcclCommunicator>(comms[static_cast<size_t>(rank)], rank, n,
+                                                       devices[static_cast<size_t>(rank)]));
+  return group;
+}
+
+}  // namespace hive
