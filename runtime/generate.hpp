@@ -1,6 +1,7 @@
 #pragma once
-// Single-sequence generation: prefill the prompt, then decode one token at a
-// time until max_tokens or an end-of-sequence token.
+// Single-request generation on the offline engine: the prompt, then one
+// token per step until max_tokens or an end-of-sequence token. The KV pool is
+// sized for exactly this request.
 #include <cstdint>
 #include <functional>
 #include <span>
@@ -15,11 +16,12 @@ struct GenerateOptions {
   int64_t max_tokens = 16;
   SamplingParams sampling;
   bool ignore_eos = false;
+  int32_t block_size = 16;
 };
 
 struct GenerateResult {
   std::vector<int32_t> tokens;  // generated tokens (the EOS token included, if hit)
-  double prefill_seconds = 0;
+  double prefill_seconds = 0;   // until the first token
   double decode_seconds = 0;    // for tokens after the first
   bool stopped_by_eos = false;
 };

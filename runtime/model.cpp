@@ -1,7 +1,6 @@
 #include "runtime/model.hpp"
 
 #include <cmath>
-#include <numeric>
 #include <vector>
 
 #include "kernels/error.hpp"
@@ -11,14 +10,32 @@ namespace hive {
 
 namespace {
 
-const Tensor* optional_ptr(const std::optional<Tensor>& t) { return t ? &*t : nullptr; }
+const Tensor* optional_ptr(const std::optional<Tensor>& t) {
+  return t ? &*t : nullptr;
+}
 
-constexpr Op kRequiredOps[] = {Op::embedding, Op::rms_norm,  Op::rope,     Op::matmul,
-                               Op::add,       Op::mul_rows,  Op::silu_mul, Op::sigmoid,
-                               Op::softmax,   Op::topk,      Op::normalize_rows,
-                               Op::attention, Op::gather_rows, Op::scatter_add_rows};
+constexpr Op kRequiredOps[] = {
+    Op::embedding,      Op::rms_norm,        Op::rope,        Op::matmul,          Op::add,
+    Op::mul_rows,       Op::silu_mul,        Op::sigmoid,     Op::softmax,         Op::topk,
+    Op::normalize_rows, Op::paged_attention, Op::gather_rows, Op::scatter_add_rows};
+
+// Copies a host vector into a fresh backend buffer shaped [n].
+template <class T>
+Buffer upload(Backend& backend, const std::vector<T>& host, DType dtype) {
+  const auto n = static_cast<int64_t>(host.size());
+  Buffer buffer(backend, dtype, {n});
+  backend.copy(buffer.tensor(), Tensor::view(const_cast<T*>(host.data()), dtype, {n}));
+  return buffer;
+}
 
 }  // namespace
+
+// The batch's integer inputs on the backend, uploaded once per forward pass.
+struct Model::DeviceBatch {
+  Buffer token_ids, positions, logits_rows;
+  Buffer block_tables;               // every run's table, concatenated
+  std::vector<int64_t> table_start;  // where run r's table begins
+};
 
 Model::Model(const std::filesystem::path& dir, Backend& backend)
     : config_(load_model_config(dir)),
@@ -28,18 +45,37 @@ Model::Model(const std::filesystem::path& dir, Backend& backend)
   check(backend.device() == Device::cpu, "models on a ", backend.name(),
         " backend need weight upload, which is not implemented yet");
   const std::vector<float> inv_freq = rope_inv_freq(config_.rope, config_.head_dim);
-  inv_freq_ = Buffer(backend, DType::f32, {static_cast<int64_t>(inv_freq.size())});
-  backend.copy(inv_freq_.tensor(), Tensor::view(const_cast<float*>(inv_freq.data()), DType::f32,
-                                                {static_cast<int64_t>(inv_freq.size())}));
+  inv_freq_ = upload(backend, inv_freq, DType::f32);
 }
 
-std::span<const Op> Model::required_ops() { return kRequiredOps; }
+std::span<const Op> Model::required_ops() {
+  return kRequiredOps;
+}
 
-void Model::attention_block(int64_t layer, const Tensor& x, const Tensor& positions,
-                            ContiguousKVCache& cache, const Tensor& out) {
+void Model::write_kv(const ForwardBatch& batch, const Tensor& k, const Tensor& v,
+                     const Tensor& k_cache, const Tensor& v_cache) {
+  // Flat [num_blocks * block_size, kv_heads, head_dim] views; one copy per
+  // run of consecutive slots (a sequence's tokens within one block).
+  const Tensor k_slots =
+      k_cache.reshape({k_cache.shape[0] * k_cache.shape[1], k_cache.shape[2], k_cache.shape[3]});
+  const Tensor v_slots =
+      v_cache.reshape({v_cache.shape[0] * v_cache.shape[1], v_cache.shape[2], v_cache.shape[3]});
+  const std::vector<int64_t>& slots = batch.slot_mapping;
+  for (size_t i = 0; i < slots.size();) {
+    size_t end = i + 1;
+    while (end < slots.size() && slots[end] == slots[end - 1] + 1) ++end;
+    const auto first = static_cast<int64_t>(i), count = static_cast<int64_t>(end - i);
+    backend_.copy(k_slots.rows(slots[i], count), k.rows(first, count));
+    backend_.copy(v_slots.rows(slots[i], count), v.rows(first, count));
+    i = end;
+  }
+}
+
+void Model::attention_block(int64_t layer, const Tensor& x, const ForwardBatch& batch,
+                            const DeviceBatch& device, PagedKVCache& cache, const Tensor& out) {
   const ModelConfig& c = config_;
   const AttentionWeights& w = weights_.layers[static_cast<size_t>(layer)].attention;
-  const int64_t n = x.shape[0], start = cache.num_tokens();
+  const int64_t n = x.shape[0];
   Buffer q(backend_, DType::f32, {n, c.num_heads, c.head_dim});
   Buffer k(backend_, DType::f32, {n, c.num_kv_heads, c.head_dim});
   Buffer v(backend_, DType::f32, {n, c.num_kv_heads, c.head_dim});
@@ -52,56 +88,69 @@ void Model::attention_block(int64_t layer, const Tensor& x, const Tensor& positi
     backend_.rms_norm(q_rows, *w.q_norm, static_cast<float>(c.rms_norm_eps), q_rows);
     backend_.rms_norm(k_rows, *w.k_norm, static_cast<float>(c.rms_norm_eps), k_rows);
   }
-  backend_.rope(q.tensor(), positions, inv_freq_.tensor());
-  backend_.rope(k.tensor(), positions, inv_freq_.tensor());
-  backend_.copy(cache.keys(layer).rows(start, n), k.tensor());
-  backend_.copy(cache.values(layer).rows(start, n), v.tensor());
+  backend_.rope(q.tensor(), device.positions.tensor(), inv_freq_.tensor());
+  backend_.rope(k.tensor(), device.positions.tensor(), inv_freq_.tensor());
+  // Every token's K/V is written before any sequence attends, so a run may
+  // read blocks another run of this batch fills (a same-step prefix hit).
+  write_kv(batch, k.tensor(), v.tensor(), cache.keys(layer), cache.values(layer));
 
   Buffer attended(backend_, DType::f32, {n, c.num_heads, c.head_dim});
-  AttentionParams params;
-  params.q = q.tensor();
-  params.k_cache = cache.keys(layer);
-  params.v_cache = cache.values(layer);
-  params.out = attended.tensor();
-  params.start_position = start;
-  params.scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
-  params.sliding_window = c.sliding_window;
-  backend_.attention(params);
+  for (size_t r = 0; r < batch.runs.size(); ++r) {
+    const SequenceRun& run = batch.runs[r];
+    PagedAttentionParams params;
+    params.q = q.tensor().rows(run.first_token, run.num_tokens);
+    params.k_blocks = cache.keys(layer);
+    params.v_blocks = cache.values(layer);
+    params.block_table = device.block_tables.tensor().rows(
+        device.table_start[r], static_cast<int64_t>(run.block_table.size()));
+    params.out = attended.tensor().rows(run.first_token, run.num_tokens);
+    params.start_position = run.start_position;
+    params.scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+    params.sliding_window = c.sliding_window;
+    backend_.paged_attention(params);
+  }
   backend_.matmul(attended.view(DType::f32, {n, c.q_size()}), w.o_proj, optional_ptr(w.o_bias),
                   out);
 }
 
-void Model::forward(std::span<const int32_t> tokens, ContiguousKVCache& cache,
-                    const Tensor& logits) {
+void Model::forward(const ForwardBatch& batch, PagedKVCache& cache, const Tensor& logits) {
   const ModelConfig& c = config_;
-  const auto n = static_cast<int64_t>(tokens.size());
-  const int64_t start = cache.num_tokens();
+  const int64_t n = batch.num_tokens();
+  const auto rows = static_cast<int64_t>(batch.logits_rows.size());
   check(n >= 1, "forward: no tokens");
-  check(start + n <= cache.capacity(), "forward: ", start, " + ", n,
-        " tokens exceed the KV cache capacity ", cache.capacity());
-  check(logits.ndim == 2 && logits.shape[0] >= 1 && logits.shape[0] <= n &&
-            logits.shape[1] == c.vocab_size,
-        "forward: logits ", logits.shape_string(), " for ", n, " tokens and vocab ", c.vocab_size);
+  check(cache.num_layers() == c.num_layers, "forward: the KV cache has ", cache.num_layers(),
+        " layers, the model ", c.num_layers);
+  check(logits.ndim == 2 && logits.shape[0] == rows && logits.shape[1] == c.vocab_size,
+        "forward: logits ", logits.shape_string(), " for ", rows, " rows and vocab ", c.vocab_size);
+  for (const int32_t id : batch.token_ids)
+    check(id >= 0 && id < c.vocab_size, "forward: token id ", id, " is out of range [0, ",
+          c.vocab_size, ")");
+  for (const int32_t row : batch.logits_rows)
+    check(row >= 0 && row < n, "forward: logits row ", row, " outside the ", n, " tokens");
 
-  std::vector<int32_t> positions_host(static_cast<size_t>(n));
-  std::iota(positions_host.begin(), positions_host.end(), static_cast<int32_t>(start));
-  Buffer ids(backend_, DType::i32, {n});
-  Buffer positions(backend_, DType::i32, {n});
-  backend_.copy(ids.tensor(), Tensor::view(const_cast<int32_t*>(tokens.data()), DType::i32, {n}));
-  backend_.copy(positions.tensor(), Tensor::view(positions_host.data(), DType::i32, {n}));
+  DeviceBatch device;
+  std::vector<int32_t> tables;
+  for (const SequenceRun& run : batch.runs) {
+    device.table_start.push_back(static_cast<int64_t>(tables.size()));
+    tables.insert(tables.end(), run.block_table.begin(), run.block_table.end());
+  }
+  device.token_ids = upload(backend_, batch.token_ids, DType::i32);
+  device.positions = upload(backend_, batch.positions, DType::i32);
+  device.logits_rows = upload(backend_, batch.logits_rows, DType::i32);
+  device.block_tables = upload(backend_, tables, DType::i32);
 
   Buffer hidden(backend_, DType::f32, {n, c.hidden_size});
   Buffer normed(backend_, DType::f32, {n, c.hidden_size});
   Buffer branch(backend_, DType::f32, {n, c.hidden_size});
   const Tensor& h = hidden.tensor();
   const auto eps = static_cast<float>(c.rms_norm_eps);
-  backend_.embedding(weights_.embed_tokens, ids.tensor(), h);
+  backend_.embedding(weights_.embed_tokens, device.token_ids.tensor(), h);
   const RouterConfig router{static_cast<int>(c.num_experts),
                             static_cast<int>(c.num_experts_per_token), c.norm_topk_prob};
   for (int64_t layer = 0; layer < c.num_layers; ++layer) {
     const LayerWeights& w = weights_.layers[static_cast<size_t>(layer)];
     backend_.rms_norm(h, w.input_norm, eps, normed.tensor());
-    attention_block(layer, normed.tensor(), positions.tensor(), cache, branch.tensor());
+    attention_block(layer, normed.tensor(), batch, device, cache, branch.tensor());
     backend_.add(h, branch.tensor(), h);
     backend_.rms_norm(h, w.post_attention_norm, eps, normed.tensor());
     if (w.is_moe) {
@@ -111,13 +160,12 @@ void Model::forward(std::span<const int32_t> tokens, ContiguousKVCache& cache,
     }
     backend_.add(h, branch.tensor(), h);
   }
-  cache.advance(n);
-
-  const int64_t rows = logits.shape[0];
-  const Tensor last = h.rows(n - rows, rows);
-  const Tensor last_normed = normed.tensor().rows(0, rows);
-  backend_.rms_norm(last, weights_.final_norm, eps, last_normed);
-  backend_.matmul(last_normed, weights_.lm_head, nullptr, logits);
+  if (rows == 0) return;
+  const Tensor picked = branch.tensor().rows(0, rows);
+  const Tensor picked_normed = normed.tensor().rows(0, rows);
+  backend_.gather_rows(h, device.logits_rows.tensor(), picked);
+  backend_.rms_norm(picked, weights_.final_norm, eps, picked_normed);
+  backend_.matmul(picked_normed, weights_.lm_head, nullptr, logits);
 }
 
 }  // namespace hive

@@ -1,21 +1,27 @@
 #pragma once
 // A decoder-only transformer (dense or MoE) loaded from a Hugging Face
-// directory, run layer by layer on a Backend. One forward pass appends a run
-// of tokens to a sequence's KV cache and returns logits for its last rows:
+// directory, run layer by layer on a Backend. One forward pass runs the
+// scheduled tokens of any number of sequences together (a ForwardBatch):
 //
-//   h = embed(tokens)
-//   per layer:  h += o_proj(attention(rope(q), rope(k), v))   of rms_norm(h)
-//               h += mlp(rms_norm(h))  or  moe(rms_norm(h))
-//   logits = lm_head(rms_norm(h))
+//   h = embed(all tokens)                                   [num_tokens, hidden]
+//   per layer:  q, k, v = projections of rms_norm(h)        (one matmul each)
+//               write k, v into the paged cache at the slot mapping
+//               per sequence: paged attention of its queries over its blocks
+//               h += o_proj(attention);  h += mlp or moe(rms_norm(h))
+//   logits = lm_head(rms_norm(h[logits_rows]))
+//
+// Every op computes each output row on its own, in a fixed order, so a
+// sequence's logits do not depend on which other sequences share the batch.
 #include <filesystem>
 #include <memory>
 #include <span>
 
 #include "kernels/backend.hpp"
 #include "kernels/buffer.hpp"
-#include "runtime/kv_cache.hpp"
+#include "runtime/forward_batch.hpp"
 #include "runtime/model_config.hpp"
 #include "runtime/model_weights.hpp"
+#include "runtime/paged_kv_cache.hpp"
 #include "runtime/weight_store.hpp"
 
 namespace hive {
@@ -30,17 +36,20 @@ class Model {
   const WeightStore& weights() const { return store_; }
   Backend& backend() const { return backend_; }
 
-  // Runs `tokens` after the cache's current contents, appends their K/V and
-  // writes the logits of the last logits.shape[0] tokens into `logits`
-  // ([rows, vocab] f32, host or device memory of this backend).
-  void forward(std::span<const int32_t> tokens, ContiguousKVCache& cache, const Tensor& logits);
+  // Runs every token of `batch`, writes their K/V into `cache` and the logits
+  // of batch.logits_rows into `logits` ([rows, vocab] f32, host or device
+  // memory of this backend). Each run's earlier positions must be in the cache.
+  void forward(const ForwardBatch& batch, PagedKVCache& cache, const Tensor& logits);
 
   // The ops forward() uses, for choosing a backend.
   static std::span<const Op> required_ops();
 
  private:
-  void attention_block(int64_t layer, const Tensor& x, const Tensor& positions,
-                       ContiguousKVCache& cache, const Tensor& out);
+  struct DeviceBatch;
+  void attention_block(int64_t layer, const Tensor& x, const ForwardBatch& batch,
+                       const DeviceBatch& device, PagedKVCache& cache, const Tensor& out);
+  void write_kv(const ForwardBatch& batch, const Tensor& k, const Tensor& v, const Tensor& k_cache,
+                const Tensor& v_cache);
 
   ModelConfig config_;
   WeightStore store_;

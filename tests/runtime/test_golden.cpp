@@ -1,8 +1,9 @@
 // Whole models against transformers: every architecture's fixture checkpoint
-// (tools/make_golden.py) is run with an incremental KV cache, the prompt in
-// one prefill and then token by token; the logits of every position must be
+// (tools/make_golden.py) is run with an incremental paged KV cache, the prompt
+// in one prefill and then token by token; the logits of every position must be
 // within 1e-4 of transformers' (relative to the largest logit) and the greedy
-// continuation identical.
+// continuation identical. The block table runs backwards through the pool, so
+// logical and physical positions never coincide.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -17,6 +18,7 @@ namespace hive {
 namespace {
 
 const std::filesystem::path kModels = std::filesystem::path(HIVE_TEST_DATA) / "models";
+constexpr int32_t kBlockSize = 4;
 
 struct Golden {
   std::vector<int32_t> prompt, greedy;
@@ -46,16 +48,26 @@ TEST_P(GoldenTest, LogitsAndGreedyMatchTransformers) {
     ASSERT_EQ(ref.shape[1], vocab);
 
     std::vector<float> logits(static_cast<size_t>(total * vocab));
-    ContiguousKVCache cache(cpu, model.config(), total);
+    const auto num_table_blocks = static_cast<int32_t>((total + kBlockSize - 1) / kBlockSize);
+    PagedKVCache cache(cpu, model.config(), num_table_blocks + 1, kBlockSize);
+    std::vector<int32_t> table(static_cast<size_t>(num_table_blocks));
+    for (int32_t b = 0; b < num_table_blocks; ++b)
+      table[static_cast<size_t>(b)] = num_table_blocks - b;
     const auto p = static_cast<int64_t>(prompt.size());
-    model.forward(prompt, cache, Tensor::view(logits.data(), DType::f32, {p, vocab}));
+    ForwardBatch prefill;
+    prefill.add_run(0, prompt, table, kBlockSize);
+    for (int32_t row = 0; row < p; ++row) prefill.logits_rows.push_back(row);
+    model.forward(prefill, cache, Tensor::view(logits.data(), DType::f32, {p, vocab}));
     std::vector<int32_t> generated;
     for (size_t step = 0; step < greedy.size(); ++step) {
       const float* row = logits.data() + (p + static_cast<int64_t>(step) - 1) * vocab;
       generated.push_back(argmax({row, static_cast<size_t>(vocab)}));
       // Feed the reference token so every position stays comparable.
-      const int32_t token = greedy[step];
-      model.forward({&token, 1}, cache,
+      ForwardBatch decode;
+      decode.add_run(p + static_cast<int64_t>(step), std::span(&greedy[step], 1), table,
+                     kBlockSize);
+      decode.logits_rows = {0};
+      model.forward(decode, cache,
                     Tensor::view(logits.data() + (p + static_cast<int64_t>(step)) * vocab,
                                  DType::f32, {1, vocab}));
     }
@@ -63,7 +75,8 @@ TEST_P(GoldenTest, LogitsAndGreedyMatchTransformers) {
     double max_ref = 0, max_diff = 0;
     for (int64_t j = 0; j < total * vocab; ++j) {
       max_ref = std::max(max_ref, std::abs(double{ref.as<float>()[j]}));
-      max_diff = std::max(max_diff, std::abs(double{ref.as<float>()[j]} - logits[static_cast<size_t>(j)]));
+      max_diff =
+          std::max(max_diff, std::abs(double{ref.as<float>()[j]} - logits[static_cast<size_t>(j)]));
     }
     EXPECT_LE(max_diff / max_ref, 1e-4) << "max |diff| " << max_diff << ", max |ref| " << max_ref;
     RecordProperty("relative_error_" + std::to_string(i), std::to_string(max_diff / max_ref));

@@ -1,0 +1,44 @@
+#include "runtime/model_runner.hpp"
+
+#include "kernels/error.hpp"
+
+namespace hive {
+
+std::vector<SampledToken> ModelRunner::run(const StepPlan& plan) {
+  for (const SequenceId id : plan.finished_seq_ids) samplers_.erase(id);
+  cache_.swap_out(plan.swap_out);
+  cache_.swap_in(plan.swap_in);
+  cache_.copy_blocks(plan.copy_on_write);
+  if (plan.sequences.empty()) return {};
+
+  ForwardBatch batch;
+  std::vector<int64_t> logits_row(plan.sequences.size(), -1);
+  for (size_t i = 0; i < plan.sequences.size(); ++i) {
+    const ScheduledSequence& s = plan.sequences[i];
+    const int32_t last =
+        batch.add_run(s.num_computed_tokens, s.token_ids, s.block_table, cache_.block_size());
+    if (!s.needs_logits) continue;
+    logits_row[i] = static_cast<int64_t>(batch.logits_rows.size());
+    batch.logits_rows.push_back(last);
+  }
+  const int64_t vocab = model_.config().vocab_size;
+  const auto rows = static_cast<int64_t>(batch.logits_rows.size());
+  logits_.resize(static_cast<size_t>(rows * vocab));
+  model_.forward(batch, cache_, Tensor::view(logits_.data(), DType::f32, {rows, vocab}));
+
+  std::vector<SampledToken> sampled;
+  for (const SampleSlot& slot : plan.samples) {
+    const int64_t row = logits_row.at(slot.scheduled_index);
+    check(row >= 0, "model runner: sample slot for sequence ", slot.seq_id,
+          " points at a run without logits");
+    const std::span<const float> row_logits(logits_.data() + row * vocab,
+                                            static_cast<size_t>(vocab));
+    Sampler& sampler = samplers_.try_emplace(slot.seq_id, slot.sampling).first->second;
+    SampledToken token{slot.seq_id, sampler.sample(row_logits), {}};
+    if (slot.return_logits) token.logits.assign(row_logits.begin(), row_logits.end());
+    sampled.push_back(std::move(token));
+  }
+  return sampled;
+}
+
+}  // namespace hive

@@ -1,0 +1,32 @@
+#pragma once
+// ModelRunner: executes a StepPlan on a model, the worker's half of a step.
+// It runs the plan's block copies (swap out, swap in, copy-on-write), one
+// forward pass over every scheduled token, then samples each slot from its
+// logits row. Samplers live here between steps, keyed by sequence, so a
+// seeded sequence draws the same numbers however it is batched or preempted;
+// the plan's finished_seq_ids drop them.
+#include <unordered_map>
+#include <vector>
+
+#include "runtime/model.hpp"
+#include "runtime/paged_kv_cache.hpp"
+#include "runtime/sampling.hpp"
+#include "runtime/scheduler.hpp"
+
+namespace hive {
+
+class ModelRunner {
+ public:
+  // Model and cache must outlive the runner.
+  ModelRunner(Model& model, PagedKVCache& cache) : model_(model), cache_(cache) {}
+
+  std::vector<SampledToken> run(const StepPlan& plan);
+
+ private:
+  Model& model_;
+  PagedKVCache& cache_;
+  std::unordered_map<SequenceId, Sampler> samplers_;
+  std::vector<float> logits_;
+};
+
+}  // namespace hive
