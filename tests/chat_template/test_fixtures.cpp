@@ -1,0 +1,77 @@
+// Whole chat templates against transformers: every conversation in
+// <template>/cases.json must render byte for byte as
+// tokenizer.apply_chat_template(..., tokenize=False) rendered it, or raise
+// where it raised (with the template's own message for raise_exception).
+#include <gtest/gtest.h>
+
+#include "runtime/chat_template/chat_template.hpp"
+#include "tests/chat_template/fixture_data.hpp"
+
+namespace hive {
+namespace {
+
+using chat_template::TemplateError;
+using chat_template::TemplateRaised;
+using testing::kChatTemplateData;
+using testing::read_fixture;
+
+class ChatTemplateFixture : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(ChatTemplateFixture, SpecialTokensMatchTransformers) {
+  const auto dir = kChatTemplateData / GetParam();
+  const auto fixture = read_fixture(dir / "cases.json");
+  const auto chat = ChatTemplate::from_tokenizer_config(dir / "tokenizer_config.json");
+  // transformers' special_tokens_map as a dict: the same names and strings.
+  EXPECT_EQ(nlohmann::json(chat.special_tokens()), nlohmann::json(fixture["special_tokens"]));
+}
+
+TEST_P(ChatTemplateFixture, EveryConversationRendersLikeTransformers) {
+  const auto dir = kChatTemplateData / GetParam();
+  const auto fixture = read_fixture(dir / "cases.json");
+  const auto chat = ChatTemplate::from_tokenizer_config(dir / "tokenizer_config.json");
+  const auto& cases = fixture["cases"];
+  ASSERT_GE(cases.size(), 20u);
+  int rendered = 0, raised = 0;
+  for (const auto& c : cases) {
+    SCOPED_TRACE(GetParam() + "/" + c["name"].get<std::string>());
+    const auto kwargs = c.value("kwargs", nlohmann::ordered_json::object());
+    const bool add_generation_prompt = c["add_generation_prompt"].get<bool>();
+    if (c.contains("expected")) {
+      EXPECT_EQ(chat.render(c["messages"], add_generation_prompt, kwargs),
+                c["expected"].get<std::string>());
+      ++rendered;
+      continue;
+    }
+    const std::string type = c["error"]["type"];
+    if (type == "TemplateError") {  // raise_exception: the template's own message
+      try {
+        chat.render(c["messages"], add_generation_prompt, kwargs);
+        ADD_FAILURE() << "rendered, but transformers raised: " << c["error"]["message"];
+      } catch (const TemplateRaised& error) {
+        EXPECT_EQ(error.message(), c["error"]["message"].get<std::string>());
+      }
+    } else {
+      EXPECT_THROW(chat.render(c["messages"], add_generation_prompt, kwargs), TemplateError)
+          << "transformers raised " << type << ": " << c["error"]["message"];
+    }
+    ++raised;
+  }
+  EXPECT_GT(rendered, 0);
+  RecordProperty("rendered", rendered);
+  RecordProperty("raised", raised);
+}
+
+INSTANTIATE_TEST_SUITE_P(Templates, ChatTemplateFixture,
+                         ::testing::Values("qwen3", "llama3_style", "mistral_style"));
+
+TEST(ChatTemplateFixture, JsonTextEntryPointMatchesObjects) {
+  const auto dir = kChatTemplateData / "qwen3";
+  const auto fixture = read_fixture(dir / "cases.json");
+  const auto chat = ChatTemplate::from_tokenizer_config(dir / "tokenizer_config.json");
+  const auto& c = fixture["cases"][0];
+  EXPECT_EQ(chat.render_json(c["messages"].dump(), c["add_generation_prompt"].get<bool>()),
+            c["expected"].get<std::string>());
+}
+
+}  // namespace
+}  // namespace hive
