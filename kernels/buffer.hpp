@@ -2,7 +2,9 @@
 // Buffer owns one allocation made by a Backend and hands out Tensor views of it.
 #include <cstddef>
 #include <initializer_list>
+#include <span>
 #include <utility>
+#include <vector>
 
 #include "kernels/backend.hpp"
 
@@ -48,5 +50,25 @@ class Buffer {
   size_t bytes_ = 0;
   Tensor tensor_;
 };
+
+// A backend buffer holding a copy of host values, as a 1-d tensor.
+template <class T>
+Buffer upload(Backend& backend, std::span<const T> host, DType dtype) {
+  const auto n = static_cast<int64_t>(host.size());
+  Buffer buffer(backend, dtype, {n});
+  backend.copy(buffer.tensor(), Tensor::view(const_cast<T*>(host.data()), dtype, {n}));
+  return buffer;
+}
+
+// The values of a backend tensor, copied to the host.
+template <class T>
+std::vector<T> download(Backend& backend, const Tensor& tensor) {
+  std::vector<T> host(static_cast<size_t>(tensor.numel()));
+  Tensor view = tensor;
+  view.data = host.data();
+  view.device = Device::cpu;
+  backend.copy(view, tensor);
+  return host;
+}
 
 }  // namespace hive

@@ -16,19 +16,6 @@ void ffn_forward(Backend& backend, const Tensor& x, const FfnWeights& weights, c
   backend.matmul(gate.tensor(), weights.down, nullptr, out);
 }
 
-namespace {
-
-// Copies a host vector into a fresh backend buffer shaped [n].
-template <class T>
-Buffer upload(Backend& backend, const std::vector<T>& host, DType dtype) {
-  const auto n = static_cast<int64_t>(host.size());
-  Buffer buffer(backend, dtype, {n});
-  backend.copy(buffer.tensor(), Tensor::view(const_cast<T*>(host.data()), dtype, {n}));
-  return buffer;
-}
-
-}  // namespace
-
 void moe_forward(Backend& backend, const Tensor& x, const MoeWeights& weights,
                  const RouterConfig& router, const Tensor& out) {
   const int64_t n = x.shape[0], hidden = x.shape[1];
@@ -41,16 +28,14 @@ void moe_forward(Backend& backend, const Tensor& x, const MoeWeights& weights,
   route_tokens(backend, logits.tensor(), router, routing_weights.tensor(), ids);
 
   // The plan is made on the host: it is a few integers per token.
-  std::vector<int32_t> host_ids(static_cast<size_t>(n * k));
-  std::vector<float> host_weights(static_cast<size_t>(n * k));
-  backend.copy(Tensor::view(host_ids.data(), DType::i32, {n, k}), ids);
-  backend.copy(Tensor::view(host_weights.data(), DType::f32, {n, k}), routing_weights.tensor());
+  const auto host_ids = download<int32_t>(backend, ids);
+  const auto host_weights = download<float>(backend, routing_weights.tensor());
   const DispatchPlan plan = plan_dispatch(host_ids, host_weights, k, router.num_experts);
 
   std::vector<float> zeros(static_cast<size_t>(n * hidden), 0.0f);
   backend.copy(out, Tensor::view(zeros.data(), DType::f32, {n, hidden}));
-  const Buffer token_index = upload(backend, plan.token_index, DType::i32);
-  const Buffer token_weight = upload(backend, plan.weight, DType::f32);
+  const Buffer token_index = upload<int32_t>(backend, plan.token_index, DType::i32);
+  const Buffer token_weight = upload<float>(backend, plan.weight, DType::f32);
   for (int e = 0; e < router.num_experts; ++e) {
     const int64_t count = plan.count(e);
     if (count == 0) continue;
