@@ -50,15 +50,19 @@ void moe_forward(Backend& backend, const Tensor& x, const MoeWeights& weights,
                              out);
   }
 
-  if (weights.has_shared_expert) {
-    Buffer shared(backend, DType::f32, {n, hidden});
-    Buffer gate(backend, DType::f32, {n, 1});
-    ffn_forward(backend, x, weights.shared_expert, shared.tensor());
-    backend.matmul(x, weights.shared_expert_gate, nullptr, gate.tensor());
-    backend.sigmoid(gate.tensor());
-    backend.mul_rows(shared.tensor(), gate.view(DType::f32, {n}));
-    backend.add(out, shared.tensor(), out);
-  }
+  if (weights.has_shared_expert) add_shared_expert(backend, x, weights, out);
+}
+
+void add_shared_expert(Backend& backend, const Tensor& x, const MoeWeights& weights,
+                       const Tensor& out) {
+  const int64_t n = x.shape[0], hidden = x.shape[1];
+  Buffer shared(backend, DType::f32, {n, hidden});
+  Buffer gate(backend, DType::f32, {n, 1});
+  ffn_forward(backend, x, weights.shared_expert, shared.tensor());
+  backend.matmul(x, weights.shared_expert_gate, nullptr, gate.tensor());
+  backend.sigmoid(gate.tensor());
+  backend.mul_rows(shared.tensor(), gate.view(DType::f32, {n}));
+  backend.add(out, shared.tensor(), out);
 }
 
 }  // namespace hive

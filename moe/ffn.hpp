@@ -32,4 +32,8 @@ void ffn_forward(Backend& backend, const Tensor& x, const FfnWeights& weights, c
 void moe_forward(Backend& backend, const Tensor& x, const MoeWeights& weights,
                  const RouterConfig& router, const Tensor& out);
 
+// out += sigmoid(x @ shared_expert_gate^T) * shared_expert(x)  (Qwen2-MoE).
+void add_shared_expert(Backend& backend, const Tensor& x, const MoeWeights& weights,
+                       const Tensor& out);
+
 }  // namespace hive

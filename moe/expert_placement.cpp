@@ -1,0 +1,52 @@
+#include "moe/expert_placement.hpp"
+
+#include "kernels/error.hpp"
+
+namespace hive {
+
+PlacementKind parse_placement_kind(std::string_view name) {
+  if (name == "contiguous") return PlacementKind::contiguous;
+  if (name == "round_robin") return PlacementKind::round_robin;
+  fail("expert placement must be contiguous or round_robin (got '", name, "')");
+}
+
+ExpertPlacement::ExpertPlacement(int num_experts, int world_size, PlacementKind kind)
+    : num_experts_(num_experts), world_size_(world_size) {
+  check(num_experts >= 1 && world_size >= 1, "expert placement needs experts and ranks (got ",
+        num_experts, " experts, ", world_size, " ranks)");
+  check(world_size <= num_experts, "expert parallelism over ", world_size, " ranks needs at least ",
+        world_size, " experts (got ", num_experts, ")");
+  const int per_rank = (num_experts + world_size - 1) / world_size;
+  holds_.assign(static_cast<size_t>(world_size),
+                std::vector<bool>(static_cast<size_t>(num_experts)));
+  for (int e = 0; e < num_experts; ++e) {
+    const int rank = kind == PlacementKind::contiguous ? e / per_rank : e % world_size;
+    home_.push_back(rank);
+    holds_[static_cast<size_t>(rank)][static_cast<size_t>(e)] = true;
+  }
+}
+
+bool ExpertPlacement::holds(int rank, int expert) const {
+  return holds_[static_cast<size_t>(rank)][static_cast<size_t>(expert)];
+}
+
+std::vector<int> ExpertPlacement::local_experts(int rank) const {
+  std::vector<int> experts;
+  for (int e = 0; e < num_experts_; ++e)
+    if (holds(rank, e)) experts.push_back(e);
+  return experts;
+}
+
+int ExpertPlacement::target_rank(int expert, int source_rank) const {
+  check(expert >= 0 && expert < num_experts_, "expert ", expert, " out of range [0, ", num_experts_,
+        ")");
+  return holds(source_rank, expert) ? source_rank : home_rank(expert);
+}
+
+void ExpertPlacement::add_replica(int expert, int rank) {
+  check(expert >= 0 && expert < num_experts_ && rank >= 0 && rank < world_size_,
+        "replica of expert ", expert, " on rank ", rank, " is out of range");
+  holds_[static_cast<size_t>(rank)][static_cast<size_t>(expert)] = true;
+}
+
+}  // namespace hive

@@ -1,0 +1,134 @@
+// Expert parallelism against the single-rank MoE layer, on the MoE fixture
+// checkpoints: world sizes 1, 2, 4 (one rank with no tokens), contiguous and
+// round-robin placement, with and without a replicated hot expert. Each rank
+// gets only its own experts' weights; results must be bit-identical.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <thread>
+
+#include "kernels/cpu/cpu_backend.hpp"
+#include "kernels/error.hpp"
+#include "moe/expert_parallel.hpp"
+#include "moe/in_process_communicator.hpp"
+#include "runtime/model_weights.hpp"
+#include "tests/common/random.hpp"
+
+namespace hive {
+namespace {
+
+const std::filesystem::path kModels = std::filesystem::path(HIVE_TEST_DATA) / "models";
+
+struct Case {
+  const char* model;
+  int world_size;
+  PlacementKind placement;
+  bool replicate_expert_0;
+};
+
+class ExpertParallelTest : public ::testing::TestWithParam<Case> {};
+
+// The weights a rank holds: its experts; the others are null (any use throws).
+MoeWeights local_weights(const MoeWeights& all, const ExpertPlacement& placement, int rank) {
+  MoeWeights local = all;
+  for (int e = 0; e < placement.num_experts(); ++e)
+    if (!placement.holds(rank, e)) {
+      FfnWeights& ffn = local.experts[static_cast<size_t>(e)];
+      ffn.gate.data = ffn.up.data = ffn.down.data = nullptr;
+    }
+  return local;
+}
+
+TEST_P(ExpertParallelTest, MatchesTheSingleRankLayerExactly) {
+  const Case c = GetParam();
+  const auto dir = kModels / c.model;
+  const ModelConfig config = load_model_config(dir);
+  const WeightStore store(dir);
+  const ModelWeights model = bind_weights(config, store);
+  const RouterConfig router{static_cast<int>(config.num_experts),
+                            static_cast<int>(config.num_experts_per_token), config.norm_topk_prob};
+  const int64_t hidden = config.hidden_size;
+  // Tokens per rank; with 4 ranks one of them has none.
+  const std::vector<int64_t> split = c.world_size == 1   ? std::vector<int64_t>{13}
+                                     : c.world_size == 2 ? std::vector<int64_t>{6, 7}
+                                                         : std::vector<int64_t>{5, 0, 6, 2};
+  const int64_t total = 13;
+  std::mt19937_64 rng(test::test_seed());
+  SCOPED_TRACE(testing::Message() << "seed " << test::test_seed());
+  auto x = test::random_floats(rng, static_cast<size_t>(total * hidden));
+
+  ExpertPlacement placement(router.num_experts, c.world_size, c.placement);
+  if (c.replicate_expert_0)
+    for (int r = 0; r < c.world_size; ++r) placement.add_replica(0, r);
+
+  for (const LayerWeights& layer : model.layers) {
+    if (!layer.is_moe) continue;
+    CpuBackend cpu;
+    std::vector<float> expected(x.size());
+    moe_forward(cpu, Tensor::view(x.data(), DType::f32, {total, hidden}), layer.moe, router,
+                Tensor::view(expected.data(), DType::f32, {total, hidden}));
+
+    std::vector<float> got(x.size(), NAN);
+    std::vector<std::vector<int64_t>> loads(
+        static_cast<size_t>(c.world_size),
+        std::vector<int64_t>(static_cast<size_t>(router.num_experts)));
+    InProcessGroup group(c.world_size);
+    std::vector<std::thread> ranks;
+    int64_t first = 0;
+    for (int r = 0; r < c.world_size; ++r) {
+      const int64_t n = split[static_cast<size_t>(r)];
+      ranks.emplace_back([&, r, first, n] {
+        CpuBackend backend;
+        auto comm = group.communicator(r);
+        const MoeWeights weights = local_weights(layer.moe, placement, r);
+        moe_forward_expert_parallel(
+            backend, *comm, placement,
+            Tensor::view(x.data() + first * hidden, DType::f32, {n, hidden}), weights, router,
+            Tensor::view(got.data() + first * hidden, DType::f32, {n, hidden}),
+            &loads[static_cast<size_t>(r)]);
+      });
+      first += n;
+    }
+    for (auto& t : ranks) t.join();
+    for (size_t i = 0; i < got.size(); ++i) ASSERT_EQ(got[i], expected[i]) << "element " << i;
+    int64_t routed = 0;
+    for (const auto& load : loads)
+      for (int64_t count : load) routed += count;
+    EXPECT_EQ(routed, total * router.top_k);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, ExpertParallelTest,
+                         ::testing::Values(Case{"qwen3_moe", 1, PlacementKind::contiguous, false},
+                                           Case{"qwen3_moe", 2, PlacementKind::contiguous, false},
+                                           Case{"qwen3_moe", 4, PlacementKind::contiguous, false},
+                                           Case{"qwen3_moe", 4, PlacementKind::round_robin, false},
+                                           Case{"qwen3_moe", 4, PlacementKind::round_robin, true},
+                                           Case{"mixtral", 2, PlacementKind::round_robin, false},
+                                           Case{"mixtral", 4, PlacementKind::contiguous, true},
+                                           Case{"qwen2_moe", 2, PlacementKind::contiguous, false},
+                                           Case{"qwen2_moe", 4, PlacementKind::round_robin, true}),
+                         [](const auto& param_info) {
+                           const Case& c = param_info.param;
+                           return std::string(c.model) + "_ep" + std::to_string(c.world_size) +
+                                  (c.placement == PlacementKind::contiguous ? "_contiguous"
+                                                                            : "_round_robin") +
+                                  (c.replicate_expert_0 ? "_replica" : "");
+                         });
+
+TEST(ExpertPlacement, ContiguousAndRoundRobinAndReplicas) {
+  ExpertPlacement contiguous(8, 3, PlacementKind::contiguous);
+  EXPECT_EQ(contiguous.local_experts(0), (std::vector<int>{0, 1, 2}));
+  EXPECT_EQ(contiguous.local_experts(2), (std::vector<int>{6, 7}));
+  ExpertPlacement round_robin(8, 3, PlacementKind::round_robin);
+  EXPECT_EQ(round_robin.local_experts(1), (std::vector<int>{1, 4, 7}));
+  EXPECT_EQ(round_robin.target_rank(4, 0), 1);
+  round_robin.add_replica(4, 0);
+  EXPECT_EQ(round_robin.target_rank(4, 0), 0);  // served locally now
+  EXPECT_EQ(round_robin.target_rank(4, 2), 1);  // others still go home
+  EXPECT_THROW(ExpertPlacement(2, 4, PlacementKind::contiguous), Error);
+  EXPECT_THROW(parse_placement_kind("random"), Error);
+}
+
+}  // namespace
+}  // namespace hive
