@@ -6,6 +6,12 @@ Body parse_template(const Source& source) {
   return Parser(source, tokenize(source)).parse();
 }
 
+Parser::Nesting::Nesting(Parser& parser) : parser_(parser) {
+  if (++parser_.nesting_ > kMaxNesting) {
+    parser_.fail_here("expressions and blocks are nested too deeply");
+  }
+}
+
 Parser::Parser(const Source& source, std::vector<Token> tokens)
     : source_(source), tokens_(std::move(tokens)) {}
 
@@ -45,6 +51,7 @@ Body Parser::subparse(std::initializer_list<std::string_view> end_tags) {
 
 // A statement's body: the rest of its tag, then statements up to an end tag.
 Body Parser::parse_body(std::initializer_list<std::string_view> end_tags, bool drop_end_tag) {
+  const Nesting nesting(*this);
   skip_op(":");  // jinja2 accepts `{% for x in y: %}` for Python habits
   expect(TokenType::block_end);
   open_tags_.emplace_back(end_tags.begin(), end_tags.end());

@@ -54,8 +54,8 @@ class Parser {
   ExprPtr parse_filter_and_test(ExprPtr node);
   ExprPtr parse_subscript(ExprPtr node);
   ExprPtr parse_slice_or_key(size_t offset, ExprPtr object);
-  ExprPtr parse_sequence(bool tuple, char close);
-  ExprPtr parse_mapping();
+  ExprPtr parse_sequence(size_t offset, bool tuple, char close);
+  ExprPtr parse_mapping(size_t offset);
   ExprPtr parse_test(ExprPtr node);
   FilterCall parse_filter_call();
   Arguments parse_arguments();
@@ -79,10 +79,27 @@ class Parser {
     source_.fail_at(current().offset, parts...);
   }
 
+  // Counts the parser's recursion through nested expressions and blocks
+  // (three steps per parenthesis level); past kMaxNesting the template is
+  // refused instead of recursing until the stack runs out. jinja2 itself
+  // stops at Python's recursion limit, near 80 parentheses deep.
+  class Nesting {
+   public:
+    explicit Nesting(Parser& parser);
+    ~Nesting() { --parser_.nesting_; }
+    Nesting(const Nesting&) = delete;
+    Nesting& operator=(const Nesting&) = delete;
+
+   private:
+    Parser& parser_;
+  };
+  static constexpr int kMaxNesting = 300;
+
   const Source& source_;
   std::vector<Token> tokens_;
   size_t pos_ = 0;
   int loop_depth_ = 0;                                    // for break/continue outside a loop
+  int nesting_ = 0;                                       // see Nesting
   std::vector<std::vector<std::string_view>> open_tags_;  // end tags expected, innermost last
 };
 

@@ -46,6 +46,7 @@ ExprPtr Parser::parse_expression() {
 }
 
 ExprPtr Parser::parse_conditional() {
+  const Nesting nesting(*this);
   ExprPtr then = parse_or();
   while (at_name("if")) {
     const size_t offset = advance().offset;
@@ -76,6 +77,7 @@ ExprPtr Parser::parse_and() {
 }
 
 ExprPtr Parser::parse_not() {
+  const Nesting nesting(*this);
   if (!at_name("not")) return parse_compare();
   const size_t offset = advance().offset;
   return make_expr(offset, node::Unary{UnaryOp::logical_not, parse_not()});
@@ -151,6 +153,7 @@ ExprPtr Parser::parse_power() {
 }
 
 ExprPtr Parser::parse_unary(bool with_filter) {
+  const Nesting nesting(*this);
   const size_t offset = current().offset;
   ExprPtr node;
   if (skip_op("-")) {
@@ -192,13 +195,12 @@ ExprPtr Parser::parse_primary() {
     expect_op(")");
     return inner;
   }
-  if (skip_op("[")) return parse_sequence(false, ']');
-  if (skip_op("{")) return parse_mapping();
+  if (skip_op("[")) return parse_sequence(offset, false, ']');
+  if (skip_op("{")) return parse_mapping(offset);
   fail_here("unexpected ", describe(token));
 }
 
-ExprPtr Parser::parse_sequence(bool tuple, char close) {
-  const size_t offset = current().offset;
+ExprPtr Parser::parse_sequence(size_t offset, bool tuple, char close) {
   std::vector<ExprPtr> items;
   const std::string closing(1, close);
   while (!at_op(closing)) {
@@ -210,8 +212,7 @@ ExprPtr Parser::parse_sequence(bool tuple, char close) {
   return make_expr(offset, node::Sequence{std::move(items), tuple});
 }
 
-ExprPtr Parser::parse_mapping() {
-  const size_t offset = current().offset;
+ExprPtr Parser::parse_mapping(size_t offset) {
   std::vector<std::pair<ExprPtr, ExprPtr>> entries;
   while (!at_op("}")) {
     if (!entries.empty()) expect_op(",");

@@ -20,7 +20,7 @@ ExprPtr Parser::parse_postfix(ExprPtr node) {
     if (at_op(".") || at_op("[")) {
       node = parse_subscript(std::move(node));
     } else if (at_op("(")) {
-      const size_t offset = current().offset;
+      const size_t offset = node->offset;  // errors point at what is called
       node = make_expr(offset, node::Call{std::move(node), parse_arguments()});
     } else {
       return node;
@@ -36,7 +36,7 @@ ExprPtr Parser::parse_filter_and_test(ExprPtr node) {
     } else if (at_name("is")) {
       node = parse_test(std::move(node));
     } else if (at_op("(")) {
-      const size_t offset = current().offset;
+      const size_t offset = node->offset;  // errors point at what is called
       node = make_expr(offset, node::Call{std::move(node), parse_arguments()});
     } else {
       return node;

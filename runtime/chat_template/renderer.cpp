@@ -25,6 +25,9 @@ void assign(const Target& target, const Value& value, Scope& scope) {
     const Value* object = scope.find(part.name);
     check(object != nullptr && object->is_namespace(),
           "cannot assign attribute on non-namespace object '", part.name, "'");
+    check(part.attribute[0] != '_',
+          "Chat templates cannot store underscore-prefixed attributes on a namespace, but got '",
+          part.attribute, "'. Please rename the attribute.");
     object->as_namespace().attributes.set(part.attribute, values[i]);
   }
 }
@@ -149,6 +152,13 @@ Renderer::Flow Renderer::run(const stmt::Macro& node, const ScopePtr& scope, std
 // Missing arguments without a default are undefined, as in jinja2.
 Value Renderer::call_macro(const stmt::Macro& macro, const ScopePtr& defined_in,
                            const CallArgs& args) const {
+  check(macro_depth_ < kMaxMacroDepth, "macro '", macro.name, "': calls nested deeper than ",
+        kMaxMacroDepth, " levels");
+  ++macro_depth_;
+  struct Leave {
+    int& depth;
+    ~Leave() { --depth; }
+  } leave{macro_depth_};
   const auto& parameters = macro.parameters;
   check(args.positional.size() <= parameters.size(), "macro '", macro.name,
         "' takes not more than ", parameters.size(), " argument(s)");

@@ -40,7 +40,12 @@ class Renderer {
   Value call_macro(const stmt::Macro& macro, const ScopePtr& defined_in,
                    const CallArgs& args) const;
 
+  // Macros may call themselves; past this depth the render fails instead of
+  // exhausting the stack (jinja2 fails at Python's recursion limit).
+  static constexpr int kMaxMacroDepth = 64;
+
   Evaluator evaluator_;
+  mutable int macro_depth_ = 0;
 };
 
 // Binds value to a target: a name, `ns.attr`, or names to unpack into.
