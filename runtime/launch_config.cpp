@@ -1,0 +1,255 @@
+#include "runtime/launch_config.hpp"
+
+#include <yaml-cpp/yaml.h>
+
+#include <cmath>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <sstream>
+
+#include "kernels/error.hpp"
+
+namespace hive {
+
+namespace {
+
+// Reads one YAML mapping, remembering which keys were used, so that unknown
+// keys can be reported with their line.
+class Section {
+ public:
+  Section(const YAML::Node& node, std::string path, const std::string& source)
+      : node_(node), path_(std::move(path)), source_(source) {
+    check(node.IsMap(), where(node), path_.empty() ? "the file" : path_,
+          " must be a mapping of keys to values");
+  }
+
+  // Calls read(node, key path) for the key when present.
+  void optional(const std::string& key,
+                const std::function<void(const YAML::Node&, const std::string&)>& read) {
+    used_.insert({key, true});
+    if (const YAML::Node value = node_[key]) read(value, qualified(key));
+  }
+  void required(const std::string& key,
+                const std::function<void(const YAML::Node&, const std::string&)>& read) {
+    check(node_[key].IsDefined(), where(node_), "missing required key '", qualified(key), "'");
+    optional(key, read);
+  }
+  void reject_unknown_keys() const {
+    for (const auto& entry : node_) {
+      const auto key = entry.first.as<std::string>();
+      if (!used_.count(key)) {
+        std::string known;
+        for (const auto& [name, unused] : used_) known += (known.empty() ? "" : ", ") + name;
+        fail(where(entry.first), "unknown key '", qualified(key), "' (expected one of: ", known,
+             ")");
+      }
+    }
+  }
+  std::string where(const YAML::Node& node) const {
+    const YAML::Mark mark = node.Mark();
+    return mark.line >= 0 ? str_cat(source_, ":", mark.line + 1, ": ") : str_cat(source_, ": ");
+  }
+
+ private:
+  std::string qualified(const std::string& key) const {
+    return path_.empty() ? key : path_ + "." + key;
+  }
+
+  YAML::Node node_;
+  std::string path_;
+  const std::string& source_;
+  std::map<std::string, bool> used_;
+};
+
+struct Reader {
+  const std::string& source;
+
+  std::string at(const YAML::Node& node) const {
+    const YAML::Mark mark = node.Mark();
+    return str_cat(source, ":", mark.line + 1, ": ");
+  }
+  std::string scalar(const YAML::Node& node, const std::string& key, const char* expected) const {
+    check(node.IsScalar(), at(node), key, ": expected ", expected, " (got a ",
+          node.IsMap()        ? "mapping"
+          : node.IsSequence() ? "list"
+                              : "null",
+          ")");
+    return node.Scalar();
+  }
+  int64_t integer(const YAML::Node& node, const std::string& key, int64_t min, int64_t max) const {
+    const std::string text = scalar(node, key, "an integer");
+    int64_t value = 0;
+    std::istringstream in(text);
+    check(static_cast<bool>(in >> value) && in.eof(), at(node), key, ": expected an integer (got '",
+          text, "')");
+    check(value >= min && value <= max, at(node), key, ": must be in [", min, ", ", max, "] (got ",
+          value, ")");
+    return value;
+  }
+  double number(const YAML::Node& node, const std::string& key, double min, double max) const {
+    const std::string text = scalar(node, key, "a number");
+    double value = 0;
+    std::istringstream in(text);
+    check(static_cast<bool>(in >> value) && in.eof() && std::isfinite(value), at(node), key,
+          ": expected a number (got '", text, "')");
+    check(value >= min && value <= max, at(node), key, ": must be in [", min, ", ", max, "] (got ",
+          value, ")");
+    return value;
+  }
+  bool boolean(const YAML::Node& node, const std::string& key) const {
+    const std::string text = scalar(node, key, "true or false");
+    if (text == "true") return true;
+    if (text == "false") return false;
+    fail(at(node), key, ": expected true or false (got '", text, "')");
+  }
+  std::string choice(const YAML::Node& node, const std::string& key,
+                     std::initializer_list<const char*> options) const {
+    const std::string text = scalar(node, key, "a string");
+    std::string listed;
+    for (const char* option : options) {
+      if (text == option) return text;
+      listed += str_cat(listed.empty() ? "" : ", ", option);
+    }
+    fail(at(node), key, ": expected one of ", listed, " (got '", text, "')");
+  }
+  int64_t bytes(const YAML::Node& node, const std::string& key) const {
+    const std::string text = scalar(node, key, "a size");
+    const auto value = parse_byte_size(text);
+    check(value.has_value() && *value > 0, at(node), key,
+          ": expected a positive size such as 512MiB or 2GiB (got '", text, "')");
+    return *value;
+  }
+};
+
+}  // namespace
+
+std::optional<int64_t> parse_byte_size(const std::string& text) {
+  static const std::map<std::string, double> units = {
+      {"", 1},     {"B", 1},        {"KB", 1e3},        {"MB", 1e6},
+      {"GB", 1e9}, {"KiB", 1024.0}, {"MiB", 1048576.0}, {"GiB", 1073741824.0}};
+  size_t used = 0;
+  double value = 0;
+  try {
+    value = std::stod(text, &used);
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+  const auto unit = units.find(text.substr(used));
+  if (unit == units.end() || !std::isfinite(value) || value < 0) return std::nullopt;
+  return static_cast<int64_t>(value * unit->second);
+}
+
+LaunchConfig parse_launch_config(const std::string& yaml_text, const std::string& source,
+                                 const std::filesystem::path& base_dir) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(yaml_text);
+  } catch (const YAML::Exception& e) {
+    fail(source, ":", e.mark.line + 1, ": not valid YAML: ", e.msg);
+  }
+  LaunchConfig config;
+  const Reader r{source};
+  Section top(root, "", source);
+  const auto path = [&](const YAML::Node& n, const std::string& key) {
+    const std::filesystem::path p = r.scalar(n, key, "a path");
+    return p.is_absolute() ? p : (base_dir / p).lexically_normal();
+  };
+  top.required("model", [&](auto& n, auto& k) { config.model = path(n, k); });
+  top.optional("device", [&](auto& n, auto& k) {
+    config.device = r.choice(n, k, {"auto", "cpu", "cuda"});
+  });
+  top.optional("parallel", [&](auto& node, auto& name) {
+    Section s(node, name, source);
+    ParallelConfig& p = config.parallel;
+    s.optional("world_size", [&](auto& n, auto& k) {
+      p.world_size = static_cast<int>(r.integer(n, k, 1, 1024));
+    });
+    s.optional("expert_parallel_size", [&](auto& n, auto& k) {
+      p.expert_parallel_size = static_cast<int>(r.integer(n, k, 1, 1024));
+    });
+    s.optional("tensor_parallel_size", [&](auto& n, auto& k) {
+      p.tensor_parallel_size = static_cast<int>(r.integer(n, k, 1, 1024));
+    });
+    s.optional("expert_placement", [&](auto& n, auto& k) {
+      p.expert_placement = r.choice(n, k, {"contiguous", "round_robin"});
+    });
+    s.optional("replicate_hot_experts", [&](auto& n, auto& k) {
+      p.replicate_hot_experts = static_cast<int>(r.integer(n, k, 0, 1024));
+    });
+    s.reject_unknown_keys();
+    check(p.world_size % p.expert_parallel_size == 0 && p.world_size % p.tensor_parallel_size == 0,
+          s.where(node), name, ": expert_parallel_size (", p.expert_parallel_size,
+          ") and tensor_parallel_size (", p.tensor_parallel_size, ") must divide world_size (",
+          p.world_size, ")");
+  });
+  top.optional("kv_cache", [&](auto& node, auto& name) {
+    Section s(node, name, source);
+    KVCacheConfig& kv = config.kv_cache;
+    s.optional("block_size", [&](auto& n, auto& k) {
+      kv.block_size = static_cast<int>(r.integer(n, k, 1, 1024));
+    });
+    s.optional("memory_budget", [&](auto& n, auto& k) { kv.memory_budget_bytes = r.bytes(n, k); });
+    s.optional("memory_fraction",
+               [&](auto& n, auto& k) { kv.memory_fraction = r.number(n, k, 0.01, 1.0); });
+    s.optional("dtype", [&](auto& n, auto& k) {
+      kv.dtype = r.choice(n, k, {"f32", "bf16", "f16"});
+    });
+    s.optional("enable_prefix_caching",
+               [&](auto& n, auto& k) { kv.enable_prefix_caching = r.boolean(n, k); });
+    s.optional("swap_space", [&](auto& n, auto& k) { kv.swap_space_bytes = r.bytes(n, k); });
+    s.reject_unknown_keys();
+  });
+  top.optional("scheduler", [&](auto& node, auto& name) {
+    Section s(node, name, source);
+    SchedulerLimits& sc = config.scheduler;
+    s.optional("max_num_seqs", [&](auto& n, auto& k) {
+      sc.max_num_seqs = static_cast<int>(r.integer(n, k, 1, 1 << 20));
+    });
+    s.optional("max_num_batched_tokens", [&](auto& n, auto& k) {
+      sc.max_num_batched_tokens = static_cast<int>(r.integer(n, k, 1, 1 << 24));
+    });
+    s.optional("enable_chunked_prefill",
+               [&](auto& n, auto& k) { sc.enable_chunked_prefill = r.boolean(n, k); });
+    s.optional("policy", [&](auto& n, auto& k) {
+      sc.policy = r.choice(n, k, {"fcfs", "priority"});
+    });
+    s.optional("preemption_mode", [&](auto& n, auto& k) {
+      sc.preemption_mode = r.choice(n, k, {"by_cost", "recompute", "swap"});
+    });
+    s.reject_unknown_keys();
+  });
+  top.optional("server", [&](auto& node, auto& name) {
+    Section s(node, name, source);
+    s.optional("host", [&](auto& n, auto& k) {
+      config.server.host = r.scalar(n, k, "a host name or address");
+    });
+    s.optional("port", [&](auto& n, auto& k) {
+      config.server.port = static_cast<int>(r.integer(n, k, 1, 65535));
+    });
+    s.optional("api_key",
+               [&](auto& n, auto& k) { config.server.api_key = r.scalar(n, k, "a string"); });
+    s.reject_unknown_keys();
+  });
+  top.optional("speculative", [&](auto& node, auto& name) {
+    Section s(node, name, source);
+    s.required("draft_model",
+               [&](auto& n, auto& k) { config.speculative.draft_model = path(n, k); });
+    s.optional("num_speculative_tokens", [&](auto& n, auto& k) {
+      config.speculative.num_speculative_tokens = static_cast<int>(r.integer(n, k, 1, 64));
+    });
+    s.reject_unknown_keys();
+  });
+  top.reject_unknown_keys();
+  return config;
+}
+
+LaunchConfig load_launch_config(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  check(in.good(), path.string(), ": cannot open");
+  std::ostringstream text;
+  text << in.rdbuf();
+  return parse_launch_config(text.str(), path.string(), path.parent_path());
+}
+
+}  // namespace hive

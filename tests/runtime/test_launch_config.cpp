@@ -1,0 +1,95 @@
+// The YAML launch file: the bundled configs parse, and every kind of mistake
+// is reported with file:line, the key, what was expected and what was given.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "kernels/error.hpp"
+#include "runtime/launch_config.hpp"
+
+namespace hive {
+namespace {
+
+namespace fs = std::filesystem;
+const fs::path kConfigs = fs::path(HIVE_TEST_DATA) / ".." / ".." / "configs";
+
+LaunchConfig parse(const std::string& text) {
+  return parse_launch_config(text, "test.yaml", "/base");
+}
+
+void expect_error(const std::string& text, const std::string& message) {
+  try {
+    parse(text);
+    ADD_FAILURE() << "no error for:\n" << text;
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(message), std::string::npos)
+        << "got: " << e.what() << "\nwanted: " << message;
+  }
+}
+
+TEST(LaunchConfig, BundledConfigsParse) {
+  const LaunchConfig cpu = load_launch_config(kConfigs / "cpu.yaml");
+  EXPECT_EQ(cpu.model.filename(), "hive-moe-target");
+  EXPECT_EQ(cpu.device, "cpu");
+  EXPECT_EQ(cpu.kv_cache.memory_budget_bytes, 256 * 1024 * 1024);
+  EXPECT_EQ(cpu.scheduler.max_num_batched_tokens, 256);
+  const LaunchConfig ep = load_launch_config(kConfigs / "ep_cpu4.yaml");
+  EXPECT_EQ(ep.parallel.world_size, 4);
+  EXPECT_EQ(ep.parallel.expert_placement, "round_robin");
+  EXPECT_EQ(ep.parallel.replicate_hot_experts, 1);
+  const LaunchConfig spec = load_launch_config(kConfigs / "spec_cpu.yaml");
+  EXPECT_EQ(spec.speculative.draft_model.filename(), "hive-draft");
+  EXPECT_EQ(spec.speculative.num_speculative_tokens, 4);
+}
+
+TEST(LaunchConfig, DefaultsAndRelativePaths) {
+  const LaunchConfig c = parse("model: models/m\n");
+  EXPECT_EQ(c.model, fs::path("/base/models/m"));
+  EXPECT_EQ(c.device, "auto");
+  EXPECT_EQ(c.kv_cache.block_size, 16);
+  EXPECT_FALSE(c.kv_cache.memory_budget_bytes.has_value());
+  EXPECT_EQ(c.server.host, "127.0.0.1");
+  EXPECT_TRUE(c.speculative.draft_model.empty());
+  EXPECT_EQ(parse("model: /abs/m\n").model, fs::path("/abs/m"));
+}
+
+TEST(LaunchConfig, ByteSizes) {
+  EXPECT_EQ(parse_byte_size("512MiB"), 512 * 1024 * 1024);
+  EXPECT_EQ(parse_byte_size("1.5GB"), 1500000000);
+  EXPECT_EQ(parse_byte_size("4096"), 4096);
+  EXPECT_FALSE(parse_byte_size("12 parsecs").has_value());
+  EXPECT_FALSE(parse_byte_size("-1MiB").has_value());
+}
+
+TEST(LaunchConfig, MistakesNameLineKeyExpectedAndGot) {
+  expect_error("device: cpu\n", "test.yaml:1: missing required key 'model'");
+  expect_error("model: m\nmodle_path: x\n", "test.yaml:2: unknown key 'modle_path'");
+  expect_error("model: m\nscheduler:\n  max_num_seqs: 0\n",
+               "test.yaml:3: scheduler.max_num_seqs: must be in [1, 1048576] (got 0)");
+  expect_error("model: m\nscheduler:\n  max_num_seqs: many\n",
+               "test.yaml:3: scheduler.max_num_seqs: expected an integer (got 'many')");
+  expect_error("model: m\nscheduler:\n  max_num_sequences: 4\n",
+               "test.yaml:3: unknown key 'scheduler.max_num_sequences' (expected one of:");
+  expect_error("model: m\ndevice: tpu\n",
+               "test.yaml:2: device: expected one of auto, cpu, cuda (got 'tpu')");
+  expect_error("model: m\nkv_cache:\n  enable_prefix_caching: yes please\n",
+               "kv_cache.enable_prefix_caching: expected true or false (got 'yes please')");
+  expect_error("model: m\nkv_cache:\n  memory_budget: lots\n",
+               "test.yaml:3: kv_cache.memory_budget: expected a positive size such as 512MiB");
+  expect_error("model: m\nkv_cache:\n  memory_fraction: 1.5\n",
+               "kv_cache.memory_fraction: must be in [0.01, 1]");
+  expect_error(
+      "model: m\nparallel:\n  world_size: 4\n  expert_parallel_size: 3\n",
+      "parallel: expert_parallel_size (3) and tensor_parallel_size (1) must divide world_size (4)");
+  expect_error("model: m\nserver:\n  port: 70000\n",
+               "test.yaml:3: server.port: must be in [1, 65535] (got 70000)");
+  expect_error("model: m\nspeculative:\n  num_speculative_tokens: 4\n",
+               "missing required key 'speculative.draft_model'");
+  expect_error("model: [a, b]\n", "test.yaml:1: model: expected a path (got a list)");
+  expect_error("model: m\nscheduler: 5\n", "scheduler must be a mapping");
+  expect_error("model: m\n  bad: [\n", "test.yaml:");
+  expect_error("", "the file must be a mapping");
+}
+
+}  // namespace
+}  // namespace hive
