@@ -11,6 +11,7 @@
 #include <filesystem>
 
 #include "kernels/cpu/cpu_backend.hpp"
+#include "runtime/llm_engine.hpp"
 #include "runtime/model.hpp"
 #include "runtime/sampling.hpp"
 
@@ -81,6 +82,53 @@ TEST_P(GoldenTest, LogitsAndGreedyMatchTransformers) {
     EXPECT_LE(max_diff / max_ref, 1e-4) << "max |diff| " << max_diff << ", max |ref| " << max_ref;
     RecordProperty("relative_error_" + std::to_string(i), std::to_string(max_diff / max_ref));
   }
+}
+
+// The offline engine end to end: all prompts together, prefill in chunks of 8
+// tokens, blocks of 4 (a sliding window releases blocks), greedy sampling.
+TEST_P(GoldenTest, OfflineEngineMatchesTransformers) {
+  const auto dir = kModels / GetParam();
+  CpuBackend cpu;
+  Model model(dir, cpu);
+  const SafetensorsFile golden(dir / "golden.safetensors");
+  const auto& t = golden.tensors();
+  const int64_t vocab = model.config().vocab_size;
+  EngineConfig config;
+  config.block_size = kBlockSize;
+  config.kv_budget.bytes = 64 * kv_bytes_per_block(model.config(), kBlockSize);
+  config.scheduler.max_num_batched_tokens = 8;
+  LLMEngine engine(model, config);
+  std::vector<Request> requests;
+  for (int i = 0; t.count("prompt_" + std::to_string(i)); ++i) {
+    Request r;
+    r.id = std::to_string(i);
+    r.prompt_token_ids = ints(t.at("prompt_" + std::to_string(i)));
+    r.stop.max_tokens = t.at("greedy_" + std::to_string(i)).numel();
+    r.stop.ignore_eos = true;
+    r.return_logits = true;
+    requests.push_back(std::move(r));
+  }
+  const std::vector<RequestOutput> outputs = engine.generate(requests);
+  ASSERT_EQ(outputs.size(), requests.size());
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    SCOPED_TRACE(testing::Message() << GetParam() << " prompt " << i);
+    const SequenceOutput& out = outputs[i].samples.at(0);
+    EXPECT_EQ(out.token_ids, ints(t.at("greedy_" + std::to_string(i))));
+    const Tensor& ref = t.at("logits_" + std::to_string(i));
+    const auto p = static_cast<int64_t>(requests[i].prompt_token_ids.size());
+    double max_ref = 0, max_diff = 0;
+    for (size_t step = 0; step < out.logits.size(); ++step) {
+      const float* row = ref.as<float>() + (p - 1 + static_cast<int64_t>(step)) * vocab;
+      for (int64_t v = 0; v < vocab; ++v) {
+        max_ref = std::max(max_ref, std::abs(double{row[v]}));
+        max_diff =
+            std::max(max_diff, std::abs(double{row[v]} - out.logits[step][static_cast<size_t>(v)]));
+      }
+    }
+    EXPECT_LE(max_diff / max_ref, 1e-4) << "max |diff| " << max_diff << ", max |ref| " << max_ref;
+  }
+  const BlockPool& pool = engine.kv_cache_manager().device_pool();
+  EXPECT_EQ(pool.num_free_blocks(), pool.num_allocatable_blocks());
 }
 
 INSTANTIATE_TEST_SUITE_P(Architectures, GoldenTest,
