@@ -17,7 +17,11 @@ constexpr const char* kUsage =
     "           Generates token ids and prints them with tokens/s.\n"
     "  inspect  --model DIR | --devices\n"
     "           Prints architecture, parameter counts, weight bytes and KV bytes per token,\n"
-    "           or the compute devices this build can use.\n";
+    "           or the compute devices this build can use.\n"
+    "  tokenize   --tokenizer DIR [--add-special-tokens]\n"
+    "           Reads one JSON string per line, prints one JSON array of token ids per line.\n"
+    "  detokenize --tokenizer DIR [--skip-special-tokens]\n"
+    "           Reads one JSON array of token ids per line, prints one JSON string per line.\n";
 
 }  // namespace
 
@@ -31,6 +35,8 @@ int main(int argc, char** argv) {
   try {
     if (command == "generate") return hive::cli::run_generate(rest);
     if (command == "inspect") return hive::cli::run_inspect(rest);
+    if (command == "tokenize") return hive::cli::run_tokenize(rest);
+    if (command == "detokenize") return hive::cli::run_detokenize(rest);
     std::fprintf(stderr, "hive: unknown command '%s'\n\n%s", command.c_str(), kUsage);
     return 2;
   } catch (const hive::Error& e) {

@@ -1,0 +1,61 @@
+#include "runtime/tokenizer/streaming_detokenizer.hpp"
+
+namespace hive {
+namespace {
+
+constexpr std::string_view kReplacement = "\xEF\xBF\xBD";
+
+// Where `text` stops agreeing with `prefix`, moved back to a character start.
+std::size_t common_prefix_length(const std::string& prefix, const std::string& text) {
+  std::size_t length = 0;
+  while (length < prefix.size() && length < text.size() && prefix[length] == text[length]) ++length;
+  while (length > 0 && length < text.size() &&
+         (static_cast<unsigned char>(text[length]) & 0xC0) == 0x80)
+    --length;
+  return length;
+}
+
+}  // namespace
+
+StreamingDetokenizer::StreamingDetokenizer(Tokenizer tokenizer, bool skip_special_tokens)
+    : tokenizer_(std::move(tokenizer)), skip_special_tokens_(skip_special_tokens) {}
+
+std::string StreamingDetokenizer::step(int32_t id) {
+  if (prefix_.empty() && !ids_.empty()) {
+    // The context decoded to nothing (say, a skipped special token): retry it.
+    std::string context = tokenizer_.decode(ids_, skip_special_tokens_);
+    if (!context.ends_with(kReplacement)) {
+      prefix_ = std::move(context);
+      prefix_index_ = ids_.size();
+    }
+  }
+  ids_.push_back(id);
+  const std::string text = tokenizer_.decode(ids_, skip_special_tokens_);
+  if (text.size() <= prefix_.size() || text.ends_with(kReplacement)) return {};
+  // A valid window always extends its context; invalid byte-fallback UTF-8
+  // can rewrite it, and then only what differs is new (see the header).
+  const std::size_t agreed =
+      text.starts_with(prefix_) ? prefix_.size() : common_prefix_length(prefix_, text);
+  std::string fresh = text.substr(agreed);
+  const std::size_t new_prefix_index = ids_.size() - prefix_index_;
+  ids_.erase(ids_.begin(), ids_.begin() + static_cast<std::ptrdiff_t>(prefix_index_));
+  prefix_ = tokenizer_.decode(ids_, skip_special_tokens_);
+  prefix_index_ = new_prefix_index;
+  return fresh;
+}
+
+std::string StreamingDetokenizer::finish() {
+  const std::string text = tokenizer_.decode(ids_, skip_special_tokens_);
+  std::string rest;
+  if (text.size() > prefix_.size()) {
+    const std::size_t agreed =
+        text.starts_with(prefix_) ? prefix_.size() : common_prefix_length(prefix_, text);
+    rest = text.substr(agreed);
+  }
+  ids_.clear();
+  prefix_.clear();
+  prefix_index_ = 0;
+  return rest;
+}
+
+}  // namespace hive

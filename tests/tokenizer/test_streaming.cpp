@@ -1,0 +1,60 @@
+// The streaming detokenizer on hand-picked cases: characters split over
+// byte tokens are held back, SentencePiece spaces stay where they belong,
+// and the chunks always add up to decode().
+#include <gtest/gtest.h>
+
+#include "runtime/tokenizer/streaming_detokenizer.hpp"
+#include "runtime/tokenizer/utf8.hpp"
+#include "tests/tokenizer/fixtures.hpp"
+
+namespace hive::test {
+namespace {
+
+std::vector<std::string> chunks(const Tokenizer& tokenizer, const std::vector<int32_t>& ids) {
+  StreamingDetokenizer stream(tokenizer, false);
+  std::vector<std::string> out;
+  for (const int32_t id : ids) out.push_back(stream.step(id));
+  out.push_back(stream.finish());
+  return out;
+}
+
+TEST(StreamingDetokenizer, HoldsPartialCharactersOfByteFallbackTokens) {
+  const Tokenizer& tokenizer = fixture_tokenizer("sentencepiece_bpe");
+  const auto ids = tokenizer.encode("Hello \xE4\xBD\xA0 world", false);  // "你" is 3 byte tokens
+  const auto out = chunks(tokenizer, ids);
+  std::string joined;
+  int empty = 0;
+  for (const std::string& chunk : out) {
+    EXPECT_TRUE(tokenizer::is_valid_utf8(chunk));
+    EXPECT_EQ(chunk.find("\xEF\xBF\xBD"), std::string::npos) << "no replacement character";
+    empty += chunk.empty();
+    joined += chunk;
+  }
+  EXPECT_EQ(joined, "Hello \xE4\xBD\xA0 world");
+  EXPECT_GE(empty, 2);                         // the first two byte tokens (and finish) add nothing
+  EXPECT_FALSE(out.front().starts_with(" "));  // the first token's marker is not a space
+}
+
+TEST(StreamingDetokenizer, FinishFlushesAnUnfinishedCharacter) {
+  const Tokenizer& tokenizer = fixture_tokenizer("qwen3");
+  const auto ids = tokenizer.encode("\xF0\xA0\x80\x80", false);  // U+20000
+  ASSERT_GT(ids.size(), 1u);  // one character, several byte-level tokens
+  StreamingDetokenizer stream(tokenizer, false);
+  EXPECT_EQ(stream.step(ids[0]), "");
+  EXPECT_EQ(stream.finish(), "\xEF\xBF\xBD");
+  EXPECT_EQ(tokenizer.decode(std::vector<int32_t>{ids[0]}, false), "\xEF\xBF\xBD");
+}
+
+TEST(StreamingDetokenizer, KeepsGoingOnInvalidByteFallbackSequences) {
+  // "=" as a byte token, then a lone lead byte: Hugging Face's DecodeStream
+  // raises here; the stream goes on with valid UTF-8.
+  const Tokenizer& tokenizer = fixture_tokenizer("sentencepiece_bpe");
+  const std::vector<int32_t> ids = {*tokenizer.token_to_id("<0x3D>"),
+                                    *tokenizer.token_to_id("<0xDA>"), *tokenizer.token_to_id("9")};
+  const auto out = chunks(tokenizer, ids);
+  EXPECT_EQ(out[0], "=");
+  for (const std::string& chunk : out) EXPECT_TRUE(tokenizer::is_valid_utf8(chunk));
+}
+
+}  // namespace
+}  // namespace hive::test
