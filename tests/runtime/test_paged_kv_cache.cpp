@@ -1,0 +1,106 @@
+// PagedKVCache block copies (copy-on-write, swap out, swap in) move exactly
+// one block of every layer's K and V; kv_budget turns bytes into blocks.
+#include <gtest/gtest.h>
+
+#include "kernels/cpu/cpu_backend.hpp"
+#include "kernels/error.hpp"
+#include "runtime/kv_budget.hpp"
+#include "runtime/paged_kv_cache.hpp"
+
+namespace hive {
+namespace {
+
+ModelConfig small_config() {
+  ModelConfig c;
+  c.num_layers = 2;
+  c.num_kv_heads = 2;
+  c.head_dim = 3;
+  return c;
+}
+
+// Every element of block b in layer l holds 1000 * l + 100 * b + (K ? 0 : 50) + index.
+void fill(PagedKVCache& cache) {
+  for (int64_t layer = 0; layer < cache.num_layers(); ++layer) {
+    for (const bool is_key : {true, false}) {
+      const Tensor& t = is_key ? cache.keys(layer) : cache.values(layer);
+      const int64_t per_block = t.numel() / t.shape[0];
+      for (int64_t i = 0; i < t.numel(); ++i)
+        t.as<float>()[i] = static_cast<float>(1000 * layer + 100 * (i / per_block) +
+                                              (is_key ? 0 : 50) + i % per_block);
+    }
+  }
+}
+
+float first(const PagedKVCache& cache, int64_t layer, bool is_key, int64_t block) {
+  const Tensor& t = is_key ? cache.keys(layer) : cache.values(layer);
+  return t.as<float>()[block * (t.numel() / t.shape[0])];
+}
+
+TEST(PagedKVCache, LayoutAndBytesPerBlock) {
+  CpuBackend cpu;
+  PagedKVCache cache(cpu, small_config(), 5, 4, 3);
+  EXPECT_EQ(cache.keys(1).shape_string(), "[5, 4, 2, 3] f32");
+  EXPECT_EQ(cache.bytes_per_block(), 2 * 2 * 4 * 2 * 3 * 4);
+  EXPECT_EQ(cache.bytes_per_block(), kv_bytes_per_block(small_config(), 4));
+}
+
+TEST(PagedKVCache, CopiesMoveWholeBlocksOfEveryLayer) {
+  CpuBackend cpu;
+  PagedKVCache cache(cpu, small_config(), 5, 4, 3);
+  fill(cache);
+  cache.copy_blocks(std::vector<BlockCopy>{{2, 4}});
+  for (int64_t layer = 0; layer < 2; ++layer) {
+    EXPECT_EQ(first(cache, layer, true, 4), 1000 * layer + 200);
+    EXPECT_EQ(first(cache, layer, false, 4), 1000 * layer + 250);
+    EXPECT_EQ(first(cache, layer, true, 3), 1000 * layer + 300);  // untouched
+  }
+  const Tensor& k = cache.keys(0);
+  EXPECT_EQ(k.as<float>()[4 * 24 + 23], 200 + 23);  // the block's last element too
+
+  cache.swap_out(std::vector<BlockCopy>{{1, 2}, {3, 1}});
+  fill(cache);  // overwrite the device side
+  cache.swap_in(std::vector<BlockCopy>{{2, 3}, {1, 4}});
+  for (int64_t layer = 0; layer < 2; ++layer) {
+    EXPECT_EQ(first(cache, layer, true, 3), 1000 * layer + 100);   // old block 1
+    EXPECT_EQ(first(cache, layer, false, 4), 1000 * layer + 350);  // old block 3
+    EXPECT_EQ(first(cache, layer, true, 2), 1000 * layer + 200);
+  }
+}
+
+TEST(PagedKVCache, RejectsBlockIdsOutsideThePools) {
+  CpuBackend cpu;
+  PagedKVCache cache(cpu, small_config(), 5, 4, 3);
+  EXPECT_THROW(cache.copy_blocks(std::vector<BlockCopy>{{1, 5}}), Error);
+  EXPECT_THROW(cache.copy_blocks(std::vector<BlockCopy>{{0, 1}}), Error);  // the null block
+  EXPECT_THROW(cache.swap_out(std::vector<BlockCopy>{{4, 3}}), Error);     // host has 1..2
+  EXPECT_THROW(cache.swap_in(std::vector<BlockCopy>{{3, 1}}), Error);
+}
+
+TEST(KVBudget, BlocksFromBytesOrAFractionOfMemory) {
+  const ModelConfig c = small_config();
+  const int64_t block = kv_bytes_per_block(c, 16);
+  EXPECT_EQ(block, 16 * c.kv_bytes_per_token(4));
+  EXPECT_EQ(num_kv_blocks(10 * block + block / 2, block), 10);
+  EXPECT_EQ(kv_pool_bytes({1000, 0.0}, 1 << 20, 123), 1000);
+  EXPECT_EQ(kv_pool_bytes({0, 0.5}, 1 << 20, 1000), (1 << 19) - 1000);
+  try {
+    num_kv_blocks(block, block);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("hold 1 blocks"), std::string::npos) << e.what();
+  }
+  try {
+    kv_pool_bytes({0, 0.25}, 4000, 1000);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("0.25 of 4000 bytes is 1000, not more than the "
+                                         "weights' 1000 bytes"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_THROW(kv_pool_bytes({0, 1.5}, 4000, 0), Error);
+  EXPECT_GT(host_memory_bytes(), int64_t{1} << 20);
+}
+
+}  // namespace
+}  // namespace hive
