@@ -185,7 +185,7 @@ LaunchConfig parse_launch_config(const std::string& yaml_text, const std::string
   });
   top.optional("kv_cache", [&](auto& node, auto& name) {
     Section s(node, name, source);
-    KVCacheConfig& kv = config.kv_cache;
+    KVCacheSettings& kv = config.kv_cache;
     s.optional("block_size", [&](auto& n, auto& k) {
       kv.block_size = static_cast<int>(r.integer(n, k, 1, 1024));
     });

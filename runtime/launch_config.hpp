@@ -28,7 +28,7 @@ struct ParallelConfig {
   int replicate_hot_experts = 0;  // copies of the most-loaded experts kept on every rank
 };
 
-struct KVCacheConfig {
+struct KVCacheSettings {  // not runtime/kv_cache_manager.hpp's KVCacheConfig
   int block_size = 16;
   std::optional<int64_t> memory_budget_bytes;  // else memory_fraction of the device
   double memory_fraction = 0.9;                // vLLM's gpu_memory_utilization
@@ -60,7 +60,7 @@ struct LaunchConfig {
   std::filesystem::path model;
   std::string device = "auto";  // auto | cpu | cuda
   ParallelConfig parallel;
-  KVCacheConfig kv_cache;
+  KVCacheSettings kv_cache;
   SchedulerLimits scheduler;
   ServerConfig server;
   SpeculativeConfig speculative;

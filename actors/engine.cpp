@@ -1,0 +1,163 @@
+#include "actors/engine.hpp"
+
+#include <caf/actor_system.hpp>
+#include <caf/actor_system_config.hpp>
+#include <caf/event_based_actor.hpp>
+#include <caf/scoped_actor.hpp>
+#include <caf/stateful_actor.hpp>
+
+#include "kernels/backend_select.hpp"
+#include "kernels/error.hpp"
+#include "runtime/model_stats.hpp"
+
+namespace hive {
+
+namespace {
+
+struct CallbackState {
+  std::function<void(const TokenEvent&)> on_event;
+  int samples_left = 1;
+  static inline const char* name = "hive.callback_sink";
+};
+
+token_sink::behavior_type callback_sink(token_sink::stateful_pointer<CallbackState> self,
+                                        std::function<void(const TokenEvent&)> on_event,
+                                        int samples) {
+  self->state.on_event = std::move(on_event);
+  self->state.samples_left = samples;
+  return {[self](const TokenEvent& event) {
+    self->state.on_event(event);
+    if (event.finished && (event.sample_index < 0 || --self->state.samples_left == 0)) self->quit();
+  }};
+}
+
+}  // namespace
+
+EngineOptions engine_options(const LaunchConfig& config) {
+  EngineOptions options;
+  options.model = config.model;
+  options.device = config.device == "auto" ? "cpu" : config.device;
+  options.world_size = config.parallel.world_size;
+  EngineConfig& e = options.engine;
+  e.block_size = config.kv_cache.block_size;
+  e.kv_budget =
+      KVBudget{config.kv_cache.memory_budget_bytes.value_or(0), config.kv_cache.memory_fraction};
+  e.swap_space_bytes = config.kv_cache.swap_space_bytes;
+  e.enable_prefix_caching = config.kv_cache.enable_prefix_caching;
+  SchedulerConfig& s = e.scheduler;
+  s.max_num_seqs = config.scheduler.max_num_seqs;
+  s.max_num_batched_tokens = config.scheduler.max_num_batched_tokens;
+  s.enable_chunked_prefill = config.scheduler.enable_chunked_prefill;
+  s.policy =
+      config.scheduler.policy == "priority" ? SchedulingPolicy::priority : SchedulingPolicy::fcfs;
+  const std::string& mode = config.scheduler.preemption_mode;
+  s.preemption_mode = mode == "swap"        ? PreemptionMode::swap
+                      : mode == "recompute" ? PreemptionMode::recompute
+                                            : PreemptionMode::by_cost;
+  return options;
+}
+
+SchedulerSetup make_scheduler_setup(std::shared_ptr<Model> model, const EngineConfig& config,
+                                    int world_size) {
+  check(world_size >= 1, "world_size must be >= 1 (got ", world_size, ")");
+  const ModelConfig& c = model->config();
+  const int64_t bytes_per_block = kv_bytes_per_block(c, config.block_size);
+  const int64_t weight_bytes = model_stats(c, model->weights()).weight_bytes;
+  const int64_t pool_bytes = kv_pool_bytes(config.kv_budget, host_memory_bytes(), weight_bytes);
+  SchedulerSetup setup;
+  KVCacheConfig& kv = setup.kv_cache;
+  kv.block_size = config.block_size;
+  kv.num_device_blocks = num_kv_blocks(pool_bytes, bytes_per_block);
+  kv.num_host_blocks =
+      config.swap_space_bytes > 0 ? num_kv_blocks(config.swap_space_bytes, bytes_per_block) : 0;
+  kv.enable_prefix_caching = config.enable_prefix_caching;
+  kv.sliding_window = c.sliding_window;
+  setup.scheduler = config.scheduler;
+  if (setup.scheduler.eos_token_ids.empty())
+    for (const int64_t id : c.eos_token_ids)
+      setup.scheduler.eos_token_ids.push_back(static_cast<int32_t>(id));
+  setup.vocab_size = c.vocab_size;
+  setup.num_experts = static_cast<int>(c.num_experts);
+  setup.num_layers = static_cast<int>(c.num_layers);
+  setup.detached_workers = world_size > 1;
+  for (int rank = 0; rank < world_size; ++rank)
+    setup.workers.push_back({model, kv.num_device_blocks, kv.block_size, kv.num_host_blocks, rank});
+  return setup;
+}
+
+TokenStream::TokenStream(caf::actor_system& system, int num_samples)
+    : self_(std::make_unique<caf::scoped_actor>(system)), samples_left_(num_samples) {}
+TokenStream::TokenStream(TokenStream&&) noexcept = default;
+TokenStream::~TokenStream() = default;
+
+token_sink TokenStream::sink() const {
+  return caf::actor_cast<token_sink>(*self_);
+}
+
+std::optional<TokenEvent> TokenStream::next() {
+  if (samples_left_ <= 0) return std::nullopt;
+  std::optional<TokenEvent> event;
+  (*self_)->receive([&](TokenEvent& e) { event = std::move(e); });
+  if (event->finished && (event->sample_index < 0 || --samples_left_ == 0)) samples_left_ = 0;
+  return event;
+}
+
+Engine::Engine(const EngineOptions& options) {
+  BackendChoice choice = select_backend(options.device, Model::required_ops());
+  backend_ = std::move(choice.backend);
+  model_ = std::make_shared<Model>(options.model, *backend_);
+  SchedulerSetup setup = make_scheduler_setup(model_, options.engine, options.world_size);
+  setup.worker_timeout = options.worker_timeout;
+  actor_config_ = std::make_unique<caf::actor_system_config>();
+  register_message_types(*actor_config_);
+  system_ = std::make_unique<caf::actor_system>(*actor_config_);
+  scheduler_ = system_->spawn(scheduler, std::move(setup));
+}
+
+Engine::~Engine() {
+  if (!shut_down_) shutdown(ShutdownMode::fail_in_flight);
+}
+
+TokenStream Engine::submit(Request request) {
+  check(!shut_down_, "submit: the engine is shut down");
+  TokenStream stream(*system_, request.n);
+  caf::anon_send(scheduler_, submit_atom_v, Submission{std::move(request), stream.sink()});
+  return stream;
+}
+
+void Engine::submit(Request request, std::function<void(const TokenEvent&)> on_event) {
+  check(!shut_down_, "submit: the engine is shut down");
+  token_sink sink = system_->spawn(callback_sink, std::move(on_event), request.n);
+  caf::anon_send(scheduler_, submit_atom_v, Submission{std::move(request), std::move(sink)});
+}
+
+void Engine::cancel(const std::string& request_id) {
+  if (!shut_down_) caf::anon_send(scheduler_, cancel_atom_v, request_id);
+}
+
+void Engine::inject_worker_fault(int rank) {
+  if (!shut_down_) caf::anon_send(scheduler_, fault_atom_v, rank);
+}
+
+EngineMetrics Engine::metrics() {
+  check(!shut_down_, "metrics: the engine is shut down");
+  caf::scoped_actor self(*system_);
+  EngineMetrics metrics;
+  self->request(scheduler_, caf::infinite, metrics_atom_v)
+      .receive([&](EngineMetrics& m) { metrics = std::move(m); },
+               [&](caf::error& err) { fail("metrics: ", to_string(err)); });
+  return metrics;
+}
+
+int64_t Engine::shutdown(ShutdownMode mode) {
+  if (shut_down_) return 0;
+  shut_down_ = true;
+  caf::scoped_actor self(*system_);
+  int64_t failed = 0;
+  self->request(scheduler_, caf::infinite, shutdown_atom_v, mode == ShutdownMode::drain)
+      .receive([&](int64_t n) { failed = n; },
+               [&](caf::error& err) { fail("shutdown: ", to_string(err)); });
+  return failed;
+}
+
+}  // namespace hive

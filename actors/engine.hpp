@@ -1,0 +1,111 @@
+#pragma once
+// hive::Engine: the actor runtime behind one C++ object, for embedding.
+//
+//   hive::Engine engine(hive::load_launch_config("configs/cpu.yaml"));
+//   hive::TokenStream stream = engine.submit(request);      // blocking iterator
+//   for (const hive::TokenEvent& event : stream) ...
+//   engine.submit(request, [](const hive::TokenEvent& e) { ... });  // callback
+//   engine.cancel("id");  engine.metrics();  engine.shutdown();
+//
+// Inside: a CAF actor system with the scheduler actor and one worker actor
+// per rank (scheduler_actor.hpp, worker_actor.hpp). Streams and callbacks
+// receive TokenEvents: new token ids of one sample as they are sampled, then
+// one finished event per sample (all its ids, the finish reason, or an error).
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "actors/scheduler_actor.hpp"
+#include "runtime/launch_config.hpp"
+#include "runtime/llm_engine.hpp"
+
+namespace caf {
+class actor_system;
+class actor_system_config;
+class scoped_actor;
+}  // namespace caf
+
+namespace hive {
+
+struct EngineOptions {
+  std::filesystem::path model;
+  std::string device = "cpu";
+  EngineConfig engine;  // block size, KV budget, swap space, prefix caching, scheduler
+  int world_size = 1;
+  std::chrono::milliseconds worker_timeout{60000};
+};
+
+// The engine options a launch file describes.
+EngineOptions engine_options(const LaunchConfig& config);
+
+// The events of one request, in order; next() blocks until one arrives and
+// returns nullopt after every sample finished. Must not outlive its Engine.
+class TokenStream {
+ public:
+  TokenStream(caf::actor_system& system, int num_samples);
+  TokenStream(TokenStream&&) noexcept;
+  ~TokenStream();
+
+  std::optional<TokenEvent> next();
+  token_sink sink() const;
+
+  class iterator {
+   public:
+    using value_type = TokenEvent;
+    using difference_type = std::ptrdiff_t;
+    iterator() = default;
+    explicit iterator(TokenStream* stream) : stream_(stream) { ++*this; }
+    const TokenEvent& operator*() const { return *event_; }
+    const TokenEvent* operator->() const { return &*event_; }
+    iterator& operator++() {
+      event_ = stream_->next();
+      return *this;
+    }
+    bool operator==(const iterator& other) const { return !event_ && !other.event_; }
+
+   private:
+    TokenStream* stream_ = nullptr;
+    std::optional<TokenEvent> event_;
+  };
+  iterator begin() { return iterator(this); }
+  iterator end() { return iterator(); }
+
+ private:
+  std::unique_ptr<caf::scoped_actor> self_;
+  int samples_left_;
+};
+
+enum class ShutdownMode { drain, fail_in_flight };
+
+class Engine {
+ public:
+  explicit Engine(const EngineOptions& options);
+  explicit Engine(const LaunchConfig& config) : Engine(engine_options(config)) {}
+  ~Engine();  // shutdown(fail_in_flight) unless already shut down
+
+  TokenStream submit(Request request);
+  // `on_event` runs on an actor thread, one event at a time.
+  void submit(Request request, std::function<void(const TokenEvent&)> on_event);
+  void cancel(const std::string& request_id);
+  EngineMetrics metrics();
+  // drain: finish what was submitted; fail_in_flight: fail it with an error.
+  // Returns the number of requests failed. Later submissions fail at once.
+  int64_t shutdown(ShutdownMode mode = ShutdownMode::drain);
+  // Testing: the next step of worker `rank` throws.
+  void inject_worker_fault(int rank);
+
+  const ModelConfig& model_config() const { return model_->config(); }
+
+ private:
+  std::unique_ptr<Backend> backend_;
+  std::shared_ptr<Model> model_;
+  std::unique_ptr<caf::actor_system_config> actor_config_;
+  std::unique_ptr<caf::actor_system> system_;
+  scheduler_actor scheduler_;
+  bool shut_down_ = false;
+};
+
+}  // namespace hive

@@ -1,0 +1,182 @@
+#pragma once
+// The messages of the actor runtime: plain structs, each with an inspect
+// overload, all registered in actors/type_ids.hpp. Only the control plane
+// rides on them (token ids, block ids, sampled tokens, counters); tensors
+// never do.
+//
+// A step plan travels as a diff. The scheduler remembers the block table it
+// last sent for each sequence and the worker keeps the same copy:
+//
+//   last sent   [ 7 | 2 ]          now  [ 7 | 2 | 9 ]   ->  new_blocks [9]
+//   last sent   [ 7 | 2 ]          now  [ 7 | 5 ]       ->  replace, [7 5]
+//                                   (copy-on-write, swap-in, sliding window)
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <caf/actor.hpp>
+#include <caf/meta/type_name.hpp>
+#include <caf/typed_actor.hpp>
+
+#include "runtime/request.hpp"
+#include "runtime/scheduler.hpp"
+
+namespace hive {
+
+// One sequence's work in a step: new token ids and new block ids only.
+struct StepSequence {
+  SequenceId seq_id = 0;
+  int64_t num_computed_tokens = 0;
+  std::vector<int32_t> token_ids;   // the tokens to compute this step
+  std::vector<int32_t> new_blocks;  // appended to the cached table, or the whole table
+  bool replace_table = false;       // new_blocks is the whole table
+  bool needs_logits = false;
+};
+
+// The plan of one step, sent to every worker rank.
+struct WorkerStep {
+  int64_t step_id = 0;
+  std::vector<StepSequence> sequences;
+  std::vector<SampleSlot> samples;
+  std::vector<BlockCopy> swap_out, swap_in, copy_on_write;
+  std::vector<SequenceId> finished_seq_ids;  // drop their cached tables and samplers
+};
+
+// A worker's reply; only rank 0 carries sampled tokens.
+struct WorkerResult {
+  int64_t step_id = 0;
+  int rank = 0;
+  std::vector<SampledToken> sampled;
+  double compute_seconds = 0;        // inside the model runner
+  std::vector<int64_t> expert_load;  // [layer * num_experts + expert], this step
+};
+
+// What a request's owner receives: new tokens of one sample, and once, the
+// end of that sample (finish reason, all generated ids, or an error).
+struct TokenEvent {
+  std::string request_id;
+  int sample_index = 0;
+  std::vector<int32_t> token_ids;  // new since the last event (all of them when finished)
+  bool finished = false;
+  uint8_t finish_reason = 0;  // a FinishReason
+  std::string error;          // non-empty: the request failed
+  FinishReason reason() const { return static_cast<FinishReason>(finish_reason); }
+
+  static TokenEvent token(std::string id, int sample_index, int32_t token) {
+    TokenEvent e;
+    e.request_id = std::move(id);
+    e.sample_index = sample_index;
+    e.token_ids = {token};
+    return e;
+  }
+  static TokenEvent finish(std::string id, int sample_index, std::vector<int32_t> tokens,
+                           FinishReason reason, std::string error) {
+    TokenEvent e;
+    e.request_id = std::move(id);
+    e.sample_index = sample_index;
+    e.token_ids = std::move(tokens);
+    e.finished = true;
+    e.finish_reason = static_cast<uint8_t>(reason);
+    e.error = std::move(error);
+    return e;
+  }
+};
+
+// What receives a request's TokenEvents (a stream, a callback, a test).
+using token_sink = caf::typed_actor<caf::reacts_to<TokenEvent>>;
+
+// A request and the actor that receives its TokenEvents.
+struct Submission {
+  Request request;
+  token_sink sink;
+};
+
+// A snapshot of the engine, from the scheduler actor.
+struct EngineMetrics {
+  int64_t num_steps = 0;
+  int64_t num_generated_tokens = 0;
+  int64_t num_finished_requests = 0;
+  int64_t num_failed_requests = 0;  // by a worker fault or a shutdown
+  int64_t num_worker_restarts = 0;
+  int64_t num_running = 0;
+  int64_t num_waiting = 0;
+  int32_t num_free_blocks = 0;
+  int32_t num_blocks = 0;  // allocatable
+  int64_t prefix_hit_tokens = 0;
+  double step_seconds = 0;           // scheduler: plan sent -> all ranks replied
+  double compute_seconds = 0;        // rank 0: inside the model runner
+  int num_experts = 0;               // per MoE layer; 0 for a dense model
+  std::vector<int64_t> expert_load;  // tokens routed, [layer * num_experts + expert]
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, BlockCopy& x) {
+  return f(caf::meta::type_name("BlockCopy"), x.src, x.dst);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, SamplingParams& x) {
+  return f(caf::meta::type_name("SamplingParams"), x.temperature, x.top_k, x.top_p, x.seed);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, SampleSlot& x) {
+  return f(caf::meta::type_name("SampleSlot"), x.seq_id, x.scheduled_index, x.sampling,
+           x.return_logits);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, SampledToken& x) {
+  return f(caf::meta::type_name("SampledToken"), x.seq_id, x.token, x.logits);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, StopConditions& x) {
+  return f(caf::meta::type_name("StopConditions"), x.max_tokens, x.ignore_eos, x.stop_token_ids,
+           x.stop_strings);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, Request& x) {
+  return f(caf::meta::type_name("Request"), x.id, x.prompt_token_ids, x.sampling, x.stop, x.n,
+           x.priority, x.cache_extra_keys, x.return_logits);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, StepSequence& x) {
+  return f(caf::meta::type_name("StepSequence"), x.seq_id, x.num_computed_tokens, x.token_ids,
+           x.new_blocks, x.replace_table, x.needs_logits);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, WorkerStep& x) {
+  return f(caf::meta::type_name("WorkerStep"), x.step_id, x.sequences, x.samples, x.swap_out,
+           x.swap_in, x.copy_on_write, x.finished_seq_ids);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, WorkerResult& x) {
+  return f(caf::meta::type_name("WorkerResult"), x.step_id, x.rank, x.sampled, x.compute_seconds,
+           x.expert_load);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, TokenEvent& x) {
+  return f(caf::meta::type_name("TokenEvent"), x.request_id, x.sample_index, x.token_ids,
+           x.finished, x.finish_reason, x.error);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, Submission& x) {
+  return f(caf::meta::type_name("Submission"), x.request, x.sink);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, EngineMetrics& x) {
+  return f(caf::meta::type_name("EngineMetrics"), x.num_steps, x.num_generated_tokens,
+           x.num_finished_requests, x.num_failed_requests, x.num_worker_restarts, x.num_running,
+           x.num_waiting, x.num_free_blocks, x.num_blocks, x.prefix_hit_tokens, x.step_seconds,
+           x.compute_seconds, x.num_experts, x.expert_load);
+}
+
+}  // namespace hive

@@ -1,0 +1,251 @@
+#include "actors/scheduler_actor.hpp"
+
+#include <algorithm>
+#include <unordered_set>
+
+#include <caf/event_based_actor.hpp>
+#include <caf/exit_reason.hpp>
+#include <caf/sec.hpp>
+
+#include "actors/error_text.hpp"
+#include "kernels/error.hpp"
+
+namespace hive {
+
+namespace {
+
+using Self = scheduler_actor::stateful_pointer<SchedulerState>;
+
+void maybe_step(Self self);
+
+void build_core(SchedulerState& st) {
+  st.kv_cache = std::make_unique<KVCacheManager>(st.setup.kv_cache);
+  st.scheduler = std::make_unique<Scheduler>(st.setup.scheduler, *st.kv_cache);
+}
+
+void spawn_workers(Self self) {
+  SchedulerState& st = self->state;
+  st.workers.clear();
+  for (const WorkerSpec& spec : st.setup.workers) {
+    worker_actor w = st.setup.detached_workers ? self->spawn<caf::detached>(worker, spec)
+                                               : self->spawn(worker, spec);
+    self->monitor(w);
+    st.workers.push_back(std::move(w));
+  }
+}
+
+void stop_workers(Self self, caf::exit_reason reason) {
+  for (const worker_actor& w : self->state.workers) {
+    self->demonitor(w.address());
+    self->send_exit(w, reason);
+  }
+  self->state.workers.clear();
+}
+
+void send_event(Self self, const token_sink& sink, TokenEvent event) {
+  if (sink) self->send(sink, std::move(event));
+}
+
+void fail_event(Self self, const token_sink& sink, const std::string& id, std::string error) {
+  // Sample index -1: the event ends the whole request.
+  send_event(self, sink, TokenEvent::finish(id, -1, {}, FinishReason::aborted, std::move(error)));
+}
+
+// Hands finished samples to their owners; `error` marks them failed.
+void deliver(Self self, std::vector<SequenceOutput>& outputs, const std::string& error) {
+  SchedulerState& st = self->state;
+  for (SequenceOutput& out : outputs) {
+    const auto it = st.requests.find(out.request_id);
+    if (it == st.requests.end()) continue;
+    send_event(self, it->second.sink,
+               TokenEvent::finish(out.request_id, out.sample_index, std::move(out.token_ids),
+                                  out.finish_reason, error));
+    if (--it->second.samples_left > 0) continue;
+    ++(error.empty() ? st.metrics.num_finished_requests : st.metrics.num_failed_requests);
+    st.requests.erase(it);
+  }
+}
+
+// Aborts the given requests and delivers them as failed with `error`.
+void fail_requests(Self self, const std::vector<std::string>& ids, const std::string& error) {
+  SchedulerState& st = self->state;
+  for (const std::string& id : ids) st.scheduler->abort_request(id);
+  std::vector<SequenceOutput> outputs = st.scheduler->update(StepPlan{}, {});
+  deliver(self, outputs, error);
+}
+
+void check_drained(Self self) {
+  SchedulerState& st = self->state;
+  if (!st.shutting_down || !st.requests.empty() || st.step_in_flight) return;
+  stop_workers(self, caf::exit_reason::user_shutdown);
+  for (auto& promise : st.shutdown_promises) promise.deliver(st.num_failed_at_shutdown);
+  st.shutdown_promises.clear();
+  self->quit();
+}
+
+// A worker failed, died or timed out: its KV is gone. Fails every request
+// that ever ran, rebuilds the KV manager and scheduler with the rest, and
+// restarts the workers.
+void handle_fault(Self self, const std::string& cause) {
+  SchedulerState& st = self->state;
+  std::vector<std::string> started;
+  for (const auto& [id, tracked] : st.requests)
+    if (tracked.started) started.push_back(id);
+  fail_requests(self, started, cause);
+  stop_workers(self, caf::exit_reason::kill);
+  ++st.metrics.num_worker_restarts;
+  build_core(st);
+  std::vector<const TrackedRequest*> queue;
+  for (const auto& [id, tracked] : st.requests) queue.push_back(&tracked);
+  std::sort(queue.begin(), queue.end(),
+            [](const TrackedRequest* a, const TrackedRequest* b) { return a->order < b->order; });
+  for (const TrackedRequest* tracked : queue) st.scheduler->add_request(tracked->request);
+  st.encoder.reset();
+  st.step_in_flight = false;
+  ++st.step_id;  // late replies of the failed step are ignored
+  spawn_workers(self);
+  maybe_step(self);
+}
+
+void stream_sampled(Self self) {
+  SchedulerState& st = self->state;
+  const std::vector<SequenceId> running = st.scheduler->running_ids();
+  const std::unordered_set<SequenceId> alive(running.begin(), running.end());
+  for (const SampledToken& token : st.sampled) {
+    if (!alive.count(token.seq_id)) continue;  // cancelled while the step ran
+    const Sequence& seq = st.scheduler->sequence(token.seq_id);
+    const auto it = st.requests.find(seq.request->id);
+    if (it == st.requests.end()) continue;
+    send_event(self, it->second.sink,
+               TokenEvent::token(seq.request->id, seq.sample_index, token.token));
+    ++st.metrics.num_generated_tokens;
+  }
+}
+
+void finish_step(Self self) {
+  SchedulerState& st = self->state;
+  st.metrics.step_seconds +=
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - st.step_start).count();
+  ++st.metrics.num_steps;
+  stream_sampled(self);
+  std::vector<SequenceOutput> outputs = st.scheduler->update(st.plan, st.sampled);
+  deliver(self, outputs, "");
+  st.step_in_flight = false;
+  maybe_step(self);
+}
+
+void on_reply(Self self, WorkerResult& result) {
+  SchedulerState& st = self->state;
+  if (!st.step_in_flight || result.step_id != st.step_id) return;
+  if (result.rank == 0) {
+    st.sampled = std::move(result.sampled);
+    st.metrics.compute_seconds += result.compute_seconds;
+  }
+  if (--st.replies_pending == 0) finish_step(self);
+}
+
+void on_worker_error(Self self, int64_t step_id, int rank, const caf::error& err) {
+  SchedulerState& st = self->state;
+  if (!st.step_in_flight || step_id != st.step_id) return;
+  handle_fault(self, err == caf::sec::request_timeout
+                         ? str_cat("worker rank ", rank, " timed out in step ", step_id)
+                         : error_text(err));
+}
+
+void maybe_step(Self self) {
+  SchedulerState& st = self->state;
+  if (st.step_in_flight || !st.scheduler->has_unfinished()) return check_drained(self);
+  st.plan = st.scheduler->schedule();
+  for (const ScheduledSequence& s : st.plan.sequences) {
+    const auto it = st.requests.find(st.scheduler->sequence(s.seq_id).request->id);
+    if (it != st.requests.end()) it->second.started = true;
+  }
+  const WorkerStep step = st.encoder.encode(st.plan, ++st.step_id);
+  st.step_in_flight = true;
+  st.replies_pending = static_cast<int>(st.workers.size());
+  st.sampled.clear();
+  st.step_start = std::chrono::steady_clock::now();
+  for (size_t rank = 0; rank < st.workers.size(); ++rank) {
+    const int64_t step_id = st.step_id;
+    self->request(st.workers[rank], st.setup.worker_timeout, step_atom_v, step)
+        .then([self](WorkerResult& result) { on_reply(self, result); },
+              [self, step_id, rank](caf::error& err) {
+                on_worker_error(self, step_id, static_cast<int>(rank), err);
+              });
+  }
+}
+
+void submit(Self self, Submission& submission) {
+  SchedulerState& st = self->state;
+  const std::string id = submission.request.id;
+  if (st.shutting_down) return fail_event(self, submission.sink, id, "the engine is shutting down");
+  try {
+    for (const int32_t token : submission.request.prompt_token_ids)
+      check(token >= 0 && token < st.setup.vocab_size, "request ", id, ": prompt token id ", token,
+            " is out of range [0, ", st.setup.vocab_size, ")");
+    check(!st.requests.count(id), "request id '", id, "' is already in use");
+    st.scheduler->add_request(submission.request);
+  } catch (const Error& e) {
+    return fail_event(self, submission.sink, id, e.what());
+  }
+  TrackedRequest tracked{std::move(submission.request), std::move(submission.sink), st.next_order++,
+                         1, false};
+  tracked.samples_left = tracked.request.n;
+  st.requests.emplace(id, std::move(tracked));
+  maybe_step(self);
+}
+
+EngineMetrics snapshot(const SchedulerState& st) {
+  EngineMetrics m = st.metrics;
+  m.num_running = static_cast<int64_t>(st.scheduler->num_running());
+  m.num_waiting = static_cast<int64_t>(st.scheduler->num_waiting());
+  m.num_free_blocks = st.kv_cache->device_pool().num_free_blocks();
+  m.num_blocks = st.kv_cache->device_pool().num_allocatable_blocks();
+  m.prefix_hit_tokens = st.kv_cache->stats().prefix_hit_tokens;
+  return m;
+}
+
+}  // namespace
+
+scheduler_actor::behavior_type scheduler(Self self, SchedulerSetup setup) {
+  self->state.setup = std::move(setup);
+  self->state.metrics.num_experts = self->state.setup.num_experts;
+  build_core(self->state);
+  spawn_workers(self);
+  self->set_down_handler([self](caf::down_msg& down) {
+    for (const worker_actor& w : self->state.workers)
+      if (w.address() == down.source)
+        return handle_fault(self, str_cat("a worker died: ", error_text(down.reason)));
+  });
+  return {
+      [self](submit_atom, Submission& submission) { submit(self, submission); },
+      [self](cancel_atom, const std::string& id) {
+        if (!self->state.requests.count(id)) return;
+        self->state.scheduler->abort_request(id);
+        // Mid-step, the abort comes back from the step's update(); else now.
+        if (!self->state.step_in_flight) fail_requests(self, {}, "");
+      },
+      [self](metrics_atom) { return snapshot(self->state); },
+      [self](fault_atom, int rank) {
+        auto& workers = self->state.workers;
+        if (rank >= 0 && rank < static_cast<int>(workers.size()))
+          self->send(workers[static_cast<size_t>(rank)], fault_atom_v);
+      },
+      [self](shutdown_atom, bool drain) -> caf::result<int64_t> {
+        SchedulerState& st = self->state;
+        st.shutting_down = true;
+        auto promise = self->make_response_promise<int64_t>();
+        st.shutdown_promises.push_back(promise);
+        if (!drain) {
+          std::vector<std::string> ids;
+          for (const auto& [id, tracked] : st.requests) ids.push_back(id);
+          st.num_failed_at_shutdown += static_cast<int64_t>(ids.size());
+          fail_requests(self, ids, "the engine shut down with the request in flight");
+        }
+        check_drained(self);
+        return promise;
+      },
+  };
+}
+
+}  // namespace hive

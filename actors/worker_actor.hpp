@@ -1,0 +1,51 @@
+#pragma once
+// The worker actor: one per device rank. It owns that rank's physical KV
+// cache (PagedKVCache) and a ModelRunner, keeps each sequence's block table
+// (plans arrive as diffs, see step_diff.hpp) and runs one step per message.
+// Rank 0 replies with the sampled tokens; every rank replies, so the
+// scheduler knows the step is over everywhere.
+//
+// A step that throws is answered with an error naming the rank and the cause,
+// then the worker quits: its KV contents can no longer be trusted. The
+// scheduler fails the requests the worker held and spawns a fresh one.
+#include <cstdint>
+#include <memory>
+
+#include <caf/typed_actor.hpp>
+#include <caf/typed_event_based_actor.hpp>
+
+#include "actors/step_diff.hpp"
+#include "actors/type_ids.hpp"
+#include "moe/communicator.hpp"
+#include "moe/expert_placement.hpp"
+#include "runtime/model.hpp"
+#include "runtime/model_runner.hpp"
+#include "runtime/paged_kv_cache.hpp"
+
+namespace hive {
+
+using worker_actor = caf::typed_actor<caf::replies_to<step_atom, WorkerStep>::with<WorkerResult>,
+                                      caf::reacts_to<fault_atom>>;
+
+// Everything a worker rank is built from; copied into each (re)started worker.
+struct WorkerSpec {
+  std::shared_ptr<Model> model;  // weights are read-only and shared by the ranks
+  int32_t num_blocks = 0;        // device pool, including the null block
+  int32_t block_size = 16;
+  int32_t num_host_blocks = 0;
+  int rank = 0;
+};
+
+struct WorkerState {
+  std::unique_ptr<PagedKVCache> cache;
+  std::unique_ptr<ModelRunner> runner;
+  PlanDecoder decoder;
+  int rank = 0;
+  bool fail_next_step = false;  // fault injection: the next step throws
+  static inline const char* name = "hive.worker";
+};
+
+worker_actor::behavior_type worker(worker_actor::stateful_pointer<WorkerState> self,
+                                   WorkerSpec spec);
+
+}  // namespace hive

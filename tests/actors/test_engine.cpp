@@ -1,0 +1,95 @@
+// hive::Engine on real threads: the blocking iterator, the callback, cancel,
+// metrics and shutdown, against the offline engine's outputs.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <vector>
+
+#include "actors/engine.hpp"
+#include "kernels/cpu/cpu_backend.hpp"
+#include "kernels/error.hpp"
+
+namespace hive {
+namespace {
+
+EngineOptions fixture_options() {
+  EngineOptions options;
+  options.model = std::string(HIVE_TEST_DATA) + "/models/qwen3_moe";
+  options.engine.block_size = 4;
+  options.engine.kv_budget = KVBudget{int64_t{1} << 20, 0.0};
+  return options;
+}
+
+Request greedy(const std::string& id, std::vector<int32_t> prompt, int64_t max_tokens) {
+  Request r;
+  r.id = id;
+  r.prompt_token_ids = std::move(prompt);
+  r.stop.max_tokens = max_tokens;
+  r.stop.ignore_eos = true;
+  return r;
+}
+
+std::vector<int32_t> offline(const Request& request) {
+  CpuBackend cpu;
+  Model model(fixture_options().model, cpu);
+  LLMEngine engine(model, fixture_options().engine);
+  return engine.generate({request}).at(0).samples.at(0).token_ids;
+}
+
+TEST(Engine, StreamsCallbacksAndMetrics) {
+  const Request a = greedy("a", {5, 9, 13, 2}, 6);
+  const Request b = greedy("b", {8, 1, 3}, 5);
+  Engine engine(fixture_options());
+  std::vector<TokenEvent> callback_events;  // written on an actor thread, read after shutdown
+  engine.submit(b, [&](const TokenEvent& e) { callback_events.push_back(e); });
+  std::vector<int32_t> streamed;
+  TokenStream stream = engine.submit(a);
+  for (const TokenEvent& event : stream)
+    if (!event.finished)
+      streamed.insert(streamed.end(), event.token_ids.begin(), event.token_ids.end());
+  EXPECT_EQ(streamed, offline(a));
+  EXPECT_EQ(engine.shutdown(ShutdownMode::drain), 0);
+  ASSERT_FALSE(callback_events.empty());
+  EXPECT_TRUE(callback_events.back().finished);
+  EXPECT_EQ(callback_events.back().token_ids, offline(b));
+  EXPECT_THROW(engine.submit(a), Error);
+}
+
+TEST(Engine, MetricsCountTheWork) {
+  Engine engine(fixture_options());
+  TokenStream stream = engine.submit(greedy("a", {1, 2, 3}, 4));
+  while (stream.next()) {
+  }
+  const EngineMetrics m = engine.metrics();
+  EXPECT_EQ(m.num_generated_tokens, 4);
+  EXPECT_EQ(m.num_finished_requests, 1);
+  EXPECT_EQ(m.num_free_blocks, m.num_blocks);
+  EXPECT_EQ(m.num_experts, 8);
+}
+
+TEST(Engine, ShutdownFailsInFlightRequestsWithAClearError) {
+  Engine engine(fixture_options());
+  TokenStream stream = engine.submit(greedy("long", {1, 2, 3}, 200));
+  std::optional<TokenEvent> first = stream.next();
+  ASSERT_TRUE(first && !first->finished);
+  EXPECT_EQ(engine.shutdown(ShutdownMode::fail_in_flight), 1);
+  std::optional<TokenEvent> last;
+  while (auto e = stream.next()) last = e;
+  ASSERT_TRUE(last && last->finished);
+  EXPECT_EQ(last->error, "the engine shut down with the request in flight");
+}
+
+TEST(Engine, CancelEndsTheStreamAsAborted) {
+  Engine engine(fixture_options());
+  TokenStream stream = engine.submit(greedy("c", {4, 4, 4}, 200));
+  ASSERT_TRUE(stream.next());
+  engine.cancel("c");
+  std::optional<TokenEvent> last;
+  while (auto e = stream.next()) last = e;
+  ASSERT_TRUE(last && last->finished);
+  EXPECT_EQ(last->reason(), FinishReason::aborted);
+  EXPECT_LT(last->token_ids.size(), 200u);
+}
+
+}  // namespace
+}  // namespace hive

@@ -1,0 +1,83 @@
+// Worker faults: a step that throws, a worker that times out and one that
+// dies. Each fails exactly the requests whose KV the worker held, frees
+// their blocks, restarts the worker and keeps serving.
+#define CAF_SUITE faults
+#include "tests/actors/actor_fixture.hpp"
+
+using namespace hive;
+using namespace hive::test;
+
+namespace {
+
+EngineConfig one_at_a_time() {
+  EngineConfig config = small_engine_config();
+  config.scheduler.max_num_seqs = 1;  // a second request waits, untouched by the worker
+  return config;
+}
+
+struct FaultFixture : ActorFixture {
+  FaultFixture() : ActorFixture(one_at_a_time()) {}
+};
+
+}  // namespace
+
+CAF_TEST_FIXTURE_SCOPE(fault_tests, FaultFixture)
+
+CAF_TEST(a worker that throws fails its running request and the engine keeps serving) {
+  const Request running = make_request("running", {3, 1, 4, 1, 5}, 12);
+  const Request waiting = make_request("waiting", {2, 7, 1, 8}, 5);
+  submit(running);
+  submit(waiting);
+  run_until([&] { return streamed("running").size() >= 2; });
+  const worker_actor first_worker = worker_hdl();
+  self->send(scheduler_hdl, fault_atom_v, 0);
+  run();
+  const TokenEvent* failed = finished_event("running");
+  CAF_REQUIRE(failed != nullptr);
+  CAF_CHECK(failed->error.find("worker rank 0 failed in step") != std::string::npos);
+  CAF_CHECK(failed->error.find("injected fault") != std::string::npos);
+  CAF_CHECK(is_prefix(streamed("running"), reference(running)));
+  // The waiting request never reached the worker: it runs on the new one.
+  CAF_CHECK_EQUAL(streamed("waiting"), reference(waiting));
+  CAF_CHECK(worker_hdl() != first_worker);
+  EngineMetrics m = metrics();
+  CAF_CHECK_EQUAL(m.num_worker_restarts, 1);
+  CAF_CHECK_EQUAL(m.num_failed_requests, 1);
+  CAF_CHECK_EQUAL(m.num_finished_requests, 1);
+  CAF_CHECK_EQUAL(m.num_free_blocks, m.num_blocks);
+  const Request after = make_request("after", {3, 1, 4, 1, 5}, 12);
+  submit(after);
+  run();
+  CAF_CHECK_EQUAL(streamed("after"), reference(after));
+}
+
+CAF_TEST(a worker that does not answer in time is treated as failed) {
+  const Request r = make_request("r", {6, 6, 6}, 4);
+  submit(r);
+  expect((submit_atom, Submission), from(self).to(scheduler_hdl).with(_, _));
+  // The plan is in the worker's mailbox; fire the request's timeout first.
+  CAF_CHECK_EQUAL(trigger_timeouts(), 1u);
+  CAF_REQUIRE(sched.prioritize(scheduler_hdl));
+  sched.run_once();
+  run();
+  const TokenEvent* failed = finished_event("r");
+  CAF_REQUIRE(failed != nullptr);
+  CAF_CHECK_EQUAL(failed->error, "worker rank 0 timed out in step 1");
+  CAF_CHECK_EQUAL(metrics().num_worker_restarts, 1);
+  const Request again = make_request("again", {6, 6, 6}, 4);
+  submit(again);
+  run();
+  CAF_CHECK_EQUAL(streamed("again"), reference(again));
+}
+
+CAF_TEST(a worker that dies while idle is restarted) {
+  self->send_exit(worker_hdl(), caf::exit_reason::kill);
+  run();
+  CAF_CHECK_EQUAL(metrics().num_worker_restarts, 1);
+  const Request r = make_request("r", {1, 2, 3, 4}, 5);
+  submit(r);
+  run();
+  CAF_CHECK_EQUAL(streamed("r"), reference(r));
+}
+
+CAF_TEST_FIXTURE_SCOPE_END()

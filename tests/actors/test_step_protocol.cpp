@@ -1,0 +1,76 @@
+// The step protocol under a deterministic scheduler: one plan message per
+// step to the worker, its reply back, tokens streamed to the owner, and
+// outputs identical to the offline engine's.
+#define CAF_SUITE step_protocol
+#include "tests/actors/actor_fixture.hpp"
+
+using namespace hive;
+using namespace hive::test;
+
+CAF_TEST_FIXTURE_SCOPE(step_protocol_tests, ActorFixture)
+
+CAF_TEST(one plan per step and the sampled tokens back to the owner) {
+  const Request request = make_request("a", {5, 9, 13, 2, 7, 11}, 5);
+  submit(request);
+  expect((submit_atom, Submission), from(self).to(scheduler_hdl).with(_, _));
+  const worker_actor worker = worker_hdl();
+  expect((step_atom, WorkerStep), from(scheduler_hdl).to(worker).with(_, _));
+  auto& worker_state = deref<worker_actor::stateful_base<WorkerState>>(worker).state;
+  CAF_CHECK_EQUAL(worker_state.decoder.num_tables(), 1u);
+  expect((WorkerResult), from(worker).to(scheduler_hdl).with(_));
+  expect((TokenEvent), from(scheduler_hdl).to(sink).with(_));
+  CAF_CHECK_EQUAL(streamed("a").size(), 1u);
+  // The next plan goes out only after the reply: one step in flight.
+  expect((step_atom, WorkerStep), from(scheduler_hdl).to(worker).with(_, _));
+  run();
+  const std::vector<int32_t> expected = reference(request);
+  CAF_CHECK_EQUAL(streamed("a"), expected);
+  const TokenEvent* done = finished_event("a");
+  CAF_REQUIRE(done != nullptr);
+  CAF_CHECK_EQUAL(done->token_ids, expected);
+  CAF_CHECK(done->reason() == FinishReason::length);
+  CAF_CHECK(done->error.empty());
+  const EngineMetrics m = metrics();
+  CAF_CHECK_EQUAL(m.num_steps, 5);  // the prompt in one step, then 4 decode steps
+  CAF_CHECK_EQUAL(m.num_generated_tokens, 5);
+  CAF_CHECK_EQUAL(m.num_finished_requests, 1);
+  CAF_CHECK_EQUAL(m.num_free_blocks, m.num_blocks);
+}
+
+CAF_TEST(batched requests with a chunked prompt match the offline engine) {
+  std::vector<int32_t> long_prompt;
+  for (int32_t i = 0; i < 23; ++i) long_prompt.push_back((i * 7 + 3) % 97);
+  const Request a = make_request("a", long_prompt, 7);
+  const Request b = make_request("b", {4, 8, 15, 16}, 9);
+  Request c = make_request("c", {21, 22, 23}, 4);
+  c.n = 2;
+  c.sampling.temperature = 0.8f;
+  c.sampling.seed = 11;
+  submit(a);
+  submit(b);
+  submit(c);
+  run();
+  CAF_CHECK_EQUAL(streamed("a"), reference(a));
+  CAF_CHECK_EQUAL(streamed("b"), reference(b));
+  LLMEngine offline(*model, config);
+  const RequestOutput c_out = offline.generate({c}).at(0);
+  for (const TokenEvent& e : events())
+    if (e.request_id == "c" && e.finished)
+      CAF_CHECK_EQUAL(e.token_ids, c_out.samples.at(static_cast<size_t>(e.sample_index)).token_ids);
+  const EngineMetrics m = metrics();
+  CAF_CHECK_EQUAL(m.num_finished_requests, 3);
+  CAF_CHECK_EQUAL(m.num_generated_tokens, 7 + 9 + 2 * 4);
+  CAF_CHECK_EQUAL(m.num_free_blocks, m.num_blocks);
+}
+
+CAF_TEST(a request that can never run fails at submission with the reason) {
+  submit(make_request("bad", {5, 100000}, 3));
+  run();
+  const TokenEvent* done = finished_event("bad");
+  CAF_REQUIRE(done != nullptr);
+  CAF_CHECK_EQUAL(done->sample_index, -1);
+  CAF_CHECK(done->error.find("prompt token id 100000 is out of range") != std::string::npos);
+  CAF_CHECK_EQUAL(metrics().num_steps, 0);
+}
+
+CAF_TEST_FIXTURE_SCOPE_END()
