@@ -60,6 +60,11 @@ EngineOptions engine_options(const LaunchConfig& config) {
 SchedulerSetup make_scheduler_setup(std::shared_ptr<Model> model, const EngineConfig& config,
                                     int world_size) {
   check(world_size >= 1, "world_size must be >= 1 (got ", world_size, ")");
+  // Each worker would run the whole model: no sharding yet, so refuse rather
+  // than pretend to be expert- or tensor-parallel.
+  check(world_size == 1, "parallel.world_size is ", world_size,
+        ": multi-rank workers (expert and tensor parallelism) are not wired into the actor "
+        "runtime yet; use world_size: 1");
   const ModelConfig& c = model->config();
   const int64_t bytes_per_block = kv_bytes_per_block(c, config.block_size);
   const int64_t weight_bytes = model_stats(c, model->weights()).weight_bytes;

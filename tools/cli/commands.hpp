@@ -6,6 +6,7 @@ namespace hive::cli {
 
 int run_generate(const std::vector<std::string>& argv);
 int run_inspect(const std::vector<std::string>& argv);
+int run_run(const std::vector<std::string>& argv);
 int run_tokenize(const std::vector<std::string>& argv);
 int run_detokenize(const std::vector<std::string>& argv);
 

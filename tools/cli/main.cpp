@@ -15,6 +15,8 @@ constexpr const char* kUsage =
     "  generate --model DIR --prompt-ids 1,2,3 [--max-tokens N] [--temperature T]\n"
     "           [--top-k K] [--top-p P] [--seed S] [--ignore-eos] [--device auto|cpu|cuda]\n"
     "           Generates token ids and prints them with tokens/s.\n"
+    "  run      --config FILE --prompts FILE\n"
+    "           Runs JSON-lines prompts through the actor runtime; prints outputs and stats.\n"
     "  inspect  --model DIR | --devices\n"
     "           Prints architecture, parameter counts, weight bytes and KV bytes per token,\n"
     "           or the compute devices this build can use.\n"
@@ -35,6 +37,7 @@ int main(int argc, char** argv) {
   try {
     if (command == "generate") return hive::cli::run_generate(rest);
     if (command == "inspect") return hive::cli::run_inspect(rest);
+    if (command == "run") return hive::cli::run_run(rest);
     if (command == "tokenize") return hive::cli::run_tokenize(rest);
     if (command == "detokenize") return hive::cli::run_detokenize(rest);
     std::fprintf(stderr, "hive: unknown command '%s'\n\n%s", command.c_str(), kUsage);

@@ -1,0 +1,88 @@
+// hive run --config FILE --prompts FILE: a batch through the actor runtime.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "kernels/cpu/cpu_backend.hpp"
+#include "runtime/llm_engine.hpp"
+
+namespace hive {
+namespace {
+
+struct Result {
+  int status = 0;
+  std::string out;
+};
+
+Result run_command(const std::string& command) {
+  Result result;
+  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
+  std::array<char, 4096> buffer{};
+  while (fgets(buffer.data(), buffer.size(), pipe)) result.out += buffer.data();
+  result.status = WEXITSTATUS(pclose(pipe));
+  return result;
+}
+
+std::string join(const std::vector<int32_t>& ids) {
+  std::string text;
+  for (const int32_t id : ids) text += " " + std::to_string(id);
+  return text;
+}
+
+TEST(CliRun, RunsPromptsFromAYamlLaunchFile) {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "hive_cli_run";
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "run.yaml")
+      << "model: " << HIVE_TEST_DATA << "/models/qwen3_moe\n"
+      << "device: cpu\nkv_cache: {block_size: 4, memory_budget: 1MiB}\n";
+  std::ofstream(dir / "prompts.jsonl")
+      << R"({"id": "a", "prompt_ids": [5, 9, 13, 2], "max_tokens": 6, "ignore_eos": true})"
+      << "\n"
+      << R"({"id": "b", "prompt_ids": [8, 1], "max_tokens": 3, "ignore_eos": true})"
+      << "\n";
+  const Result r =
+      run_command(std::string(HIVE_BINARY_DIR) + "/bin/hive run --config " +
+                  (dir / "run.yaml").string() + " --prompts " + (dir / "prompts.jsonl").string());
+  ASSERT_EQ(r.status, 0) << r.out;
+
+  CpuBackend cpu;
+  Model model(std::string(HIVE_TEST_DATA) + "/models/qwen3_moe", cpu);
+  EngineConfig config;
+  config.block_size = 4;
+  config.kv_budget = KVBudget{int64_t{1} << 20, 0.0};
+  for (const auto& [id, prompt, max_tokens] :
+       {std::tuple<std::string, std::vector<int32_t>, int>{"a", {5, 9, 13, 2}, 6},
+        std::tuple<std::string, std::vector<int32_t>, int>{"b", {8, 1}, 3}}) {
+    Request request;
+    request.id = id;
+    request.prompt_token_ids = prompt;
+    request.stop.max_tokens = max_tokens;
+    request.stop.ignore_eos = true;
+    LLMEngine engine(model, config);
+    const std::vector<int32_t> expected = engine.generate({request}).at(0).samples.at(0).token_ids;
+    EXPECT_NE(r.out.find(id + ":" + join(expected) + "  [length]"), std::string::npos) << r.out;
+  }
+  EXPECT_NE(r.out.find("requests: 2 finished, 0 failed; 9 tokens"), std::string::npos) << r.out;
+}
+
+TEST(CliRun, ABadPromptLineNamesTheFileAndLine) {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "hive_cli_run_bad";
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "run.yaml") << "model: " << HIVE_TEST_DATA << "/models/qwen3_moe\n";
+  std::ofstream(dir / "prompts.jsonl") << R"({"id": "a", "prompt_ids": [1]})"
+                                       << "\n"
+                                       << R"({"id": "b"})"
+                                       << "\n";
+  const Result r =
+      run_command(std::string(HIVE_BINARY_DIR) + "/bin/hive run --config " +
+                  (dir / "run.yaml").string() + " --prompts " + (dir / "prompts.jsonl").string());
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.out.find("prompts.jsonl:2: "), std::string::npos) << r.out;
+}
+
+}  // namespace
+}  // namespace hive

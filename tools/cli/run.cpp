@@ -1,0 +1,84 @@
+// hive run: a batch of prompts through the actor runtime, from a YAML launch
+// file. Prompts are JSON lines: {"id": "a", "prompt_ids": [1, 2, 3],
+// "max_tokens": 16, "temperature": 0, "seed": 0, "ignore_eos": false}.
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "actors/engine.hpp"
+#include "kernels/error.hpp"
+#include "tools/cli/args.hpp"
+#include "tools/cli/commands.hpp"
+
+namespace hive::cli {
+
+namespace {
+
+std::vector<Request> read_prompts(const std::string& path) {
+  std::ifstream in(path);
+  check(in.good(), "--prompts: cannot open ", path);
+  std::vector<Request> requests;
+  std::string line;
+  for (int number = 1; std::getline(in, line); ++number) {
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    try {
+      const nlohmann::json j = nlohmann::json::parse(line);
+      Request r;
+      r.id = j.value("id", "prompt-" + std::to_string(number));
+      r.prompt_token_ids = j.at("prompt_ids").get<std::vector<int32_t>>();
+      r.stop.max_tokens = j.value("max_tokens", int64_t{16});
+      r.stop.ignore_eos = j.value("ignore_eos", false);
+      r.sampling.temperature = j.value("temperature", 0.0f);
+      r.sampling.seed = j.value("seed", uint64_t{0});
+      requests.push_back(std::move(r));
+    } catch (const nlohmann::json::exception& e) {
+      fail(path, ":", number, ": ", e.what());
+    }
+  }
+  check(!requests.empty(), path, ": no prompts");
+  return requests;
+}
+
+}  // namespace
+
+int run_run(const std::vector<std::string>& argv) {
+  const Args args(argv, {"--config", "--prompts"}, {});
+  const LaunchConfig config = load_launch_config(args.require("--config"));
+  std::vector<Request> requests = read_prompts(args.require("--prompts"));
+  Engine engine(config);
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<std::pair<std::string, TokenStream>> streams;
+  for (Request& r : requests) {
+    std::string id = r.id;
+    streams.emplace_back(id, engine.submit(std::move(r)));
+  }
+  int failed = 0;
+  for (auto& [id, stream] : streams) {
+    for (const TokenEvent& event : stream) {
+      if (!event.finished) continue;
+      std::printf("%s:", id.c_str());
+      for (const int32_t token : event.token_ids) std::printf(" %d", token);
+      if (!event.error.empty()) ++failed;
+      std::printf("  [%s%s%s]\n", std::string(finish_reason_name(event.reason())).c_str(),
+                  event.error.empty() ? "" : ": ", event.error.c_str());
+    }
+  }
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const EngineMetrics m = engine.metrics();
+  engine.shutdown();
+  std::fflush(stdout);
+  std::fprintf(
+      stderr,
+      "requests: %lld finished, %lld failed; %lld tokens in %lld steps, %.3f s "
+      "(%.1f tokens/s); step %.3f s, compute %.3f s, actor overhead %.2f%%\n",
+      static_cast<long long>(m.num_finished_requests),
+      static_cast<long long>(m.num_failed_requests), static_cast<long long>(m.num_generated_tokens),
+      static_cast<long long>(m.num_steps), seconds,
+      static_cast<double>(m.num_generated_tokens) / seconds, m.step_seconds, m.compute_seconds,
+      m.step_seconds > 0 ? 100.0 * (m.step_seconds - m.compute_seconds) / m.step_seconds : 0.0);
+  return failed == 0 ? 0 : 1;
+}
+
+}  // namespace hive::cli
