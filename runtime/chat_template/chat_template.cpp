@@ -27,6 +27,13 @@ struct ChatTemplate::Compiled {
 
 namespace {
 
+// The global functions never change, so every render shares one scope of
+// them (read-only, so concurrent renders are safe).
+const chat_template::ScopePtr& global_scope() {
+  static const chat_template::ScopePtr scope = chat_template::make_global_scope();
+  return scope;
+}
+
 std::string read_file(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);
   check(in.good(), path.string(), ": cannot open");
@@ -122,7 +129,7 @@ std::string ChatTemplate::render(const nlohmann::ordered_json& messages, bool ad
   for (const char* reserved : {"messages", "add_generation_prompt"}) {
     check(!extra_kwargs.contains(reserved), "extra_kwargs must not set '", reserved, "'");
   }
-  auto context = std::make_shared<chat_template::Scope>(chat_template::make_global_scope());
+  auto context = std::make_shared<chat_template::Scope>(global_scope());
   for (const auto& [name, value] : special_tokens_.items())
     context->set(name, chat_template::from_json(value));
   context->set("tools", Value::none());
@@ -139,7 +146,7 @@ std::string ChatTemplate::render(const nlohmann::ordered_json& messages, bool ad
 std::string ChatTemplate::render_context(const nlohmann::ordered_json& variables) const {
   check(variables.is_object(), "template variables must be a JSON object, got ",
         variables.type_name());
-  auto context = std::make_shared<chat_template::Scope>(chat_template::make_global_scope());
+  auto context = std::make_shared<chat_template::Scope>(global_scope());
   for (const auto& [name, value] : variables.items())
     context->set(name, chat_template::from_json(value));
   std::string out;

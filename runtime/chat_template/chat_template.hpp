@@ -16,6 +16,8 @@
 //   other extra kwarg (enable_thinking, date_string, ...), which override
 //   special tokens of the same name.
 //
+// A ChatTemplate is immutable once loaded; render() may run concurrently.
+//
 // The template language is the jinja2 subset chat templates use (see
 // runtime/chat_template/parser.hpp). Errors are hive::chat_template::
 // TemplateError, naming line and column ("chat_template:3:14: unsupported

@@ -32,7 +32,7 @@ Value prepare_messages(const nlohmann::ordered_json& messages) {
         "Cannot apply chat template to an empty conversation. Provide at least one message.");
   ValueList out;
   for (const auto& message : messages) {
-    check(message.is_object(), "Chat messages should be dicts, but got ", message.dump());
+    if (!message.is_object()) fail("Chat messages should be dicts, but got ", message.dump());
     out.push_back(Value::dict(prepare_message(message)));
   }
   return Value::list(std::move(out));

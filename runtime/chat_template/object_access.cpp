@@ -92,7 +92,7 @@ std::optional<Value> list_method(const Value& list, std::string_view name) {
                                if (which == "index") return Value::integer(static_cast<int64_t>(i));
                                ++count;
                              }
-                             check(which == "count", repr(*args.get(0)), " is not in list");
+                             if (which != "count") fail(repr(*args.get(0)), " is not in list");
                              return Value::integer(count);
                            });
   }

@@ -22,7 +22,7 @@ void Dict::set(std::string key, Value value) {
 }
 
 Value Value::undefined(std::string hint) {
-  return {Kind::undefined, std::move(hint)};
+  return {Kind::undefined, std::make_shared<const std::string>(std::move(hint))};
 }
 Value Value::none() {
   return {Kind::none, false};
@@ -37,7 +37,7 @@ Value Value::floating(double d) {
   return {Kind::floating, d};
 }
 Value Value::string(std::string s) {
-  return {Kind::string, std::move(s)};
+  return {Kind::string, std::make_shared<const std::string>(std::move(s))};
 }
 
 Value Value::list(ValueList items) {
@@ -80,7 +80,7 @@ double Value::as_double() const {
 
 const std::string& Value::as_string() const {
   check(kind_ == Kind::string, "expected a string, got '", type_name(), "'");
-  return std::get<std::string>(data_);
+  return *std::get<std::shared_ptr<const std::string>>(data_);
 }
 
 const ValueList& Value::as_list() const {
@@ -104,8 +104,8 @@ const Callable& Value::as_callable() const {
 }
 
 std::string Value::undefined_message() const {
-  const auto& hint = std::get<std::string>(data_);
-  return hint.empty() ? "value is undefined" : hint;
+  const auto* hint = std::get_if<std::shared_ptr<const std::string>>(&data_);
+  return hint == nullptr || (*hint)->empty() ? "value is undefined" : **hint;
 }
 
 bool Value::truthy() const {
@@ -120,7 +120,7 @@ bool Value::truthy() const {
     case Kind::floating:
       return std::get<double>(data_) != 0.0;
     case Kind::string:
-      return !std::get<std::string>(data_).empty();
+      return !as_string().empty();
     case Kind::list:
     case Kind::tuple:
       return !as_list().empty();

@@ -115,9 +115,11 @@ class Value {
   std::string_view type_name() const;
 
  private:
-  using Storage = std::variant<std::string, bool, int64_t, double, std::shared_ptr<const ValueList>,
-                               std::shared_ptr<const Dict>, std::shared_ptr<Namespace>,
-                               std::shared_ptr<const Callable>>;
+  // Strings are shared too: templates read the same message text many times.
+  using Storage =
+      std::variant<std::monostate, bool, int64_t, double, std::shared_ptr<const std::string>,
+                   std::shared_ptr<const ValueList>, std::shared_ptr<const Dict>,
+                   std::shared_ptr<Namespace>, std::shared_ptr<const Callable>>;
   Value(Kind kind, Storage data) : kind_(kind), data_(std::move(data)) {}
 
   Kind kind_ = Kind::undefined;
