@@ -52,9 +52,8 @@ Value Evaluator::visit(const node::Sequence& node, const Scope& scope) const {
 Value Evaluator::visit(const node::Mapping& node, const Scope& scope) const {
   Dict dict;
   for (const auto& [key_expr, value_expr] : node.entries) {
-    const Value key = eval(*key_expr, scope);
-    check(key.is_string(), "unsupported: dict keys must be strings (got '", key.type_name(), "')");
-    dict.set(key.as_string(), eval(*value_expr, scope));
+    Value key = eval(*key_expr, scope);
+    dict.set(std::move(key), eval(*value_expr, scope));
   }
   return Value::dict(std::move(dict));
 }

@@ -153,7 +153,7 @@ Value items(const Value& input, const CallArgs& call) {
   check(input.is_dict(), "Can only get item pairs from a mapping.");
   ValueList out;
   for (const auto& [key, value] : input.as_dict().entries()) {
-    out.push_back(Value::tuple({Value::string(key), value}));
+    out.push_back(Value::tuple({key, value}));
   }
   return Value::list(std::move(out));
 }

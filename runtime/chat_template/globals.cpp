@@ -45,9 +45,8 @@ Dict dict_arguments(std::string_view function, const CallArgs& call) {
     } else {
       for (const Value& pair : iterate(source)) {
         const ValueList items = iterate(pair);
-        check(items.size() == 2 && items[0].is_string(), function,
-              ": each positional item must be a (string key, value) pair");
-        out.set(items[0].as_string(), items[1]);
+        check(items.size() == 2, function, ": each positional item must be a (key, value) pair");
+        out.set(items[0], items[1]);
       }
     }
   }
@@ -59,10 +58,12 @@ Value make_namespace(const CallArgs& call) {
   auto ns = std::make_shared<Namespace>();
   ns->attributes = dict_arguments("namespace", call);
   for (const auto& [key, value] : ns->attributes.entries()) {
-    check(key.empty() || key[0] != '_',
+    check(key.is_string(), "namespace attribute names must be strings, not '", key.type_name(),
+          "'");
+    check(key.as_string().empty() || key.as_string()[0] != '_',
           "Chat templates cannot store underscore-prefixed attributes "
           "on a namespace, but got '",
-          key, "'. Please rename the attribute.");
+          key.as_string(), "'. Please rename the attribute.");
   }
   return Value::namespace_object(std::move(ns));
 }

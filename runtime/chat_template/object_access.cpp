@@ -54,8 +54,8 @@ std::optional<Value> dict_method(const Value& dict, std::string_view name) {
       expect_no_arguments(which, call);
       ValueList out;
       for (const auto& [key, value] : dict.as_dict().entries()) {
-        if (which == "items") out.push_back(Value::tuple({Value::string(key), value}));
-        if (which == "keys") out.push_back(Value::string(key));
+        if (which == "items") out.push_back(Value::tuple({key, value}));
+        if (which == "keys") out.push_back(key);
         if (which == "values") out.push_back(value);
       }
       return Value::list(std::move(out));
@@ -66,7 +66,7 @@ std::optional<Value> dict_method(const Value& dict, std::string_view name) {
       BoundArgs args("get", call, {"key", "default"});
       check(args.has(0), "get expected at least 1 argument, got 0");
       const Value& key = *args.get(0);
-      const Value* found = key.is_string() ? dict.as_dict().find(key.as_string()) : nullptr;
+      const Value* found = dict.as_dict().find(key);
       if (found != nullptr) return *found;
       return args.has(1) ? *args.get(1) : Value::none();
     });
@@ -143,8 +143,8 @@ Value get_attribute(const Value& object, std::string_view name) {
 
 Value get_item(const Value& object, const Value& key) {
   if (object.is_undefined()) raise_undefined(object);
-  if (object.is_dict() && key.is_string()) {
-    if (const Value* found = object.as_dict().find(key.as_string())) return *found;
+  if (object.is_dict()) {
+    if (const Value* found = object.as_dict().find(key)) return *found;
   }
   if ((object.is_sequence() || object.is_string()) && key.is_integer()) {
     const int64_t size = length(object);

@@ -1,19 +1,48 @@
 #include "runtime/chat_template/value.hpp"
 
 #include "kernels/error.hpp"
+#include "runtime/chat_template/value_ops.hpp"
 
 namespace hive::chat_template {
 
+namespace {
+
+// Python's hashable values: what may be a dict key.
+bool hashable(const Value& key) {
+  if (key.kind() == Value::Kind::tuple) {
+    for (const Value& item : key.as_list()) {
+      if (!hashable(item)) return false;
+    }
+    return true;
+  }
+  return key.is_none() || key.is_number() || key.is_string();
+}
+
+}  // namespace
+
 const Value* Dict::find(std::string_view key) const {
   for (const auto& [name, value] : entries_) {
-    if (name == key) return &value;
+    if (name.is_string() && name.as_string() == key) return &value;
+  }
+  return nullptr;
+}
+
+const Value* Dict::find(const Value& key) const {
+  if (key.is_string()) return find(std::string_view(key.as_string()));
+  for (const auto& [name, value] : entries_) {
+    if (equals(name, key)) return &value;
   }
   return nullptr;
 }
 
 void Dict::set(std::string key, Value value) {
+  set(Value::string(std::move(key)), std::move(value));
+}
+
+void Dict::set(Value key, Value value) {
+  check(hashable(key), "unhashable type: '", key.type_name(), "'");
   for (auto& [name, existing] : entries_) {
-    if (name == key) {
+    if (equals(name, key)) {
       existing = std::move(value);
       return;
     }

@@ -25,14 +25,20 @@ namespace hive::chat_template {
 class Value;
 using ValueList = std::vector<Value>;
 
-// A string-keyed map that keeps insertion order, like a Python dict.
+// A map that keeps insertion order, like a Python dict. Keys are strings
+// almost always (JSON has no others), but a template may build {0: 'a'}, so
+// any hashable value can be a key; keys compare as Python's do (1 == 1.0 ==
+// True is one key).
 class Dict {
  public:
-  using Entry = std::pair<std::string, Value>;
+  using Entry = std::pair<Value, Value>;  // key, value
 
-  const Value* find(std::string_view key) const;
-  // Replaces the value in place when the key exists, else appends.
+  const Value* find(std::string_view key) const;  // a string key
+  const Value* find(const Value& key) const;
+  // Replaces the value in place when the key exists, else appends; a key
+  // Python cannot hash (a list, a dict) fails as it does in Python.
   void set(std::string key, Value value);
+  void set(Value key, Value value);
   const std::vector<Entry>& entries() const { return entries_; }
   size_t size() const { return entries_.size(); }
 

@@ -7,6 +7,7 @@
 
 #include "kernels/error.hpp"
 #include "runtime/chat_template/utf8.hpp"
+#include "runtime/chat_template/value_ops.hpp"
 #include "runtime/chat_template/value_text.hpp"
 
 namespace hive::chat_template {
@@ -143,18 +144,37 @@ class JsonWriter {
     std::vector<const Dict::Entry*> entries;
     for (const auto& entry : dict.entries()) entries.push_back(&entry);
     if (options_.sort_keys) {
-      std::stable_sort(entries.begin(), entries.end(),
-                       [](const auto* a, const auto* b) { return a->first < b->first; });
+      std::stable_sort(entries.begin(), entries.end(), [](const auto* a, const auto* b) {
+        return compare(a->first, b->first, "<") < 0;
+      });
     }
     out_ += '{';
     for (size_t i = 0; i < entries.size(); ++i) {
       begin_item(i == 0, depth + 1);
-      append_json_string(out_, entries[i]->first, options_.ensure_ascii);
+      append_json_string(out_, key_text(entries[i]->first), options_.ensure_ascii);
       out_ += options_.key_separator;
       write(entries[i]->second, depth + 1);
     }
     newline(depth);
     out_ += '}';
+  }
+
+  // json.dumps turns the keys it accepts into strings.
+  static std::string key_text(const Value& key) {
+    switch (key.kind()) {
+      case Value::Kind::string:
+        return key.as_string();
+      case Value::Kind::none:
+        return "null";
+      case Value::Kind::boolean:
+        return key.as_bool() ? "true" : "false";
+      case Value::Kind::integer:
+        return std::to_string(key.as_int());
+      case Value::Kind::floating:
+        return float_repr(key.as_double());
+      default:
+        fail("keys must be str, int, float, bool or None, not ", key.type_name());
+    }
   }
 
   const JsonDumpOptions& options_;

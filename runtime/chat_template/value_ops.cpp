@@ -91,7 +91,7 @@ bool contains(const Value& container, const Value& item) {
       }
       return false;
     case Kind::dict:
-      return item.is_string() && container.as_dict().find(item.as_string()) != nullptr;
+      return container.as_dict().find(item) != nullptr;
     default:
       fail("argument of type '", container.type_name(), "' is not iterable");
   }
@@ -122,8 +122,7 @@ ValueList iterate(const Value& value) {
       return value.as_list();
     case Kind::dict: {
       ValueList keys;
-      for (const auto& entry : value.as_dict().entries())
-        keys.push_back(Value::string(entry.first));
+      for (const auto& entry : value.as_dict().entries()) keys.push_back(entry.first);
       return keys;
     }
     case Kind::string: {

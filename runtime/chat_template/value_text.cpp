@@ -51,7 +51,7 @@ std::string dict_repr(const Dict& dict) {
   for (const auto& [key, value] : dict.entries()) {
     if (!first) out += ", ";
     first = false;
-    out += string_repr(key) + ": " + repr(value);
+    out += repr(key) + ": " + repr(value);
   }
   return out + "}";
 }
