@@ -58,6 +58,10 @@ class LLMEngine {
   // Adds the requests and steps until all are done; outputs in request order.
   std::vector<RequestOutput> generate(std::vector<Request> requests);
 
+  // Expert parallelism for this engine's rank (see ModelRunner); every rank
+  // of the group must then step together, idle or not.
+  void set_expert_parallel(const ExpertParallelContext* ep) { runner_->set_expert_parallel(ep); }
+
   EngineStats stats() const;
   const Scheduler& scheduler() const { return *scheduler_; }
   const KVCacheManager& kv_cache_manager() const { return *kv_cache_manager_; }

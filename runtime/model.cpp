@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "kernels/error.hpp"
+#include "moe/expert_parallel.hpp"
 #include "runtime/rope.hpp"
 
 namespace hive {
@@ -113,10 +114,50 @@ void Model::attention_block(int64_t layer, const Tensor& x, const ForwardBatch& 
                   out);
 }
 
-void Model::forward(const ForwardBatch& batch, PagedKVCache& cache, const Tensor& logits) {
+RouterConfig Model::router_config() const {
+  return {static_cast<int>(config_.num_experts), static_cast<int>(config_.num_experts_per_token),
+          config_.norm_topk_prob};
+}
+
+void Model::moe_block(int64_t layer, const Tensor& x, const ExpertParallelContext* ep,
+                      const Tensor& out) {
+  const MoeWeights& w = weights_.layers[static_cast<size_t>(layer)].moe;
+  if (!ep) {
+    moe_forward(backend_, x, w, router_config(), out);
+    return;
+  }
+  check(ep->comm && ep->placement, "forward: expert-parallel context without a communicator");
+  std::vector<int64_t>* load = nullptr;
+  if (ep->expert_load) {
+    auto& per_layer = *ep->expert_load;
+    per_layer.resize(static_cast<size_t>(config_.num_layers));
+    load = &per_layer[static_cast<size_t>(layer)];
+    load->resize(static_cast<size_t>(config_.num_experts), 0);
+  }
+  moe_forward_expert_parallel(backend_, *ep->comm, *ep->placement, x, w, router_config(), out,
+                              load);
+}
+
+void Model::forward_idle(const ExpertParallelContext& ep) {
+  // Zero-row activations: the layer routes nothing, sends nothing, and still
+  // joins both all-to-alls (and computes rows its peers send here).
+  Buffer none(backend_, DType::f32, {0, config_.hidden_size});
+  Buffer out(backend_, DType::f32, {0, config_.hidden_size});
+  for (int64_t layer = 0; layer < config_.num_layers; ++layer)
+    if (weights_.layers[static_cast<size_t>(layer)].is_moe)
+      moe_block(layer, none.tensor(), &ep, out.tensor());
+}
+
+void Model::forward(const ForwardBatch& batch, PagedKVCache& cache, const Tensor& logits,
+                    const ExpertParallelContext* ep) {
   const ModelConfig& c = config_;
   const int64_t n = batch.num_tokens();
   const auto rows = static_cast<int64_t>(batch.logits_rows.size());
+  if (n == 0 && ep) {
+    check(rows == 0, "forward: logits rows without tokens");
+    forward_idle(*ep);
+    return;
+  }
   check(n >= 1, "forward: no tokens");
   check(cache.num_layers() == c.num_layers, "forward: the KV cache has ", cache.num_layers(),
         " layers, the model ", c.num_layers);
@@ -145,8 +186,6 @@ void Model::forward(const ForwardBatch& batch, PagedKVCache& cache, const Tensor
   const Tensor& h = hidden.tensor();
   const auto eps = static_cast<float>(c.rms_norm_eps);
   backend_.embedding(weights_.embed_tokens, device.token_ids.tensor(), h);
-  const RouterConfig router{static_cast<int>(c.num_experts),
-                            static_cast<int>(c.num_experts_per_token), c.norm_topk_prob};
   for (int64_t layer = 0; layer < c.num_layers; ++layer) {
     const LayerWeights& w = weights_.layers[static_cast<size_t>(layer)];
     backend_.rms_norm(h, w.input_norm, eps, normed.tensor());
@@ -154,7 +193,7 @@ void Model::forward(const ForwardBatch& batch, PagedKVCache& cache, const Tensor
     backend_.add(h, branch.tensor(), h);
     backend_.rms_norm(h, w.post_attention_norm, eps, normed.tensor());
     if (w.is_moe) {
-      moe_forward(backend_, normed.tensor(), w.moe, router, branch.tensor());
+      moe_block(layer, normed.tensor(), ep, branch.tensor());
     } else {
       ffn_forward(backend_, normed.tensor(), w.mlp, branch.tensor());
     }

@@ -18,6 +18,7 @@
 
 #include "kernels/backend.hpp"
 #include "kernels/buffer.hpp"
+#include "runtime/expert_parallel_context.hpp"
 #include "runtime/forward_batch.hpp"
 #include "runtime/model_config.hpp"
 #include "runtime/model_weights.hpp"
@@ -39,7 +40,16 @@ class Model {
   // Runs every token of `batch`, writes their K/V into `cache` and the logits
   // of batch.logits_rows into `logits` ([rows, vocab] f32, host or device
   // memory of this backend). Each run's earlier positions must be in the cache.
-  void forward(const ForwardBatch& batch, PagedKVCache& cache, const Tensor& logits);
+  // With `ep`, MoE layers run expert-parallel over ep->comm (and the batch
+  // may be empty: then this is forward_idle).
+  void forward(const ForwardBatch& batch, PagedKVCache& cache, const Tensor& logits,
+               const ExpertParallelContext* ep = nullptr);
+
+  // A step of a rank with no tokens: takes part in every MoE layer's
+  // collectives (with zero rows) and computes nothing else.
+  void forward_idle(const ExpertParallelContext& ep);
+
+  RouterConfig router_config() const;
 
   // The ops forward() uses, for choosing a backend.
   static std::span<const Op> required_ops();
@@ -48,6 +58,8 @@ class Model {
   struct DeviceBatch;
   void attention_block(int64_t layer, const Tensor& x, const ForwardBatch& batch,
                        const DeviceBatch& device, PagedKVCache& cache, const Tensor& out);
+  void moe_block(int64_t layer, const Tensor& x, const ExpertParallelContext* ep,
+                 const Tensor& out);
   void write_kv(const ForwardBatch& batch, const Tensor& k, const Tensor& v, const Tensor& k_cache,
                 const Tensor& v_cache);
 

@@ -9,7 +9,10 @@ std::vector<SampledToken> ModelRunner::run(const StepPlan& plan) {
   cache_.swap_out(plan.swap_out);
   cache_.swap_in(plan.swap_in);
   cache_.copy_blocks(plan.copy_on_write);
-  if (plan.sequences.empty()) return {};
+  if (plan.sequences.empty()) {
+    if (ep_) model_.forward_idle(*ep_);
+    return {};
+  }
 
   ForwardBatch batch;
   std::vector<int64_t> logits_row(plan.sequences.size(), -1);
@@ -24,7 +27,7 @@ std::vector<SampledToken> ModelRunner::run(const StepPlan& plan) {
   const int64_t vocab = model_.config().vocab_size;
   const auto rows = static_cast<int64_t>(batch.logits_rows.size());
   logits_.resize(static_cast<size_t>(rows * vocab));
-  model_.forward(batch, cache_, Tensor::view(logits_.data(), DType::f32, {rows, vocab}));
+  model_.forward(batch, cache_, Tensor::view(logits_.data(), DType::f32, {rows, vocab}), ep_);
 
   std::vector<SampledToken> sampled;
   for (const SampleSlot& slot : plan.samples) {

@@ -20,11 +20,17 @@ class ModelRunner {
   // Model and cache must outlive the runner.
   ModelRunner(Model& model, PagedKVCache& cache) : model_(model), cache_(cache) {}
 
+  // With a context, MoE layers run expert-parallel and a plan without
+  // sequences still joins the collectives (Model::forward_idle). The context
+  // must outlive its use; nullptr turns it off.
+  void set_expert_parallel(const ExpertParallelContext* ep) { ep_ = ep; }
+
   std::vector<SampledToken> run(const StepPlan& plan);
 
  private:
   Model& model_;
   PagedKVCache& cache_;
+  const ExpertParallelContext* ep_ = nullptr;
   std::unordered_map<SequenceId, Sampler> samplers_;
   std::vector<float> logits_;
 };

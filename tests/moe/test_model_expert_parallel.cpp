@@ -1,0 +1,147 @@
+// Data-parallel attention + expert parallelism at the model level, on the MoE
+// fixture checkpoints: prompts split across 1, 2 and 4 ranks (one thread and
+// one LLMEngine, i.e. one KV cache, per rank; contiguous and round-robin
+// placement) must decode greedily to the same tokens, with logits within
+// 1e-5, as one plain engine running them all. Ranks step together; a rank
+// that has run out of work keeps joining the MoE collectives with idle
+// forwards, as a real multi-rank step does. Expert load summed over ranks
+// must not depend on the world size either.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <thread>
+
+#include "kernels/cpu/cpu_backend.hpp"
+#include "kernels/error.hpp"
+#include "moe/in_process_communicator.hpp"
+#include "runtime/llm_engine.hpp"
+#include "tests/common/random.hpp"
+
+namespace hive {
+namespace {
+
+const std::filesystem::path kModels = std::filesystem::path(HIVE_TEST_DATA) / "models";
+constexpr int kNumPrompts = 7;
+using Load = std::vector<std::vector<int64_t>>;  // [layer][expert]
+
+std::vector<Request> make_requests(int64_t vocab) {
+  std::mt19937_64 rng(test::test_seed());
+  std::uniform_int_distribution<int32_t> token(3, static_cast<int32_t>(vocab) - 1);
+  std::vector<Request> requests;
+  for (int i = 0; i < kNumPrompts; ++i) {
+    Request r;
+    r.id = str_cat("p", i);
+    r.prompt_token_ids.resize(static_cast<size_t>(1 + (i * 11) % 37));
+    for (int32_t& id : r.prompt_token_ids) id = token(rng);
+    r.stop.max_tokens = 2 + (i * 5) % 9;  // ranks run out of work at different steps
+    r.stop.ignore_eos = true;
+    r.return_logits = true;
+    requests.push_back(std::move(r));
+  }
+  return requests;
+}
+
+EngineConfig engine_config() {
+  EngineConfig config;
+  config.kv_budget.bytes = int64_t{4} << 20;
+  config.scheduler.max_num_batched_tokens = 32;  // long prompts prefill in chunks
+  return config;
+}
+
+// Rank `rank` of the group: its share of the prompts (round-robin), stepped
+// until no rank has work left.
+void run_rank(Model& model, Communicator& comm, const ExpertPlacement& placement,
+              const std::vector<Request>& all, std::map<std::string, SequenceOutput>& outputs,
+              Load& load) {
+  LLMEngine engine(model, engine_config());
+  const ExpertParallelContext ep{&comm, &placement, &load};
+  engine.set_expert_parallel(&ep);
+  for (size_t i = static_cast<size_t>(comm.rank()); i < all.size();
+       i += static_cast<size_t>(comm.world_size()))
+    engine.add_request(all[i]);
+  std::vector<SequenceOutput> done;
+  for (;;) {
+    float busy = engine.has_unfinished() ? 1.0f : 0.0f;
+    comm.all_reduce_sum(Tensor::view(&busy, DType::f32, {1}));
+    if (busy == 0.0f) break;
+    for (SequenceOutput& out : engine.step()) done.push_back(std::move(out));
+  }
+  for (SequenceOutput& out : done) outputs[out.request_id] = std::move(out);
+}
+
+struct ParallelRun {
+  std::map<std::string, SequenceOutput> outputs;
+  Load load;  // summed over ranks
+};
+
+ParallelRun run_parallel(Model& model, const std::vector<Request>& requests, int world,
+                         PlacementKind kind) {
+  InProcessGroup group(world);
+  const ExpertPlacement placement(static_cast<int>(model.config().num_experts), world, kind);
+  std::vector<std::map<std::string, SequenceOutput>> outputs(static_cast<size_t>(world));
+  std::vector<Load> loads(static_cast<size_t>(world));
+  std::vector<std::thread> ranks;
+  for (int r = 0; r < world; ++r)
+    ranks.emplace_back([&, r, comm = std::shared_ptr<Communicator>(group.communicator(r))] {
+      try {
+        run_rank(model, *comm, placement, requests, outputs[static_cast<size_t>(r)],
+                 loads[static_cast<size_t>(r)]);
+      } catch (const std::exception& e) {
+        // Its peers would wait in a collective for ever: fail loudly instead.
+        std::fprintf(stderr, "rank %d: %s\n", r, e.what());
+        std::abort();
+      }
+    });
+  for (std::thread& t : ranks) t.join();
+  ParallelRun run;
+  run.load = loads[0];
+  for (int r = 0; r < world; ++r) {
+    const auto i = static_cast<size_t>(r);
+    run.outputs.merge(outputs[i]);
+    for (size_t l = 0; l < run.load.size() && r > 0; ++l)
+      for (size_t e = 0; e < run.load[l].size(); ++e) run.load[l][e] += loads[i][l][e];
+  }
+  return run;
+}
+
+class ModelExpertParallel : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(ModelExpertParallel, SplitsAcrossRanksLikeOneRank) {
+  SCOPED_TRACE(testing::Message() << GetParam() << ", seed " << test::test_seed());
+  CpuBackend cpu;
+  Model model(kModels / GetParam(), cpu);
+  const std::vector<Request> requests = make_requests(model.config().vocab_size);
+  const std::vector<RequestOutput> expected = LLMEngine(model, engine_config()).generate(requests);
+  Load reference_load;
+  for (const int world : {1, 2, 4})
+    for (const PlacementKind kind : {PlacementKind::contiguous, PlacementKind::round_robin}) {
+      SCOPED_TRACE(testing::Message()
+                   << "world " << world << ", placement "
+                   << (kind == PlacementKind::contiguous ? "contiguous" : "round_robin"));
+      const ParallelRun run = run_parallel(model, requests, world, kind);
+      ASSERT_EQ(run.outputs.size(), expected.size());
+      double max_diff = 0;
+      for (const RequestOutput& want : expected) {
+        const SequenceOutput& a = want.samples.at(0);
+        const SequenceOutput& b = run.outputs.at(want.request_id);
+        EXPECT_EQ(b.token_ids, a.token_ids) << want.request_id;
+        ASSERT_EQ(b.logits.size(), a.logits.size()) << want.request_id;
+        for (size_t t = 0; t < a.logits.size(); ++t)
+          for (size_t v = 0; v < a.logits[t].size(); ++v)
+            max_diff = std::max(max_diff, std::abs(double{a.logits[t][v]} - b.logits[t][v]));
+      }
+      EXPECT_LE(max_diff, 1e-5) << "max |logits difference|";
+      ASSERT_FALSE(run.load.empty()) << "no expert load was counted";
+      if (reference_load.empty()) reference_load = run.load;
+      EXPECT_EQ(run.load, reference_load) << "expert load depends on the world size";
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(MoeFixtures, ModelExpertParallel,
+                         ::testing::Values("qwen3_moe", "mixtral", "qwen2_moe"));
+
+}  // namespace
+}  // namespace hive
