@@ -82,7 +82,8 @@ ValueList Renderer::loop_items(const stmt::For& node, const ScopePtr& scope) con
 
 Renderer::Flow Renderer::run(const stmt::For& node, const ScopePtr& scope, std::string& out) const {
   const ValueList items = loop_items(node, scope);
-  if (items.empty()) return execute(node.otherwise, scope, out);
+  // The else block, like the body, cannot leak assignments out of the loop.
+  if (items.empty()) return execute(node.otherwise, std::make_shared<Scope>(scope), out);
   LoopContext loop(items);
   for (size_t i = 0; i < items.size(); ++i) {
     auto iteration = std::make_shared<Scope>(scope);
