@@ -18,8 +18,24 @@
 //
 // A ChatTemplate is immutable once loaded; render() may run concurrently.
 //
-// The template language is the jinja2 subset chat templates use (see
-// runtime/chat_template/parser.hpp). Errors are hive::chat_template::
+// The template language is the jinja2 subset chat templates use:
+//   tags      if/elif/else, for (tuple targets, `if` filter, else, loop.*,
+//             break/continue), set (names, tuples, ns.attr, set blocks),
+//             macro (defaults, keyword arguments), filter, with, raw,
+//             comments, generation, whitespace control (-, +, trim_blocks,
+//             lstrip_blocks)
+//   values    Python's: str/int/float/bool/None/list/tuple/dict, slicing,
+//             `in`, chained comparisons, and/or returning operands, ~
+//   methods   str (split, strip, startswith, replace, ...), dict (items,
+//             keys, values, get), list (index, count)
+//   filters   jinja2's built-ins but batch, filesizeformat, forceescape,
+//             format, groupby, pprint, random, slice, striptags, urlencode,
+//             urlize, wordwrap, xmlattr; tojson is transformers' json.dumps
+//   tests     jinja2's built-ins but escaped
+//   globals   range, dict, namespace, raise_exception, strftime_now
+// Anything else (include/extends/import/call/recursive loops, *args, the
+// missing filters above, printf-style %) fails with an error, never silently.
+// Errors are hive::chat_template::
 // TemplateError, naming line and column ("chat_template:3:14: unsupported
 // filter 'wordwrap'"); a template's own raise_exception("...") throws the
 // subclass TemplateRaised, whose message() is the template's text.
