@@ -8,6 +8,7 @@
 
 #include "kernels/backend_select.hpp"
 #include "kernels/error.hpp"
+#include "moe/expert_placement.hpp"
 #include "runtime/model_stats.hpp"
 
 namespace hive {
@@ -37,7 +38,17 @@ EngineOptions engine_options(const LaunchConfig& config) {
   EngineOptions options;
   options.model = config.model;
   options.device = config.device == "auto" ? "cpu" : config.device;
-  options.world_size = config.parallel.world_size;
+  const ParallelConfig& parallel = config.parallel;
+  check(parallel.tensor_parallel_size == 1, "parallel.tensor_parallel_size is ",
+        parallel.tensor_parallel_size,
+        ": tensor parallelism is not implemented (see "
+        "docs/architecture.md); use data-parallel attention + expert parallelism");
+  check(parallel.expert_parallel_size == 1 || parallel.expert_parallel_size == parallel.world_size,
+        "parallel.expert_parallel_size ", parallel.expert_parallel_size,
+        " must be 1 or world_size (", parallel.world_size, "): experts spread over all ranks");
+  options.world_size = parallel.world_size;
+  options.expert_placement = parallel.expert_placement;
+  options.replicate_hot_experts = parallel.replicate_hot_experts;
   EngineConfig& e = options.engine;
   e.block_size = config.kv_cache.block_size;
   e.kv_budget =
@@ -60,11 +71,8 @@ EngineOptions engine_options(const LaunchConfig& config) {
 SchedulerSetup make_scheduler_setup(std::shared_ptr<Model> model, const EngineConfig& config,
                                     int world_size) {
   check(world_size >= 1, "world_size must be >= 1 (got ", world_size, ")");
-  // Each worker would run the whole model: no sharding yet, so refuse rather
-  // than pretend to be expert- or tensor-parallel.
-  check(world_size == 1, "parallel.world_size is ", world_size,
-        ": multi-rank workers (expert and tensor parallelism) are not wired into the actor "
-        "runtime yet; use world_size: 1");
+  // Each rank gets the whole KV budget: in-process CPU ranks stand in for
+  // devices, each of which would have its own memory.
   const ModelConfig& c = model->config();
   const int64_t bytes_per_block = kv_bytes_per_block(c, config.block_size);
   const int64_t weight_bytes = model_stats(c, model->weights()).weight_bytes;
@@ -86,7 +94,8 @@ SchedulerSetup make_scheduler_setup(std::shared_ptr<Model> model, const EngineCo
   setup.num_layers = static_cast<int>(c.num_layers);
   setup.detached_workers = world_size > 1;
   for (int rank = 0; rank < world_size; ++rank)
-    setup.workers.push_back({model, kv.num_device_blocks, kv.block_size, kv.num_host_blocks, rank});
+    setup.workers.push_back({model, kv.num_device_blocks, kv.block_size, kv.num_host_blocks, rank,
+                             nullptr, PlacementKind::contiguous});  // group, placement: at spawn
   return setup;
 }
 
@@ -113,9 +122,15 @@ Engine::Engine(const EngineOptions& options) {
   model_ = std::make_shared<Model>(options.model, *backend_);
   SchedulerSetup setup = make_scheduler_setup(model_, options.engine, options.world_size);
   setup.worker_timeout = options.worker_timeout;
+  setup.placement = parse_placement_kind(options.expert_placement);
   actor_config_ = std::make_unique<caf::actor_system_config>();
   register_message_types(*actor_config_);
   system_ = std::make_unique<caf::actor_system>(*actor_config_);
+  const ModelConfig& c = model_->config();
+  expert_ = system_->spawn(
+      expert, ExpertSetup{static_cast<int>(c.num_layers), static_cast<int>(c.num_experts),
+                          options.replicate_hot_experts});
+  setup.expert = expert_;
   scheduler_ = system_->spawn(scheduler, std::move(setup));
 }
 
@@ -151,6 +166,13 @@ EngineMetrics Engine::metrics() {
   self->request(scheduler_, caf::infinite, metrics_atom_v)
       .receive([&](EngineMetrics& m) { metrics = std::move(m); },
                [&](caf::error& err) { fail("metrics: ", to_string(err)); });
+  self->request(expert_, caf::infinite, metrics_atom_v)
+      .receive(
+          [&](ExpertStats& stats) {
+            metrics.expert_load = std::move(stats.load);
+            metrics.expert_imbalance = std::move(stats.imbalance);
+          },
+          [&](caf::error& err) { fail("metrics: ", to_string(err)); });
   return metrics;
 }
 
@@ -162,6 +184,7 @@ int64_t Engine::shutdown(ShutdownMode mode) {
   self->request(scheduler_, caf::infinite, shutdown_atom_v, mode == ShutdownMode::drain)
       .receive([&](int64_t n) { failed = n; },
                [&](caf::error& err) { fail("shutdown: ", to_string(err)); });
+  self->send_exit(expert_, caf::exit_reason::user_shutdown);
   return failed;
 }
 

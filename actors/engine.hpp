@@ -7,8 +7,9 @@
 //   engine.submit(request, [](const hive::TokenEvent& e) { ... });  // callback
 //   engine.cancel("id");  engine.metrics();  engine.shutdown();
 //
-// Inside: a CAF actor system with the scheduler actor and one worker actor
-// per rank (scheduler_actor.hpp, worker_actor.hpp). Streams and callbacks
+// Inside: a CAF actor system with the scheduler actor, one worker actor per
+// rank and the expert actor (scheduler_actor.hpp, worker_actor.hpp,
+// expert_actor.hpp). Streams and callbacks
 // receive TokenEvents: new token ids of one sample as they are sampled, then
 // one finished event per sample (all its ids, the finish reason, or an error).
 #include <cstdint>
@@ -34,7 +35,9 @@ struct EngineOptions {
   std::filesystem::path model;
   std::string device = "cpu";
   EngineConfig engine;  // block size, KV budget, swap space, prefix caching, scheduler
-  int world_size = 1;
+  int world_size = 1;   // data-parallel CPU ranks in this process; MoE layers expert-parallel
+  std::string expert_placement = "contiguous";  // contiguous | round_robin
+  int replicate_hot_experts = 0;                // hottest experts copied onto every rank
   std::chrono::milliseconds worker_timeout{60000};
 };
 
@@ -90,6 +93,7 @@ class Engine {
   // `on_event` runs on an actor thread, one event at a time.
   void submit(Request request, std::function<void(const TokenEvent&)> on_event);
   void cancel(const std::string& request_id);
+  // Includes the expert actor's load statistics (MoE models).
   EngineMetrics metrics();
   // drain: finish what was submitted; fail_in_flight: fail it with an error.
   // Returns the number of requests failed. Later submissions fail at once.
@@ -104,6 +108,7 @@ class Engine {
   std::shared_ptr<Model> model_;
   std::unique_ptr<caf::actor_system_config> actor_config_;
   std::unique_ptr<caf::actor_system> system_;
+  expert_actor expert_;
   scheduler_actor scheduler_;
   bool shut_down_ = false;
 };

@@ -40,9 +40,12 @@ struct WorkerStep {
   std::vector<SampleSlot> samples;
   std::vector<BlockCopy> swap_out, swap_in, copy_on_write;
   std::vector<SequenceId> finished_seq_ids;  // drop their cached tables and samplers
+  // Experts every rank holds a replica of (from the expert actor); all ranks
+  // get the same list in the same step, so their placements never disagree.
+  std::vector<int32_t> replicated_experts;
 };
 
-// A worker's reply; only rank 0 carries sampled tokens.
+// A worker's reply: the tokens sampled for this rank's sequences.
 struct WorkerResult {
   int64_t step_id = 0;
   int rank = 0;
@@ -103,10 +106,21 @@ struct EngineMetrics {
   int32_t num_free_blocks = 0;
   int32_t num_blocks = 0;  // allocatable
   int64_t prefix_hit_tokens = 0;
-  double step_seconds = 0;           // scheduler: plan sent -> all ranks replied
-  double compute_seconds = 0;        // rank 0: inside the model runner
-  int num_experts = 0;               // per MoE layer; 0 for a dense model
-  std::vector<int64_t> expert_load;  // tokens routed, [layer * num_experts + expert]
+  double step_seconds = 0;     // scheduler: plan sent -> all ranks replied
+  double compute_seconds = 0;  // rank 0: inside the model runner
+  int world_size = 1;
+  int num_experts = 0;                      // per MoE layer; 0 for a dense model
+  std::vector<int64_t> expert_load;         // tokens routed, [layer * num_experts + expert]
+  std::vector<double> expert_imbalance;     // [layer]: max / mean load; 0 where none
+  std::vector<int32_t> replicated_experts;  // held by every rank
+};
+
+// The expert actor's statistics (see expert_actor.hpp).
+struct ExpertStats {
+  int num_experts = 0;
+  std::vector<int64_t> load;      // [layer * num_experts + expert]
+  std::vector<double> imbalance;  // [layer]
+  std::vector<int32_t> replicated;
 };
 
 template <class Inspector>
@@ -151,7 +165,7 @@ typename Inspector::result_type inspect(Inspector& f, StepSequence& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, WorkerStep& x) {
   return f(caf::meta::type_name("WorkerStep"), x.step_id, x.sequences, x.samples, x.swap_out,
-           x.swap_in, x.copy_on_write, x.finished_seq_ids);
+           x.swap_in, x.copy_on_write, x.finished_seq_ids, x.replicated_experts);
 }
 
 template <class Inspector>
@@ -176,7 +190,13 @@ typename Inspector::result_type inspect(Inspector& f, EngineMetrics& x) {
   return f(caf::meta::type_name("EngineMetrics"), x.num_steps, x.num_generated_tokens,
            x.num_finished_requests, x.num_failed_requests, x.num_worker_restarts, x.num_running,
            x.num_waiting, x.num_free_blocks, x.num_blocks, x.prefix_hit_tokens, x.step_seconds,
-           x.compute_seconds, x.num_experts, x.expert_load);
+           x.compute_seconds, x.world_size, x.num_experts, x.expert_load, x.expert_imbalance,
+           x.replicated_experts);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, ExpertStats& x) {
+  return f(caf::meta::type_name("ExpertStats"), x.num_experts, x.load, x.imbalance, x.replicated);
 }
 
 }  // namespace hive

@@ -19,14 +19,23 @@ using Self = scheduler_actor::stateful_pointer<SchedulerState>;
 void maybe_step(Self self);
 
 void build_core(SchedulerState& st) {
-  st.kv_cache = std::make_unique<KVCacheManager>(st.setup.kv_cache);
-  st.scheduler = std::make_unique<Scheduler>(st.setup.scheduler, *st.kv_cache);
+  st.ranks = std::vector<RankCore>(st.setup.workers.size());
+  for (RankCore& core : st.ranks) {
+    core.kv_cache = std::make_unique<KVCacheManager>(st.setup.kv_cache);
+    core.scheduler = std::make_unique<Scheduler>(st.setup.scheduler, *core.kv_cache);
+  }
 }
 
 void spawn_workers(Self self) {
   SchedulerState& st = self->state;
   st.workers.clear();
-  for (const WorkerSpec& spec : st.setup.workers) {
+  // A fresh group per worker generation: a failed generation aborted its own.
+  st.group = st.setup.num_experts > 0
+                 ? std::make_shared<InProcessGroup>(static_cast<int>(st.setup.workers.size()))
+                 : nullptr;
+  for (WorkerSpec spec : st.setup.workers) {
+    spec.group = st.group;
+    spec.placement = st.setup.placement;
     worker_actor w = st.setup.detached_workers ? self->spawn<caf::detached>(worker, spec)
                                                : self->spawn(worker, spec);
     self->monitor(w);
@@ -35,6 +44,9 @@ void spawn_workers(Self self) {
 }
 
 void stop_workers(Self self, caf::exit_reason reason) {
+  // Ranks still waiting in a collective (their peer failed) must be released
+  // before they can see the exit.
+  if (self->state.group) self->state.group->abort();
   for (const worker_actor& w : self->state.workers) {
     self->demonitor(w.address());
     self->send_exit(w, reason);
@@ -61,6 +73,7 @@ void deliver(Self self, std::vector<SequenceOutput>& outputs, const std::string&
                TokenEvent::finish(out.request_id, out.sample_index, std::move(out.token_ids),
                                   out.finish_reason, error));
     if (--it->second.samples_left > 0) continue;
+    --st.ranks[static_cast<size_t>(it->second.rank)].num_requests;
     ++(error.empty() ? st.metrics.num_finished_requests : st.metrics.num_failed_requests);
     st.requests.erase(it);
   }
@@ -69,9 +82,18 @@ void deliver(Self self, std::vector<SequenceOutput>& outputs, const std::string&
 // Aborts the given requests and delivers them as failed with `error`.
 void fail_requests(Self self, const std::vector<std::string>& ids, const std::string& error) {
   SchedulerState& st = self->state;
-  for (const std::string& id : ids) st.scheduler->abort_request(id);
-  std::vector<SequenceOutput> outputs = st.scheduler->update(StepPlan{}, {});
-  deliver(self, outputs, error);
+  for (const std::string& id : ids)
+    if (const auto it = st.requests.find(id); it != st.requests.end())
+      st.ranks[static_cast<size_t>(it->second.rank)].scheduler->abort_request(id);
+  for (RankCore& core : st.ranks) {
+    std::vector<SequenceOutput> outputs = core.scheduler->update(StepPlan{}, {});
+    deliver(self, outputs, error);
+  }
+}
+
+bool has_unfinished(const SchedulerState& st) {
+  return std::any_of(st.ranks.begin(), st.ranks.end(),
+                     [](const RankCore& core) { return core.scheduler->has_unfinished(); });
 }
 
 void check_drained(Self self) {
@@ -99,21 +121,24 @@ void handle_fault(Self self, const std::string& cause) {
   for (const auto& [id, tracked] : st.requests) queue.push_back(&tracked);
   std::sort(queue.begin(), queue.end(),
             [](const TrackedRequest* a, const TrackedRequest* b) { return a->order < b->order; });
-  for (const TrackedRequest* tracked : queue) st.scheduler->add_request(tracked->request);
-  st.encoder.reset();
+  for (const TrackedRequest* tracked : queue) {
+    RankCore& core = st.ranks[static_cast<size_t>(tracked->rank)];
+    core.scheduler->add_request(tracked->request);
+    ++core.num_requests;
+  }
   st.step_in_flight = false;
   ++st.step_id;  // late replies of the failed step are ignored
   spawn_workers(self);
   maybe_step(self);
 }
 
-void stream_sampled(Self self) {
+void stream_sampled(Self self, const RankCore& core) {
   SchedulerState& st = self->state;
-  const std::vector<SequenceId> running = st.scheduler->running_ids();
+  const std::vector<SequenceId> running = core.scheduler->running_ids();
   const std::unordered_set<SequenceId> alive(running.begin(), running.end());
-  for (const SampledToken& token : st.sampled) {
+  for (const SampledToken& token : core.sampled) {
     if (!alive.count(token.seq_id)) continue;  // cancelled while the step ran
-    const Sequence& seq = st.scheduler->sequence(token.seq_id);
+    const Sequence& seq = core.scheduler->sequence(token.seq_id);
     const auto it = st.requests.find(seq.request->id);
     if (it == st.requests.end()) continue;
     send_event(self, it->second.sink,
@@ -127,9 +152,18 @@ void finish_step(Self self) {
   st.metrics.step_seconds +=
       std::chrono::duration<double>(std::chrono::steady_clock::now() - st.step_start).count();
   ++st.metrics.num_steps;
-  stream_sampled(self);
-  std::vector<SequenceOutput> outputs = st.scheduler->update(st.plan, st.sampled);
-  deliver(self, outputs, "");
+  // The load goes out before any token: whoever sees a request finish and
+  // then asks the expert actor for metrics finds this step counted.
+  if (st.setup.expert && !st.step_load.empty())
+    self->request(st.setup.expert, caf::infinite, load_atom_v, st.step_load)
+        .then([self](std::vector<int32_t>& replicated) {
+          self->state.replicated_experts = std::move(replicated);
+        });
+  for (RankCore& core : st.ranks) {
+    stream_sampled(self, core);
+    std::vector<SequenceOutput> outputs = core.scheduler->update(core.plan, core.sampled);
+    deliver(self, outputs, "");
+  }
   st.step_in_flight = false;
   maybe_step(self);
 }
@@ -137,10 +171,12 @@ void finish_step(Self self) {
 void on_reply(Self self, WorkerResult& result) {
   SchedulerState& st = self->state;
   if (!st.step_in_flight || result.step_id != st.step_id) return;
-  if (result.rank == 0) {
-    st.sampled = std::move(result.sampled);
-    st.metrics.compute_seconds += result.compute_seconds;
-  }
+  st.ranks.at(static_cast<size_t>(result.rank)).sampled = std::move(result.sampled);
+  if (result.rank == 0) st.metrics.compute_seconds += result.compute_seconds;
+  if (st.step_load.empty()) st.step_load.resize(result.expert_load.size(), 0);
+  check(st.step_load.size() == result.expert_load.size(), "worker rank ", result.rank,
+        " reported load for ", result.expert_load.size(), " experts");
+  for (size_t i = 0; i < result.expert_load.size(); ++i) st.step_load[i] += result.expert_load[i];
   if (--st.replies_pending == 0) finish_step(self);
 }
 
@@ -154,20 +190,24 @@ void on_worker_error(Self self, int64_t step_id, int rank, const caf::error& err
 
 void maybe_step(Self self) {
   SchedulerState& st = self->state;
-  if (st.step_in_flight || !st.scheduler->has_unfinished()) return check_drained(self);
-  st.plan = st.scheduler->schedule();
-  for (const ScheduledSequence& s : st.plan.sequences) {
-    const auto it = st.requests.find(st.scheduler->sequence(s.seq_id).request->id);
-    if (it != st.requests.end()) it->second.started = true;
-  }
-  const WorkerStep step = st.encoder.encode(st.plan, ++st.step_id);
+  if (st.step_in_flight || !has_unfinished(st)) return check_drained(self);
   st.step_in_flight = true;
   st.replies_pending = static_cast<int>(st.workers.size());
-  st.sampled.clear();
+  st.step_load.clear();
   st.step_start = std::chrono::steady_clock::now();
+  const int64_t step_id = ++st.step_id;
+  // Every rank steps, planned or idle: they meet in the MoE collectives.
   for (size_t rank = 0; rank < st.workers.size(); ++rank) {
-    const int64_t step_id = st.step_id;
-    self->request(st.workers[rank], st.setup.worker_timeout, step_atom_v, step)
+    RankCore& core = st.ranks[rank];
+    core.plan = core.scheduler->schedule();
+    core.sampled.clear();
+    for (const ScheduledSequence& s : core.plan.sequences) {
+      const auto it = st.requests.find(core.scheduler->sequence(s.seq_id).request->id);
+      if (it != st.requests.end()) it->second.started = true;
+    }
+    WorkerStep step = core.encoder.encode(core.plan, step_id);
+    step.replicated_experts = st.replicated_experts;
+    self->request(st.workers[rank], st.setup.worker_timeout, step_atom_v, std::move(step))
         .then([self](WorkerResult& result) { on_reply(self, result); },
               [self, step_id, rank](caf::error& err) {
                 on_worker_error(self, step_id, static_cast<int>(rank), err);
@@ -184,12 +224,25 @@ void submit(Self self, Submission& submission) {
       check(token >= 0 && token < st.setup.vocab_size, "request ", id, ": prompt token id ", token,
             " is out of range [0, ", st.setup.vocab_size, ")");
     check(!st.requests.count(id), "request id '", id, "' is already in use");
-    st.scheduler->add_request(submission.request);
   } catch (const Error& e) {
     return fail_event(self, submission.sink, id, e.what());
   }
-  TrackedRequest tracked{std::move(submission.request), std::move(submission.sink), st.next_order++,
-                         1, false};
+  // Data parallel: the rank with the fewest unfinished requests (lowest on ties).
+  const auto least = std::min_element(
+      st.ranks.begin(), st.ranks.end(),
+      [](const RankCore& a, const RankCore& b) { return a.num_requests < b.num_requests; });
+  try {
+    least->scheduler->add_request(submission.request);
+  } catch (const Error& e) {
+    return fail_event(self, submission.sink, id, e.what());
+  }
+  ++least->num_requests;
+  TrackedRequest tracked{std::move(submission.request),
+                         std::move(submission.sink),
+                         st.next_order++,
+                         1,
+                         false,
+                         static_cast<int>(least - st.ranks.begin())};
   tracked.samples_left = tracked.request.n;
   st.requests.emplace(id, std::move(tracked));
   maybe_step(self);
@@ -197,11 +250,15 @@ void submit(Self self, Submission& submission) {
 
 EngineMetrics snapshot(const SchedulerState& st) {
   EngineMetrics m = st.metrics;
-  m.num_running = static_cast<int64_t>(st.scheduler->num_running());
-  m.num_waiting = static_cast<int64_t>(st.scheduler->num_waiting());
-  m.num_free_blocks = st.kv_cache->device_pool().num_free_blocks();
-  m.num_blocks = st.kv_cache->device_pool().num_allocatable_blocks();
-  m.prefix_hit_tokens = st.kv_cache->stats().prefix_hit_tokens;
+  m.world_size = static_cast<int>(st.ranks.size());
+  for (const RankCore& core : st.ranks) {
+    m.num_running += static_cast<int64_t>(core.scheduler->num_running());
+    m.num_waiting += static_cast<int64_t>(core.scheduler->num_waiting());
+    m.num_free_blocks += core.kv_cache->device_pool().num_free_blocks();
+    m.num_blocks += core.kv_cache->device_pool().num_allocatable_blocks();
+    m.prefix_hit_tokens += core.kv_cache->stats().prefix_hit_tokens;
+  }
+  m.replicated_experts = st.replicated_experts;
   return m;
 }
 
@@ -220,8 +277,9 @@ scheduler_actor::behavior_type scheduler(Self self, SchedulerSetup setup) {
   return {
       [self](submit_atom, Submission& submission) { submit(self, submission); },
       [self](cancel_atom, const std::string& id) {
-        if (!self->state.requests.count(id)) return;
-        self->state.scheduler->abort_request(id);
+        const auto it = self->state.requests.find(id);
+        if (it == self->state.requests.end()) return;
+        self->state.ranks[static_cast<size_t>(it->second.rank)].scheduler->abort_request(id);
         // Mid-step, the abort comes back from the step's update(); else now.
         if (!self->state.step_in_flight) fail_requests(self, {}, "");
       },

@@ -1,11 +1,18 @@
 #pragma once
-// The scheduler actor: owns the Scheduler and the KVCacheManager it plans
-// with, the request table (who receives which tokens), and the step loop:
+// The scheduler actor: owns one Scheduler and the KVCacheManager it plans
+// with per rank, the request table (who receives which tokens), and the
+// step loop:
 //
-//   plan = scheduler.schedule()             which sequences, how many tokens
-//   send the plan's diff to every worker    (timeout on each request)
-//   all ranks replied -> scheduler.update(plan, rank 0's sampled tokens)
-//   stream new tokens and finished samples to their sinks, plan the next step
+//   per rank: plan = scheduler.schedule()   which sequences, how many tokens
+//   send each rank its plan's diff          (timeout on each request)
+//   all ranks replied -> per rank: scheduler.update(plan, its sampled tokens)
+//   load delta -> expert actor; stream tokens and finished samples to their
+//   sinks, plan the next step
+//
+// Ranks are data parallel: each request is assigned to one rank (the one
+// with the fewest unfinished requests) and lives in that rank's KV cache.
+// All ranks step together, even with nothing to run, because an MoE model's
+// layers exchange tokens between them (see worker_actor.hpp).
 //
 // The KVCacheManager lives here, not in an actor of its own: the pure
 // Scheduler consults it synchronously while it builds a plan (can_allocate,
@@ -27,6 +34,7 @@
 
 #include <caf/response_promise.hpp>
 
+#include "actors/expert_actor.hpp"
 #include "actors/worker_actor.hpp"
 #include "runtime/kv_cache_manager.hpp"
 #include "runtime/scheduler.hpp"
@@ -49,6 +57,8 @@ struct SchedulerSetup {
   int64_t vocab_size = 0;  // prompt token ids are checked against it
   int num_experts = 0;
   int num_layers = 0;
+  PlacementKind placement = PlacementKind::contiguous;
+  expert_actor expert;  // optional: receives each step's expert load
 };
 
 // One submitted request: where its tokens go and how far it got.
@@ -58,24 +68,33 @@ struct TrackedRequest {
   int64_t order = 0;  // submission order, kept when re-queued after a fault
   int samples_left = 1;
   bool started = false;  // appeared in a plan: a worker holds its KV
+  int rank = 0;          // the rank whose scheduler and KV cache hold it
+};
+
+// One rank's planning state and its step in flight.
+struct RankCore {
+  std::unique_ptr<KVCacheManager> kv_cache;
+  std::unique_ptr<Scheduler> scheduler;
+  PlanEncoder encoder;
+  StepPlan plan;
+  std::vector<SampledToken> sampled;
+  int64_t num_requests = 0;  // assigned, not yet finished
 };
 
 struct SchedulerState {
   SchedulerSetup setup;
-  std::unique_ptr<KVCacheManager> kv_cache;
-  std::unique_ptr<Scheduler> scheduler;
+  std::vector<RankCore> ranks;
   std::vector<worker_actor> workers;
-  PlanEncoder encoder;
+  std::shared_ptr<InProcessGroup> group;    // this generation of workers' group
+  std::vector<int32_t> replicated_experts;  // from the expert actor
   std::map<std::string, TrackedRequest> requests;
   int64_t next_order = 0;
 
   // The step in flight.
   bool step_in_flight = false;
-  StepPlan plan;
   int64_t step_id = 0;
   int replies_pending = 0;
-  bool step_failed = false;
-  std::vector<SampledToken> sampled;
+  std::vector<int64_t> step_load;  // summed over the ranks' replies
   std::chrono::steady_clock::time_point step_start;
 
   // Shutdown: drain (or fail) then answer these.

@@ -16,6 +16,7 @@ CAF_ADD_TYPE_ID(hive, (hive::WorkerResult))
 CAF_ADD_TYPE_ID(hive, (hive::TokenEvent))
 CAF_ADD_TYPE_ID(hive, (hive::Submission))
 CAF_ADD_TYPE_ID(hive, (hive::EngineMetrics))
+CAF_ADD_TYPE_ID(hive, (hive::ExpertStats))
 
 CAF_ADD_ATOM(hive, hive, step_atom, "step")
 CAF_ADD_ATOM(hive, hive, submit_atom, "submit")
@@ -23,6 +24,7 @@ CAF_ADD_ATOM(hive, hive, cancel_atom, "cancel")
 CAF_ADD_ATOM(hive, hive, metrics_atom, "metrics")
 CAF_ADD_ATOM(hive, hive, shutdown_atom, "shutdown")
 CAF_ADD_ATOM(hive, hive, fault_atom, "fault")
+CAF_ADD_ATOM(hive, hive, load_atom, "load")
 
 CAF_END_TYPE_ID_BLOCK(hive)
 
@@ -36,6 +38,7 @@ inline void register_message_types(caf::actor_system_config& config) {
   config.add_message_type<TokenEvent>("hive::TokenEvent");
   config.add_message_type<Submission>("hive::Submission");
   config.add_message_type<EngineMetrics>("hive::EngineMetrics");
+  config.add_message_type<ExpertStats>("hive::ExpertStats");
 }
 
 }  // namespace hive

@@ -1,5 +1,6 @@
 #include "actors/worker_actor.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <exception>
 
@@ -11,9 +12,35 @@ namespace hive {
 
 namespace {
 
+void setup_expert_parallel(WorkerState& state, const WorkerSpec& spec) {
+  const ModelConfig& c = spec.model->config();
+  if (c.num_experts == 0 || !spec.group) return;  // dense: ranks never talk
+  state.group = spec.group;
+  state.comm = spec.group->communicator(spec.rank);
+  state.placement = std::make_unique<ExpertPlacement>(static_cast<int>(c.num_experts),
+                                                      spec.group->world_size(), spec.placement);
+  state.load.resize(static_cast<size_t>(c.num_layers));
+  state.ep = {state.comm.get(), state.placement.get(), &state.load};
+  state.runner->set_expert_parallel(&state.ep);
+}
+
+// The step's load, flattened to [layer * num_experts + expert].
+std::vector<int64_t> take_load(WorkerState& state) {
+  std::vector<int64_t> flat;
+  for (std::vector<int64_t>& layer : state.load) {
+    if (layer.empty()) layer.resize(static_cast<size_t>(state.placement->num_experts()), 0);
+    flat.insert(flat.end(), layer.begin(), layer.end());
+    std::fill(layer.begin(), layer.end(), 0);
+  }
+  return flat;
+}
+
 WorkerResult run_step(WorkerState& state, const WorkerStep& step) {
   check(!state.fail_next_step, "injected fault at step ", step.step_id);
   const StepPlan plan = state.decoder.decode(step);
+  if (state.placement)
+    for (const int32_t e : step.replicated_experts)
+      for (int r = 0; r < state.placement->world_size(); ++r) state.placement->add_replica(e, r);
   const auto start = std::chrono::steady_clock::now();
   WorkerResult result;
   result.step_id = step.step_id;
@@ -21,7 +48,7 @@ WorkerResult run_step(WorkerState& state, const WorkerStep& step) {
   result.sampled = state.runner->run(plan);
   result.compute_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  if (state.rank != 0) result.sampled.clear();
+  if (state.placement) result.expert_load = take_load(state);
   return result;
 }
 
@@ -35,6 +62,7 @@ worker_actor::behavior_type worker(worker_actor::stateful_pointer<WorkerState> s
       std::make_unique<PagedKVCache>(spec.model->backend(), spec.model->config(), spec.num_blocks,
                                      spec.block_size, spec.num_host_blocks);
   state.runner = std::make_unique<ModelRunner>(*spec.model, *state.cache);
+  setup_expert_parallel(state, spec);
   // The model outlives the worker: the spec's shared_ptr lives in the behavior.
   return {
       [self, spec](step_atom, const WorkerStep& step) -> caf::result<WorkerResult> {
@@ -44,8 +72,13 @@ worker_actor::behavior_type worker(worker_actor::stateful_pointer<WorkerState> s
           caf::error err = caf::make_error(
               caf::sec::runtime_error,
               str_cat("worker rank ", spec.rank, " failed in step ", step.step_id, ": ", e.what()));
+          // Answer before aborting the group: the scheduler then hears this
+          // rank's cause before its released peers' "group aborted" errors.
+          auto promise = self->make_response_promise<WorkerResult>();
+          promise.deliver(err);
+          if (self->state.group) self->state.group->abort();
           self->quit(err);
-          return err;
+          return promise;
         }
       },
       [self](fault_atom) { self->state.fail_next_step = true; },

@@ -2,12 +2,17 @@
 // The worker actor: one per device rank. It owns that rank's physical KV
 // cache (PagedKVCache) and a ModelRunner, keeps each sequence's block table
 // (plans arrive as diffs, see step_diff.hpp) and runs one step per message.
-// Rank 0 replies with the sampled tokens; every rank replies, so the
-// scheduler knows the step is over everywhere.
+// Ranks are data parallel: each gets its own requests' plan and replies with
+// their sampled tokens. For an MoE model the worker also owns its rank's
+// communicator and expert placement; its MoE layers exchange tokens with the
+// other ranks by all-to-all, so every rank runs every step (an idle rank
+// joins with Model::forward_idle), and it reports the step's expert load.
 //
 // A step that throws is answered with an error naming the rank and the cause,
-// then the worker quits: its KV contents can no longer be trusted. The
-// scheduler fails the requests the worker held and spawns a fresh one.
+// then the worker quits: its KV contents can no longer be trusted. It first
+// aborts its rank group, so peers waiting in a collective fail too instead of
+// hanging. The scheduler fails the requests the workers held and spawns fresh
+// workers on a fresh group.
 #include <cstdint>
 #include <memory>
 
@@ -18,6 +23,7 @@
 #include "actors/type_ids.hpp"
 #include "moe/communicator.hpp"
 #include "moe/expert_placement.hpp"
+#include "moe/in_process_communicator.hpp"
 #include "runtime/model.hpp"
 #include "runtime/model_runner.hpp"
 #include "runtime/paged_kv_cache.hpp"
@@ -34,12 +40,20 @@ struct WorkerSpec {
   int32_t block_size = 16;
   int32_t num_host_blocks = 0;
   int rank = 0;
+  // MoE models: the ranks' group (one per worker generation) and placement.
+  std::shared_ptr<InProcessGroup> group;
+  PlacementKind placement = PlacementKind::contiguous;
 };
 
 struct WorkerState {
   std::unique_ptr<PagedKVCache> cache;
   std::unique_ptr<ModelRunner> runner;
   PlanDecoder decoder;
+  std::shared_ptr<InProcessGroup> group;
+  std::unique_ptr<Communicator> comm;
+  std::unique_ptr<ExpertPlacement> placement;
+  std::vector<std::vector<int64_t>> load;  // [layer][expert], this step
+  ExpertParallelContext ep;
   int rank = 0;
   bool fail_next_step = false;  // fault injection: the next step throws
   static inline const char* name = "hive.worker";

@@ -112,12 +112,21 @@ InProcessGroup::InProcessGroup(int world_size)
       mailbox_bytes_(static_cast<size_t>(world_size * world_size)) {
   check(world_size >= 1, "a group needs at least one rank (got ", world_size, ")");
   for (int i = 0; i < world_size * world_size; ++i)
-    pair_barriers_.push_back(std::make_unique<std::barrier<>>(2));
+    pair_barriers_.push_back(std::make_unique<AbortableBarrier>(2));
 }
 
 std::unique_ptr<Communicator> InProcessGroup::communicator(int rank) {
   check(rank >= 0 && rank < world_size_, "rank ", rank, " outside a group of ", world_size_);
   return std::make_unique<InProcessCommunicator>(*this, rank);
+}
+
+}  // namespace hive
+
+namespace hive {
+
+void InProcessGroup::abort() {
+  rendezvous_.abort();
+  for (auto& pair : pair_barriers_) pair->abort();
 }
 
 }  // namespace hive

@@ -4,10 +4,10 @@
 // reads what it needs from the others' buffers into its own output, then all
 // meet again, so no rank reuses a buffer (or its slot) while a peer may still
 // read it.
-#include <barrier>
 #include <memory>
 #include <vector>
 
+#include "moe/abortable_barrier.hpp"
 #include "moe/communicator.hpp"
 
 namespace hive {
@@ -18,6 +18,11 @@ class InProcessGroup {
   int world_size() const { return world_size_; }
   // The communicator of one rank; its collectives must run on that rank's thread.
   std::unique_ptr<Communicator> communicator(int rank);
+  // Makes every rank waiting in a collective, and every later collective,
+  // throw hive::Error: a failed rank calls it so its peers do not hang. The
+  // group cannot be used again; build a new one.
+  void abort();
+  bool aborted() const { return rendezvous_.aborted(); }
 
  private:
   friend class InProcessCommunicator;
@@ -27,12 +32,12 @@ class InProcessGroup {
     size_t row_bytes = 0;
   };
   int world_size_;
-  std::barrier<> rendezvous_;
+  AbortableBarrier rendezvous_;
   std::vector<Slot> slots_;
   // Point to point: mailbox[from * world + to] holds the sender's buffer.
   std::vector<const void*> mailbox_;
   std::vector<size_t> mailbox_bytes_;
-  std::vector<std::unique_ptr<std::barrier<>>> pair_barriers_;  // one per (from, to) pair
+  std::vector<std::unique_ptr<AbortableBarrier>> pair_barriers_;  // one per (from, to) pair
 };
 
 }  // namespace hive

@@ -33,12 +33,14 @@ std::string join(const std::vector<int32_t>& ids) {
   return text;
 }
 
-TEST(CliRun, RunsPromptsFromAYamlLaunchFile) {
-  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "hive_cli_run";
+// Runs two prompts under a launch file with `extra` YAML and checks the
+// outputs against the offline single-rank engine; returns the CLI's output.
+std::string expect_runs_like_offline(const std::string& name, const std::string& extra) {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / name;
   std::filesystem::create_directories(dir);
-  std::ofstream(dir / "run.yaml")
-      << "model: " << HIVE_TEST_DATA << "/models/qwen3_moe\n"
-      << "device: cpu\nkv_cache: {block_size: 4, memory_budget: 1MiB}\n";
+  std::ofstream(dir / "run.yaml") << "model: " << HIVE_TEST_DATA << "/models/qwen3_moe\n"
+                                  << "device: cpu\nkv_cache: {block_size: 4, memory_budget: 1MiB}\n"
+                                  << extra;
   std::ofstream(dir / "prompts.jsonl")
       << R"({"id": "a", "prompt_ids": [5, 9, 13, 2], "max_tokens": 6, "ignore_eos": true})"
       << "\n"
@@ -47,7 +49,7 @@ TEST(CliRun, RunsPromptsFromAYamlLaunchFile) {
   const Result r =
       run_command(std::string(HIVE_BINARY_DIR) + "/bin/hive run --config " +
                   (dir / "run.yaml").string() + " --prompts " + (dir / "prompts.jsonl").string());
-  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_EQ(r.status, 0) << r.out;
 
   CpuBackend cpu;
   Model model(std::string(HIVE_TEST_DATA) + "/models/qwen3_moe", cpu);
@@ -67,6 +69,21 @@ TEST(CliRun, RunsPromptsFromAYamlLaunchFile) {
     EXPECT_NE(r.out.find(id + ":" + join(expected) + "  [length]"), std::string::npos) << r.out;
   }
   EXPECT_NE(r.out.find("requests: 2 finished, 0 failed; 9 tokens"), std::string::npos) << r.out;
+  return r.out;
+}
+
+TEST(CliRun, RunsPromptsFromAYamlLaunchFile) {
+  expect_runs_like_offline("hive_cli_run", "");
+}
+
+// As configs/ep_cpu4.yaml, on the fixture: 4 data-parallel ranks, experts
+// spread round-robin, the hottest one replicated.
+TEST(CliRun, RunsExpertParallelOverFourRanks) {
+  const std::string out = expect_runs_like_offline(
+      "hive_cli_run_ep",
+      "parallel: {world_size: 4, expert_parallel_size: 4, tensor_parallel_size: 1,\n"
+      "           expert_placement: round_robin, replicate_hot_experts: 1}\n");
+  EXPECT_NE(out.find("experts: 4 ranks"), std::string::npos) << out;
 }
 
 TEST(CliRun, ABadPromptLineNamesTheFileAndLine) {

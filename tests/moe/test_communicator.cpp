@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <functional>
+#include <string>
 #include <thread>
 
 #include "kernels/error.hpp"
@@ -98,6 +99,30 @@ TEST(Communicator, RejectsCountsForTheWrongWorldSize) {
     const std::vector<int64_t> counts = {1, 1};
     EXPECT_THROW(comm.exchange_counts(counts), Error);
   });
+}
+
+// A failed rank aborts the group: a peer waiting in a collective (or arriving
+// later; the order is up to the threads) throws instead of hanging, and the
+// group stays aborted.
+TEST(Communicator, AbortReleasesRanksWaitingInACollective) {
+  InProcessGroup group(3);
+  std::vector<std::string> errors(2);
+  std::vector<std::thread> ranks;
+  for (int r = 1; r < 3; ++r)
+    ranks.emplace_back([&, r] {
+      const auto comm = group.communicator(r);
+      float x = 1.0f;
+      try {
+        comm->all_reduce_sum(Tensor::view(&x, DType::f32, {1}));
+      } catch (const Error& e) {
+        errors[static_cast<size_t>(r - 1)] = e.what();
+      }
+    });
+  group.abort();  // rank 0 never arrives
+  for (std::thread& t : ranks) t.join();
+  for (const std::string& error : errors) EXPECT_NE(error.find("aborted"), std::string::npos);
+  EXPECT_TRUE(group.aborted());
+  EXPECT_THROW(group.communicator(0)->barrier(), Error);
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "actors/engine.hpp"
 #include "kernels/error.hpp"
@@ -38,6 +39,23 @@ std::vector<Request> read_prompts(const std::string& path) {
   }
   check(!requests.empty(), path, ": no prompts");
   return requests;
+}
+
+// Expert load over the run: how even the routing was, and what was replicated.
+void print_expert_load(const EngineMetrics& m) {
+  double worst = 0;
+  size_t worst_layer = 0;
+  int64_t routed = 0;
+  for (size_t l = 0; l < m.expert_imbalance.size(); ++l)
+    if (m.expert_imbalance[l] > worst) worst = m.expert_imbalance[l], worst_layer = l;
+  for (const int64_t n : m.expert_load) routed += n;
+  std::string replicated;
+  for (const int32_t e : m.replicated_experts) replicated += " " + std::to_string(e);
+  std::fprintf(stderr,
+               "experts: %d ranks, %lld tokens routed, max imbalance %.2f (layer %zu), "
+               "replicated on every rank:%s\n",
+               m.world_size, static_cast<long long>(routed), worst, worst_layer,
+               replicated.empty() ? " none" : replicated.c_str());
 }
 
 }  // namespace
@@ -78,6 +96,7 @@ int run_run(const std::vector<std::string>& argv) {
       static_cast<long long>(m.num_steps), seconds,
       static_cast<double>(m.num_generated_tokens) / seconds, m.step_seconds, m.compute_seconds,
       m.step_seconds > 0 ? 100.0 * (m.step_seconds - m.compute_seconds) / m.step_seconds : 0.0);
+  if (m.num_experts > 0) print_expert_load(m);
   return failed == 0 ? 0 : 1;
 }
 

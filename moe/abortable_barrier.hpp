@@ -1,0 +1,30 @@
+#pragma once
+// A reusable barrier for a fixed number of threads that can be aborted: once
+// abort() is called, every thread waiting in it, and every later arrival,
+// throws hive::Error. In-process ranks meet in such barriers inside every
+// collective; when one rank fails, aborting the group releases its peers
+// instead of leaving them waiting for ever (std::barrier cannot be woken).
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+
+namespace hive {
+
+class AbortableBarrier {
+ public:
+  explicit AbortableBarrier(int count) : count_(count), waiting_(0) {}
+
+  void arrive_and_wait();
+  void abort();
+  bool aborted() const;
+
+ private:
+  mutable std::mutex mutex_;
+  std::condition_variable changed_;
+  const int count_;
+  int waiting_;
+  uint64_t generation_ = 0;
+  bool aborted_ = false;
+};
+
+}  // namespace hive

@@ -1,0 +1,140 @@
+// hive::Engine with several data-parallel CPU ranks (MoE layers expert-
+// parallel over an in-process group): outputs must equal the single-rank
+// offline engine's, metrics must count every routed token, hot experts get
+// replicated without changing a token, and a fault in one rank fails the
+// started requests (instead of hanging its peer in a collective) while the
+// engine keeps serving.
+#include <gtest/gtest.h>
+
+#include <numeric>
+#include <random>
+#include <vector>
+
+#include "actors/engine.hpp"
+#include "kernels/cpu/cpu_backend.hpp"
+#include "kernels/error.hpp"
+#include "tests/common/random.hpp"
+
+namespace hive {
+namespace {
+
+const std::string kModels = std::string(HIVE_TEST_DATA) + "/models/";
+
+EngineOptions options(const std::string& model, int world, const std::string& placement,
+                      int replicate) {
+  EngineOptions o;
+  o.model = kModels + model;
+  o.engine.block_size = 4;
+  o.engine.kv_budget = KVBudget{int64_t{1} << 20, 0.0};
+  o.world_size = world;
+  o.expert_placement = placement;
+  o.replicate_hot_experts = replicate;
+  return o;
+}
+
+std::vector<Request> make_requests(int64_t vocab) {
+  std::mt19937_64 rng(test::test_seed());
+  std::uniform_int_distribution<int32_t> token(3, static_cast<int32_t>(vocab) - 1);
+  std::vector<Request> requests;
+  for (int i = 0; i < 6; ++i) {
+    Request r;
+    r.id = str_cat("r", i);
+    r.prompt_token_ids.resize(static_cast<size_t>(1 + (i * 7) % 13));
+    for (int32_t& id : r.prompt_token_ids) id = token(rng);
+    r.stop.max_tokens = 2 + (i * 3) % 7;
+    r.stop.ignore_eos = true;
+    requests.push_back(std::move(r));
+  }
+  return requests;
+}
+
+// Submits every request, then reads each stream: the final token ids (or the error).
+std::vector<TokenEvent> run_all(Engine& engine, const std::vector<Request>& requests) {
+  std::vector<TokenStream> streams;
+  for (const Request& r : requests) streams.push_back(engine.submit(r));
+  std::vector<TokenEvent> finished;
+  for (TokenStream& stream : streams)
+    for (const TokenEvent& event : stream)
+      if (event.finished) finished.push_back(event);
+  return finished;
+}
+
+class EngineParallel : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(EngineParallel, RanksMatchOneRankAndCountExpertLoad) {
+  SCOPED_TRACE(testing::Message() << GetParam() << ", seed " << test::test_seed());
+  CpuBackend cpu;
+  Model model(kModels + GetParam(), cpu);
+  const ModelConfig& c = model.config();
+  const std::vector<Request> requests = make_requests(c.vocab_size);
+  const std::vector<RequestOutput> expected =
+      LLMEngine(model, options(GetParam(), 1, "contiguous", 0).engine).generate(requests);
+  // Every prompt token and every sampled token but the last runs through each MoE layer once.
+  int64_t tokens = 0;
+  for (const Request& r : requests)
+    tokens += static_cast<int64_t>(r.prompt_token_ids.size()) + r.stop.max_tokens - 1;
+  for (const int world : {2, 4})
+    for (const std::string placement : {"contiguous", "round_robin"}) {
+      SCOPED_TRACE(testing::Message() << "world " << world << ", " << placement);
+      Engine engine(options(GetParam(), world, placement, world == 4 ? 1 : 0));
+      const std::vector<TokenEvent> got = run_all(engine, requests);
+      ASSERT_EQ(got.size(), expected.size());
+      for (size_t i = 0; i < got.size(); ++i) {
+        EXPECT_EQ(got[i].error, "");
+        EXPECT_EQ(got[i].token_ids, expected[i].samples.at(0).token_ids) << requests[i].id;
+      }
+      const EngineMetrics m = engine.metrics();
+      EXPECT_EQ(m.world_size, world);
+      ASSERT_EQ(m.expert_load.size(), static_cast<size_t>(c.num_layers * c.num_experts));
+      ASSERT_EQ(m.expert_imbalance.size(), static_cast<size_t>(c.num_layers));
+      for (int64_t layer = 0; layer < c.num_layers; ++layer) {
+        const auto begin = m.expert_load.begin() + layer * c.num_experts;
+        const int64_t sum = std::accumulate(begin, begin + c.num_experts, int64_t{0});
+        const double imbalance = m.expert_imbalance[static_cast<size_t>(layer)];
+        if (c.is_moe_layer(layer)) {
+          EXPECT_EQ(sum, tokens * c.num_experts_per_token) << "layer " << layer;
+          EXPECT_GE(imbalance, 1.0) << "layer " << layer;
+        } else {
+          EXPECT_EQ(sum, 0) << "dense layer " << layer;
+          EXPECT_EQ(imbalance, 0.0);
+        }
+      }
+      // With replication asked for, the hottest expert is held by every rank.
+      EXPECT_EQ(m.replicated_experts.size(), world == 4 ? 1u : 0u);
+      EXPECT_EQ(engine.shutdown(), 0);
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(MoeFixtures, EngineParallel, ::testing::Values("qwen3_moe", "mixtral"));
+
+TEST(EngineParallelFaults, AFailedRankFailsStartedRequestsAndTheEngineRecovers) {
+  CpuBackend cpu;
+  Model model(kModels + "qwen2_moe", cpu);
+  const std::vector<Request> requests = make_requests(model.config().vocab_size);
+  Engine engine(options("qwen2_moe", 2, "round_robin", 0));
+  const std::vector<RequestOutput> expected =
+      LLMEngine(model, options("qwen2_moe", 1, "contiguous", 0).engine).generate(requests);
+  engine.inject_worker_fault(1);  // reaches rank 1 before its first step
+  // r0 (rank 0) is in the first step, which rank 1 fails while rank 0 waits
+  // in a collective; r1 (rank 1) may have been submitted after that step
+  // started: then it was only queued, and is served by the fresh workers.
+  const std::vector<TokenEvent> first = run_all(engine, {requests[0], requests[1]});
+  ASSERT_EQ(first.size(), 2u);
+  EXPECT_NE(first[0].error.find("worker rank 1 failed in step 1"), std::string::npos)
+      << first[0].error;
+  if (first[1].error.empty()) {
+    EXPECT_EQ(first[1].token_ids, expected[1].samples.at(0).token_ids);
+  } else {
+    EXPECT_NE(first[1].error.find("worker rank 1 failed"), std::string::npos) << first[1].error;
+  }
+  // Fresh workers on a fresh group serve the rest exactly.
+  const std::vector<Request> rest(requests.begin() + 2, requests.end());
+  const std::vector<TokenEvent> got = run_all(engine, rest);
+  ASSERT_EQ(got.size(), rest.size());
+  for (size_t i = 0; i < got.size(); ++i)
+    EXPECT_EQ(got[i].token_ids, expected[i + 2].samples.at(0).token_ids) << rest[i].id;
+  EXPECT_EQ(engine.metrics().num_worker_restarts, 1);
+}
+
+}  // namespace
+}  // namespace hive
