@@ -171,6 +171,8 @@ EngineMetrics Engine::metrics() {
           [&](ExpertStats& stats) {
             metrics.expert_load = std::move(stats.load);
             metrics.expert_imbalance = std::move(stats.imbalance);
+            // The expert actor's decision; workers adopt it from the next step.
+            metrics.replicated_experts = std::move(stats.replicated);
           },
           [&](caf::error& err) { fail("metrics: ", to_string(err)); });
   return metrics;
