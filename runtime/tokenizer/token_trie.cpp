@@ -6,12 +6,13 @@ namespace hive::tokenizer {
 
 TokenTrie::TokenTrie() : nodes_(1) {}
 
-int32_t TokenTrie::child(int32_t node, unsigned char byte) const {
+std::optional<int32_t> TokenTrie::child(int32_t node, unsigned char byte) const {
   const auto& children = nodes_[static_cast<std::size_t>(node)].children;
   const auto it =
       std::lower_bound(children.begin(), children.end(), byte,
                        [](const auto& entry, unsigned char b) { return entry.first < b; });
-  return it != children.end() && it->first == byte ? it->second : -1;
+  if (it == children.end() || it->first != byte) return std::nullopt;
+  return it->second;
 }
 
 void TokenTrie::insert(std::string_view key, int32_t value) {
@@ -20,17 +21,17 @@ void TokenTrie::insert(std::string_view key, int32_t value) {
   int32_t node = 0;
   for (const char c : key) {
     const auto byte = static_cast<unsigned char>(c);
-    int32_t next = child(node, byte);
-    if (next < 0) {
+    std::optional<int32_t> next = child(node, byte);
+    if (!next) {
       next = static_cast<int32_t>(nodes_.size());
       nodes_.emplace_back();
       auto& children = nodes_[static_cast<std::size_t>(node)].children;
       children.insert(
           std::upper_bound(children.begin(), children.end(), byte,
                            [](unsigned char b, const auto& entry) { return b < entry.first; }),
-          {byte, next});
+          {byte, *next});
     }
-    node = next;
+    node = *next;
   }
   nodes_[static_cast<std::size_t>(node)].value = value;
 }
@@ -45,22 +46,20 @@ std::vector<TrieMatch> TokenTrie::find_all(std::string_view text) const {
       continue;
     }
     int32_t node = 0;
-    std::size_t best_end = 0;
-    int32_t best_value = -1;
+    std::optional<TrieMatch> longest;
     for (std::size_t pos = start; pos < text.size(); ++pos) {
-      node = child(node, static_cast<unsigned char>(text[pos]));
-      if (node < 0) break;
-      if (nodes_[static_cast<std::size_t>(node)].value >= 0) {
-        best_end = pos + 1;
-        best_value = nodes_[static_cast<std::size_t>(node)].value;
-      }
+      const std::optional<int32_t> next = child(node, static_cast<unsigned char>(text[pos]));
+      if (!next) break;
+      node = *next;
+      if (const auto& value = nodes_[static_cast<std::size_t>(node)].value)
+        longest = TrieMatch{start, pos + 1, *value};
     }
-    if (best_value < 0) {
+    if (!longest) {
       ++start;
       continue;
     }
-    matches.push_back(TrieMatch{start, best_end, best_value});
-    start = best_end;
+    matches.push_back(*longest);
+    start = longest->end;
   }
   return matches;
 }

@@ -4,6 +4,7 @@
 // Face's Aho-Corasick match kind). "<|im_start|>" beats "<|im" at the same offset.
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -27,9 +28,9 @@ class TokenTrie {
  private:
   struct Node {
     std::vector<std::pair<unsigned char, int32_t>> children;  // sorted by byte
-    int32_t value = -1;                                       // -1: no key ends here
+    std::optional<int32_t> value;                             // set where a key ends
   };
-  int32_t child(int32_t node, unsigned char byte) const;
+  std::optional<int32_t> child(int32_t node, unsigned char byte) const;
 
   std::vector<Node> nodes_;
   std::array<bool, 256> first_byte_{};  // bytes some key starts with: a quick skip
