@@ -134,6 +134,8 @@ TEST_P(ModelExpertParallel, SplitsAcrossRanksLikeOneRank) {
             max_diff = std::max(max_diff, std::abs(double{a.logits[t][v]} - b.logits[t][v]));
       }
       EXPECT_LE(max_diff, 1e-5) << "max |logits difference|";
+      std::printf("[ %s ] world %d, %s: max |logits difference| %g\n", GetParam().c_str(), world,
+                  kind == PlacementKind::contiguous ? "contiguous" : "round_robin", max_diff);
       ASSERT_FALSE(run.load.empty()) << "no expert load was counted";
       if (reference_load.empty()) reference_load = run.load;
       EXPECT_EQ(run.load, reference_load) << "expert load depends on the world size";
