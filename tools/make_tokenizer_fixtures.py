@@ -6,7 +6,8 @@ Hugging Face `tokenizers` (pinned in tools/requirements.txt) is the reference:
   qwen3/              the Qwen3 tokenizer from ../shared/data (Apache-2.0)
   bytelevel_bpe/      a byte-level BPE (Llama-3 style) trained here on the seeds
   sentencepiece_bpe/  a SentencePiece-style BPE with byte fallback (Llama-2 style)
-  corpus.json         the test strings (tools/tokenizer_corpus.py) and invalid UTF-8 inputs
+  corpus.json         the test strings (tools/tokenizer_corpus.py), invalid UTF-8
+                      inputs and random mixes
   <name>/expected.json  ids with and without special tokens, decodes, stream chunks
   variants.json       pipelines rebuilt on the trained vocabularies, one per
                       normalizer / pre-tokenizer / decoder / post-processor
@@ -14,6 +15,7 @@ Hugging Face `tokenizers` (pinned in tools/requirements.txt) is the reference:
 
 Run from the repository root: .venv/bin/python tools/make_tokenizer_fixtures.py
 """
+import collections
 import copy
 import json
 import lzma
@@ -33,6 +35,7 @@ from tokenizer_variants import VARIANTS  # noqa: E402
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 OUT = ROOT / "tests" / "data" / "tokenizers"
 QWEN3_SRC = tokenizer_corpus.SHARED / "data" / "tokenizers" / "qwen3"
+SPACE = "\u2581"
 VERSIONS = {"tokenizers": tokenizers.__version__, "transformers": transformers.__version__,
             "python": sys.version.split()[0]}
 LLAMA3_REGEX = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}|"
@@ -96,8 +99,12 @@ def train_sentencepiece():
     """Llama-2 style: Prepend + Replace normalizer, no pre-tokenizer, byte fallback."""
     tok = Tokenizer(models.BPE(unk_token="<unk>", fuse_unk=True, byte_fallback=True))
     tok.pre_tokenizer = pre_tokenizers.Metaspace(prepend_scheme="always")
+    # The 120 most frequent characters, chosen here with a fixed tie-break: the
+    # trainer's own limit_alphabet breaks ties in hash order, run to run.
+    counts = collections.Counter(c for text in training_text() for c in text.replace(" ", SPACE))
+    alphabet = sorted(sorted(counts, key=lambda c: (-counts[c], c))[:120])
     trainer = trainers.BpeTrainer(vocab_size=1800, min_frequency=2, show_progress=False,
-                                  limit_alphabet=120)
+                                  initial_alphabet=alphabet, limit_alphabet=len(alphabet))
     tok.train_from_iterator(training_text(), trainer)
     trained = json.loads(tok.to_str())["model"]
     # Vocabulary layout as in Llama-2: <unk> <s> </s>, the 256 byte tokens, then pieces.
@@ -202,14 +209,17 @@ def random_decodes(raw, count=60, seed=7):
     return rows
 
 
-def write_expected(directory, strings, invalid):
+def write_expected(directory, strings, invalid, mixes):
     raw, auto = load_pair(directory)
     rows = [expected_for(auto, s, True, raw) for s in strings]
+    mix_rows = [{k: v for k, v in expected_for(auto, s, False, raw).items()
+                 if k in ("ids", "ids_special")} for s in mixes]
     invalid_rows = [expected_for(auto, b.decode("utf-8", errors="replace"), False, raw)
                     for b in invalid]
     info = {"bos_token_id": auto.bos_token_id, "eos_token_id": auto.eos_token_id,
             "vocab_size": raw.get_vocab_size(with_added_tokens=True)}
     data = {"versions": VERSIONS, "info": info, "corpus": rows, "invalid_utf8": invalid_rows,
+            "random_mixes": mix_rows,
             "random_decode": random_decodes(auto.backend_tokenizer)}
     (directory / "expected.json").write_text(
         json.dumps(data, ensure_ascii=False, separators=(",", ":")) + "\n", encoding="utf-8")
@@ -233,10 +243,12 @@ def variant_rows(base_dir, variant, strings):
 
 def main():
     strings = tokenizer_corpus.corpus()
+    mixes = tokenizer_corpus.random_mixes()
     OUT.mkdir(parents=True, exist_ok=True)
     invalid_hex = [b.hex() for b in tokenizer_corpus.INVALID_UTF8]
     (OUT / "corpus.json").write_text(json.dumps(
-        {"versions": VERSIONS, "strings": strings, "invalid_utf8_hex": invalid_hex},
+        {"versions": VERSIONS, "strings": strings, "invalid_utf8_hex": invalid_hex,
+         "random_mixes": mixes},
         ensure_ascii=False, indent=0) + "\n", encoding="utf-8")
 
     qwen3 = OUT / "qwen3"
@@ -249,8 +261,9 @@ def main():
     write_tokenizer(OUT / "sentencepiece_bpe", *train_sentencepiece())
 
     for name in ("qwen3", "bytelevel_bpe", "sentencepiece_bpe"):
-        write_expected(OUT / name, strings, tokenizer_corpus.INVALID_UTF8)
-        print(f"{name}: {len(strings)} strings, {len(invalid_hex)} invalid UTF-8 inputs")
+        write_expected(OUT / name, strings, tokenizer_corpus.INVALID_UTF8, mixes)
+        print(f"{name}: {len(strings)} strings, {len(invalid_hex)} invalid UTF-8 inputs, "
+              f"{len(mixes)} random mixes")
 
     # Every other string below 2000 characters: every category, a smaller file.
     indices = [i for i in range(0, len(strings), 2) if len(strings[i]) < 2000]

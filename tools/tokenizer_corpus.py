@@ -282,3 +282,31 @@ def corpus():
     strings.append(seed_texts()[0])  # one whole article, ~12 KB
     strings.append(" ".join(ENGLISH) * 3)
     return strings
+
+
+# Random mixes of the hard parts (special-token strings glued to text,
+# combining marks after anything, odd spaces), fixed by the seed.
+MIX_POOLS = ["abcxyzABCXYZ", "0123456789", " \t\n\r  ", "'\".,;:!?-_()[]{}<>|/\\@#",
+             "\u00e9\u00fc\u00f1\u00e7\u00e5\u00f8\u00df\u0130\u0131\u017f\u03a3\u03c3\u03c2",
+             "\u4f60\u597d\u4e16\u754c\u304b\u306a\u30ab\u30ca\ud55c\uad6d\uc5b4",
+             "\u0301\u0308\u0323\u0338", "\u00a0\u3000\u2028\u200b\u200d\ufeff\x85",
+             "\U0001F600\U0001F44D\U0001F3FD\U0001F1EE\U0001F1E9\u200d", "\u2581\u0120",
+             "\u2460\u00b2\u00bd\ufb01\uff21", "\u0663\u0969"]
+MIX_TOKENS = ["<|im_start|>", "<|im_end|>", "<|endoftext|>", "<think>", "<s>", "</s>", "[MASK]",
+              "<tool>", "zanzibar", "Kopi", "[INST]", "<|begin_of_text|>", "<|eot_id|>"]
+
+
+def random_mixes(count=200, seed=20240601):
+    import random
+    rng = random.Random(seed)
+    strings = []
+    for _ in range(count):
+        parts = []
+        for _ in range(rng.randint(1, 12)):
+            if rng.random() < 0.12:
+                parts.append(rng.choice(MIX_TOKENS))
+            else:
+                pool = rng.choice(MIX_POOLS)
+                parts.append("".join(rng.choice(pool) for _ in range(rng.randint(1, 6))))
+        strings.append("".join(parts))
+    return strings

@@ -31,6 +31,19 @@ TEST_P(HfFixture, EncodeMatchesWithAndWithoutSpecialTokens) {
   }
 }
 
+TEST_P(HfFixture, EncodeMatchesOnRandomMixes) {
+  const Json data = expected();
+  const Json& strings = corpus()["random_mixes"];
+  ASSERT_EQ(strings.size(), data["random_mixes"].size());
+  for (std::size_t i = 0; i < strings.size(); ++i) {
+    const std::string text = strings[i].get<std::string>();
+    const Json& row = data["random_mixes"][i];
+    EXPECT_EQ(tokenizer().encode(text, false), ids_of(row["ids"])) << i << ": " << quoted(text);
+    EXPECT_EQ(tokenizer().encode(text, true), ids_of(row["ids_special"]))
+        << i << ": " << quoted(text);
+  }
+}
+
 TEST_P(HfFixture, InvalidUtf8IsReplacedLikeLossyDecoding) {
   const Json data = expected();
   const Json& inputs = corpus()["invalid_utf8_hex"];
