@@ -4,6 +4,8 @@
 
 namespace hive::cli {
 
+int run_agree(const std::vector<std::string>& argv);
+int run_eval_ppl(const std::vector<std::string>& argv);
 int run_generate(const std::vector<std::string>& argv);
 int run_inspect(const std::vector<std::string>& argv);
 int run_run(const std::vector<std::string>& argv);

@@ -20,6 +20,10 @@ constexpr const char* kUsage =
     "  inspect  --model DIR | --devices\n"
     "           Prints architecture, parameter counts, weight bytes and KV bytes per token,\n"
     "           or the compute devices this build can use.\n"
+    "  eval-ppl [--model DIR] --text FILE [--window N] [--device auto|cpu|cuda]\n"
+    "           Prints the model's perplexity on the text (default model: the bundled one).\n"
+    "  agree    --target DIR --draft DIR --prompts FILE [--max-tokens N] [--device ...]\n"
+    "           Prints how often the draft's greedy token equals the target's (alpha).\n"
     "  tokenize   --tokenizer DIR [--add-special-tokens]\n"
     "           Reads one JSON string per line, prints one JSON array of token ids per line.\n"
     "  detokenize --tokenizer DIR [--skip-special-tokens]\n"
@@ -38,6 +42,8 @@ int main(int argc, char** argv) {
     if (command == "generate") return hive::cli::run_generate(rest);
     if (command == "inspect") return hive::cli::run_inspect(rest);
     if (command == "run") return hive::cli::run_run(rest);
+    if (command == "eval-ppl") return hive::cli::run_eval_ppl(rest);
+    if (command == "agree") return hive::cli::run_agree(rest);
     if (command == "tokenize") return hive::cli::run_tokenize(rest);
     if (command == "detokenize") return hive::cli::run_detokenize(rest);
     std::fprintf(stderr, "hive: unknown command '%s'\n\n%s", command.c_str(), kUsage);

@@ -1,0 +1,94 @@
+// hive eval-ppl: the perplexity of a model on a text file.
+//
+// The text is tokenized with the model's tokenizer and cut into consecutive,
+// non-overlapping windows of up to --window tokens (default: the model's
+// max_position_embeddings). Each window runs from an empty cache; every
+// token after a window's first is predicted from the tokens before it in the
+// window. Perplexity = exp(total negative log-likelihood / predicted tokens),
+// the same windows tools/eval_models.py scores with transformers.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#include "kernels/backend_select.hpp"
+#include "kernels/error.hpp"
+#include "runtime/model.hpp"
+#include "runtime/tokenizer/tokenizer.hpp"
+#include "tools/cli/args.hpp"
+#include "tools/cli/commands.hpp"
+#include "tools/cli/text_prompt.hpp"
+#include "tools/cli/window_logits.hpp"
+
+namespace hive::cli {
+
+namespace {
+
+std::string read_text_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  check(in.good(), "--text: cannot open '", path, "'");
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+struct Score {
+  double negative_log_likelihood = 0;
+  int64_t predicted = 0;
+  int64_t windows = 0;
+};
+
+Score score(WindowScorer& scorer, std::span<const int32_t> ids) {
+  Score total;
+  const auto count = static_cast<int64_t>(ids.size());
+  const int64_t vocab = scorer.vocab_size();
+  for (int64_t start = 0; start + 1 < count; start += scorer.max_tokens()) {
+    const int64_t length = std::min(scorer.max_tokens(), count - start);
+    const auto window = ids.subspan(static_cast<size_t>(start), static_cast<size_t>(length));
+    const std::span<const float> logits = scorer.logits(window);
+    for (int64_t i = 0; i + 1 < length; ++i) {
+      const auto row = logits.subspan(static_cast<size_t>(i * vocab), static_cast<size_t>(vocab));
+      total.negative_log_likelihood +=
+          negative_log_likelihood(row, window[static_cast<size_t>(i + 1)]);
+      ++total.predicted;
+    }
+    ++total.windows;
+  }
+  return total;
+}
+
+}  // namespace
+
+int run_eval_ppl(const std::vector<std::string>& argv) {
+  const Args args(argv, {"--model", "--text", "--window", "--device"}, {});
+  const std::string model_dir = model_dir_or_default(args.get("--model", ""));
+  const std::string text_path = args.require("--text");
+  const std::string text = read_text_file(text_path);
+
+  BackendChoice choice = select_backend(args.get("--device", "auto"), Model::required_ops());
+  if (!choice.note.empty()) std::fprintf(stderr, "%s\n", choice.note.c_str());
+  Model model(model_dir, *choice.backend);
+  const int64_t max_positions = model.config().max_position_embeddings;
+  const int64_t window = args.get_int("--window", max_positions);
+  check(window >= 2 && window <= max_positions, "--window must be between 2 and the model's ",
+        "max_position_embeddings ", max_positions, " (got ", window, ")");
+
+  const Tokenizer tokenizer = Tokenizer::from_directory(model_dir);
+  const std::vector<int32_t> ids = tokenizer.encode(text, /*add_special_tokens=*/true);
+  check(ids.size() >= 2, "--text: '", text_path, "' has ", ids.size(),
+        " tokens; perplexity needs at least 2");
+
+  WindowScorer scorer(model, window);
+  const Score total = score(scorer, ids);
+  const double mean = total.negative_log_likelihood / static_cast<double>(total.predicted);
+  std::printf("model:      %s\n", model_dir.c_str());
+  std::printf("tokens:     %zu in %lld windows of up to %lld\n", ids.size(),
+              static_cast<long long>(total.windows), static_cast<long long>(window));
+  std::printf("predicted:  %lld\n", static_cast<long long>(total.predicted));
+  std::printf("mean nll:   %.6f\n", mean);
+  std::printf("perplexity: %.6f\n", std::exp(mean));
+  return 0;
+}
+
+}  // namespace hive::cli

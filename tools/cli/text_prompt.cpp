@@ -1,0 +1,64 @@
+#include "tools/cli/text_prompt.hpp"
+
+#include <cstdlib>
+#include <nlohmann/json.hpp>
+
+#include "kernels/error.hpp"
+#include "runtime/chat_template/chat_template.hpp"
+
+#ifndef HIVE_SOURCE_DIR
+#error "HIVE_SOURCE_DIR must name the source tree (a compile definition)"
+#endif
+
+namespace hive::cli {
+
+namespace fs = std::filesystem;
+
+fs::path default_model_dir() {
+  const char* env = std::getenv("HIVE_MODEL");
+  const bool from_env = env && *env;
+  const fs::path dir =
+      from_env ? fs::path(env) : fs::path(HIVE_SOURCE_DIR) / "models" / "hive-moe-target";
+  check(fs::is_regular_file(dir / "config.json"), "the default model ",
+        from_env ? "($HIVE_MODEL) " : "", dir.string(),
+        " has no config.json; pass --model DIR or set HIVE_MODEL");
+  return dir;
+}
+
+std::string model_dir_or_default(const std::string& flag_value) {
+  return flag_value.empty() ? default_model_dir().string() : flag_value;
+}
+
+std::vector<int32_t> encode_prompt(const Tokenizer& tokenizer, const fs::path& model_dir,
+                                   const std::string& text, bool chat) {
+  if (!chat) return tokenizer.encode(text, /*add_special_tokens=*/true);
+  const fs::path config = model_dir / "tokenizer_config.json";
+  check(fs::is_regular_file(config), "--chat needs a chat template, but ", config.string(),
+        " does not exist");
+  const ChatTemplate chat_template = ChatTemplate::from_tokenizer_config(config);
+  const nlohmann::ordered_json messages =
+      nlohmann::ordered_json::array({nlohmann::ordered_json{{"role", "user"}, {"content", text}}});
+  const std::string prompt = chat_template.render(messages, /*add_generation_prompt=*/true);
+  return tokenizer.encode(prompt, /*add_special_tokens=*/false);
+}
+
+TextStream::TextStream(const Tokenizer& tokenizer, std::FILE* out)
+    : detokenizer_(tokenizer, /*skip_special_tokens=*/true), out_(out) {}
+
+void TextStream::write(int32_t id) {
+  emit(detokenizer_.step(id));
+}
+
+void TextStream::finish() {
+  emit(detokenizer_.finish() + "\n");
+}
+
+void TextStream::emit(const std::string& piece) {
+  if (piece.empty()) return;
+  text_ += piece;
+  if (!out_) return;
+  std::fwrite(piece.data(), 1, piece.size(), out_);
+  std::fflush(out_);
+}
+
+}  // namespace hive::cli

@@ -1,0 +1,59 @@
+#pragma once
+// Text in, text out for the hive CLI: which model to use when --model is
+// omitted, a prompt as plain text or as a one-turn chat, and the generated
+// ids streamed back as text.
+//
+//   const std::string dir = model_dir_or_default(args.get("--model", ""));
+//   const Tokenizer tokenizer = Tokenizer::from_directory(dir);
+//   const std::vector<int32_t> ids = encode_prompt(tokenizer, dir, text, chat);
+//   TextStream stream(tokenizer, stdout);
+//   generate(model, ids, options, [&](int32_t id) { stream.write(id); });
+//   stream.finish();
+#include <cstdint>
+#include <cstdio>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "runtime/tokenizer/streaming_detokenizer.hpp"
+#include "runtime/tokenizer/tokenizer.hpp"
+
+namespace hive::cli {
+
+// The bundled model: $HIVE_MODEL when set, else models/hive-moe-target of the
+// source tree this binary was built from. Throws if the directory has no
+// config.json, saying how to choose another model.
+std::filesystem::path default_model_dir();
+
+// `flag_value` when not empty (the --model flag), else default_model_dir().
+std::string model_dir_or_default(const std::string& flag_value);
+
+// The prompt's token ids. chat: `text` becomes the user turn of the model's
+// chat template (tokenizer_config.json), with the assistant turn opened, and
+// is tokenized as transformers' apply_chat_template does (no extra special
+// tokens); otherwise the text is tokenized as tokenizer(text) does.
+std::vector<int32_t> encode_prompt(const Tokenizer& tokenizer,
+                                   const std::filesystem::path& model_dir, const std::string& text,
+                                   bool chat);
+
+// Writes each generated token's text to `out` as soon as it is complete
+// UTF-8, without special tokens (the end-of-sequence token prints nothing).
+class TextStream {
+ public:
+  TextStream(const Tokenizer& tokenizer, std::FILE* out);
+
+  void write(int32_t id);
+  void finish();  // whatever is held back, then a newline
+  // Everything written so far, the final newline included.
+
+  const std::string& text() const { return text_; }
+
+ private:
+  void emit(const std::string& piece);
+
+  StreamingDetokenizer detokenizer_;
+  std::FILE* out_;
+  std::string text_;
+};
+
+}  // namespace hive::cli
