@@ -18,7 +18,12 @@ struct Piece {
   std::string text;
   std::optional<int32_t> token_id;  // set when the piece is a matched added token
   // The piece begins at the start of the input (Hugging Face: its original
-  // offset is 0). Only Metaspace's prepend_scheme "first" reads it.
+  // offset is 0). Only Metaspace's prepend_scheme "first" reads it. Hugging
+  // Face derives it from per-byte alignments; here cuts keep it for the
+  // leading part only, and the normalizers that can drop or merge leading
+  // characters (Strip, StripAccents, Replace) clear it. The two agree on every
+  // tested pipeline; they could differ for a Replace whose leading match
+  // covers characters another normalizer inserted.
   bool at_input_start = false;
 };
 

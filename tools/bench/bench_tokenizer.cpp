@@ -54,6 +54,27 @@ double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
+// Seconds per run; `ids` gets the last run's ids (lines: concatenated).
+std::vector<double> time_runs(const hive::Tokenizer& tokenizer, const std::string& text,
+                              const std::vector<std::string>& lines, int runs,
+                              std::vector<int32_t>& ids) {
+  std::vector<double> times;
+  for (int i = 0; i < runs; ++i) {
+    const auto start = Clock::now();
+    if (lines.empty()) {
+      ids = tokenizer.encode(text, false);
+    } else {
+      ids.clear();
+      for (const std::string& line : lines) {
+        const std::vector<int32_t> line_ids = tokenizer.encode(line, false);
+        ids.insert(ids.end(), line_ids.begin(), line_ids.end());
+      }
+    }
+    times.push_back(seconds_since(start));
+  }
+  return times;
+}
+
 int run(int argc, char** argv) {
   const std::string dir = flag(argc, argv, "--tokenizer", "");
   const std::string text_path = flag(argc, argv, "--text", "");
@@ -68,25 +89,12 @@ int run(int argc, char** argv) {
   const std::vector<std::string> lines =
       mode == "lines" ? split_lines(text) : std::vector<std::string>{};
 
-  auto start = Clock::now();
+  const auto start = Clock::now();
   const hive::Tokenizer tokenizer = hive::Tokenizer::from_directory(dir);
   const double load_seconds = seconds_since(start);
 
-  std::vector<double> times;
   std::vector<int32_t> ids;
-  for (int i = 0; i < runs; ++i) {
-    start = Clock::now();
-    if (mode == "document") {
-      ids = tokenizer.encode(text, false);
-    } else {
-      ids.clear();
-      for (const std::string& line : lines) {
-        const std::vector<int32_t> line_ids = tokenizer.encode(line, false);
-        ids.insert(ids.end(), line_ids.begin(), line_ids.end());
-      }
-    }
-    times.push_back(seconds_since(start));
-  }
+  const std::vector<double> times = time_runs(tokenizer, text, lines, runs, ids);
   const double first = times.front();
   std::vector<double> warm(times.begin() + 1, times.end());
   std::sort(warm.begin(), warm.end());
