@@ -1,6 +1,6 @@
 #pragma once
 // A Sequence is one stream of tokens being generated: a request's prompt and
-// the tokens sampled after it. Request with n > 1 become n sequences that
+// the tokens sampled after it. A request with n > 1 becomes n sequences that
 // share the prompt's blocks. Progress is counted in tokens, not phases:
 //
 //   token_ids:  p0 p1 p2 p3 p4 p5 p6 | o0 o1 o2        (prompt | output)

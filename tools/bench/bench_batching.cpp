@@ -93,38 +93,9 @@ Run run(hive::Model& model, const Workload& w, const std::vector<hive::Request>&
   return result;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) try {
-  const std::string model_dir = flag(argc, argv, "--model", "");
-  hive::check(!model_dir.empty(),
-              "usage: bench_batching --model DIR [--groups G] [--batch B] "
-              "[--short N] [--long N] [--prompt-len P] [--repeats R] [--json FILE]");
-  Workload w;
-  w.groups = std::stoi(flag(argc, argv, "--groups", "8"));
-  w.batch = std::stoi(flag(argc, argv, "--batch", "8"));
-  w.short_tokens = std::stoll(flag(argc, argv, "--short", "16"));
-  w.long_tokens = std::stoll(flag(argc, argv, "--long", "200"));
-  w.prompt_len = std::stoll(flag(argc, argv, "--prompt-len", "24"));
-  const int repeats = std::stoi(flag(argc, argv, "--repeats", "3"));
-  const std::string json_path = flag(argc, argv, "--json", "");
-  hive::check(w.groups >= 1 && w.batch >= 2 && repeats >= 1,
-              "need >= 1 group, a batch of >= 2 "
-              "and >= 1 repeat");
-
-  hive::CpuBackend backend;
-  hive::Model model(model_dir, backend);
-  const std::vector<hive::Request> requests = make_requests(w, model.config().vocab_size);
-  Run best[2];
-  for (int r = 0; r < repeats; ++r) {
-    for (const bool continuous : {false, true}) {
-      Run run_result = run(model, w, requests, continuous);
-      Run& slot = best[continuous];
-      if (r == 0 || run_result.seconds < slot.seconds) slot = std::move(run_result);
-    }
-  }
-  hive::check(best[0].tokens == best[1].tokens,
-              "static and continuous batching disagree on the tokens");
+// Prints the table and writes the JSON; best[0] is static, best[1] continuous.
+void print_and_save(const Workload& w, const Run (&best)[2], int repeats,
+                    const std::string& model_dir, const std::string& json_path) {
   const double tps[2] = {static_cast<double>(best[0].generated) / best[0].seconds,
                          static_cast<double>(best[1].generated) / best[1].seconds};
   const double ratio = tps[1] / tps[0];
@@ -163,6 +134,41 @@ int main(int argc, char** argv) try {
                        {"tokens_per_s", tps[m]}};
     std::ofstream(json_path) << out.dump(2) << "\n";
   }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) try {
+  const std::string model_dir = flag(argc, argv, "--model", "");
+  hive::check(!model_dir.empty(),
+              "usage: bench_batching --model DIR [--groups G] [--batch B] "
+              "[--short N] [--long N] [--prompt-len P] [--repeats R] [--json FILE]");
+  Workload w;
+  w.groups = std::stoi(flag(argc, argv, "--groups", "8"));
+  w.batch = std::stoi(flag(argc, argv, "--batch", "8"));
+  w.short_tokens = std::stoll(flag(argc, argv, "--short", "16"));
+  w.long_tokens = std::stoll(flag(argc, argv, "--long", "200"));
+  w.prompt_len = std::stoll(flag(argc, argv, "--prompt-len", "24"));
+  const int repeats = std::stoi(flag(argc, argv, "--repeats", "3"));
+  const std::string json_path = flag(argc, argv, "--json", "");
+  hive::check(w.groups >= 1 && w.batch >= 2 && repeats >= 1,
+              "need >= 1 group, a batch of >= 2 "
+              "and >= 1 repeat");
+
+  hive::CpuBackend backend;
+  hive::Model model(model_dir, backend);
+  const std::vector<hive::Request> requests = make_requests(w, model.config().vocab_size);
+  Run best[2];
+  for (int r = 0; r < repeats; ++r) {
+    for (const bool continuous : {false, true}) {
+      Run run_result = run(model, w, requests, continuous);
+      Run& slot = best[continuous];
+      if (r == 0 || run_result.seconds < slot.seconds) slot = std::move(run_result);
+    }
+  }
+  hive::check(best[0].tokens == best[1].tokens,
+              "static and continuous batching disagree on the tokens");
+  print_and_save(w, best, repeats, model_dir, json_path);
   return 0;
 } catch (const std::exception& e) {
   std::fprintf(stderr, "bench_batching: error: %s\n", e.what());

@@ -139,25 +139,16 @@ Sharing share_system_prompt(int64_t system_len, int64_t user_len, int requests,
   return s;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) try {
-  const std::string model_dir = flag(argc, argv, "--model", "");
-  const hive::ModelConfig config =
-      model_dir.empty() ? default_config() : hive::load_model_config(model_dir);
-  const double budget_gb = std::stod(flag(argc, argv, "--budget-gb", "16"));
-  const int64_t max_model_len = std::stoll(flag(argc, argv, "--max-model-len", "4096"));
-  const auto block_size = static_cast<int32_t>(std::stoi(flag(argc, argv, "--block-size", "16")));
-  const int64_t kv_bytes = std::stoll(flag(argc, argv, "--kv-bytes", "2"));
-  const std::string json_path = flag(argc, argv, "--json", "");
+// (a): prints the table and returns its JSON.
+nlohmann::json report_fit(const hive::ModelConfig& config, int64_t kv_bytes, double budget_gb,
+                          int64_t max_model_len, int32_t block_size) {
   const int64_t bytes_per_token = config.kv_bytes_per_token(kv_bytes);
   const auto budget_bytes = static_cast<int64_t>(budget_gb * (1LL << 30));
   const int64_t budget_tokens = budget_bytes / bytes_per_token;
-  const auto num_blocks = static_cast<int32_t>(budget_tokens / block_size);
-
   const std::vector<int64_t> lengths = length_mix(200000, max_model_len);
   const Fit contiguous = fit_contiguous(lengths, budget_tokens, max_model_len);
-  const Fit paged = fit_paged(lengths, num_blocks, block_size);
+  const Fit paged =
+      fit_paged(lengths, static_cast<int32_t>(budget_tokens / block_size), block_size);
   double mean_len = 0;
   for (int64_t i = 0; i < paged.sequences; ++i)
     mean_len += static_cast<double>(lengths[static_cast<size_t>(i)]);
@@ -181,56 +172,64 @@ int main(int argc, char** argv) try {
               100 * paged.waste_fraction);
   std::printf("\npaged fits %.1fx as many sequences\n\n",
               static_cast<double>(paged.sequences) / static_cast<double>(contiguous.sequences));
-
-  const int64_t system_len = 4000, user_len = 100;
-  const int requests = 50;
-  const Sharing with_user = share_system_prompt(system_len, user_len, requests, block_size);
-  const Sharing system_only = share_system_prompt(system_len, 0, requests, block_size);
-  const auto saved = [](const Sharing& s) {
-    return 1.0 - static_cast<double>(s.blocks_shared) / static_cast<double>(s.blocks_unshared);
+  const auto fit_json = [](const Fit& f) {
+    return nlohmann::json{{"sequences", f.sequences},
+                          {"waste_tokens_per_sequence", f.waste_tokens},
+                          {"waste_fraction", f.waste_fraction}};
   };
+  return {{"kv_bytes_per_token", bytes_per_token},
+          {"budget_bytes", budget_bytes},
+          {"max_model_len", max_model_len},
+          {"block_size", block_size},
+          {"mean_sequence_tokens", mean_len},
+          {"contiguous", fit_json(contiguous)},
+          {"paged", fit_json(paged)}};
+}
+
+// (b): prints the table and returns its JSON.
+nlohmann::json report_sharing(int64_t bytes_per_token, int32_t block_size) {
+  const int64_t system_len = 4000;
+  const int requests = 50;
   std::printf("(b) %d requests sharing a %lld-token system prompt, block_size %d\n\n", requests,
               static_cast<long long>(system_len), block_size);
   std::printf(
       "| user turn per request | blocks without sharing | blocks with prefix caching | "
       "KV bytes without | KV bytes with | saved |\n");
   std::printf("|---|---|---|---|---|---|\n");
-  for (const auto& [user, s] : {std::pair{int64_t{0}, system_only}, {user_len, with_user}})
+  nlohmann::json out = {{"requests", requests}, {"system_tokens", system_len}, {"cases", {}}};
+  for (const int64_t user_len : {0, 100}) {
+    const Sharing s = share_system_prompt(system_len, user_len, requests, block_size);
+    const double saved =
+        1.0 - static_cast<double>(s.blocks_shared) / static_cast<double>(s.blocks_unshared);
+    const auto gib = [&](int64_t blocks) {
+      return static_cast<double>(blocks * block_size * bytes_per_token) / (1 << 30);
+    };
     std::printf("| %lld tokens | %lld | %lld | %.2f GiB | %.2f GiB | %.1f %% |\n",
-                static_cast<long long>(user), static_cast<long long>(s.blocks_unshared),
-                static_cast<long long>(s.blocks_shared),
-                static_cast<double>(s.blocks_unshared * block_size * bytes_per_token) / (1 << 30),
-                static_cast<double>(s.blocks_shared * block_size * bytes_per_token) / (1 << 30),
-                100 * saved(s));
-
-  if (!json_path.empty()) {
-    const nlohmann::json out = {{"kv_bytes_per_token", bytes_per_token},
-                                {"budget_bytes", budget_bytes},
-                                {"max_model_len", max_model_len},
-                                {"block_size", block_size},
-                                {"mean_sequence_tokens", mean_len},
-                                {"contiguous",
-                                 {{"sequences", contiguous.sequences},
-                                  {"waste_tokens_per_sequence", contiguous.waste_tokens},
-                                  {"waste_fraction", contiguous.waste_fraction}}},
-                                {"paged",
-                                 {{"sequences", paged.sequences},
-                                  {"waste_tokens_per_sequence", paged.waste_tokens},
-                                  {"waste_fraction", paged.waste_fraction}}},
-                                {"shared_system_prompt",
-                                 {{"requests", requests},
-                                  {"system_tokens", system_len},
-                                  {"system_only",
-                                   {{"blocks_unshared", system_only.blocks_unshared},
-                                    {"blocks_shared", system_only.blocks_shared},
-                                    {"saved_fraction", saved(system_only)}}},
-                                  {"with_user_turn",
-                                   {{"user_tokens", user_len},
-                                    {"blocks_unshared", with_user.blocks_unshared},
-                                    {"blocks_shared", with_user.blocks_shared},
-                                    {"saved_fraction", saved(with_user)}}}}}};
-    std::ofstream(json_path) << out.dump(2) << "\n";
+                static_cast<long long>(user_len), static_cast<long long>(s.blocks_unshared),
+                static_cast<long long>(s.blocks_shared), gib(s.blocks_unshared),
+                gib(s.blocks_shared), 100 * saved);
+    out["cases"].push_back({{"user_tokens", user_len},
+                            {"blocks_unshared", s.blocks_unshared},
+                            {"blocks_shared", s.blocks_shared},
+                            {"saved_fraction", saved}});
   }
+  return out;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) try {
+  const std::string model_dir = flag(argc, argv, "--model", "");
+  const hive::ModelConfig config =
+      model_dir.empty() ? default_config() : hive::load_model_config(model_dir);
+  const double budget_gb = std::stod(flag(argc, argv, "--budget-gb", "16"));
+  const int64_t max_model_len = std::stoll(flag(argc, argv, "--max-model-len", "4096"));
+  const auto block_size = static_cast<int32_t>(std::stoi(flag(argc, argv, "--block-size", "16")));
+  const int64_t kv_bytes = std::stoll(flag(argc, argv, "--kv-bytes", "2"));
+  const std::string json_path = flag(argc, argv, "--json", "");
+  nlohmann::json out = report_fit(config, kv_bytes, budget_gb, max_model_len, block_size);
+  out["shared_system_prompt"] = report_sharing(config.kv_bytes_per_token(kv_bytes), block_size);
+  if (!json_path.empty()) std::ofstream(json_path) << out.dump(2) << "\n";
   return 0;
 } catch (const std::exception& e) {
   std::fprintf(stderr, "bench_kv_memory: error: %s\n", e.what());
