@@ -16,7 +16,8 @@ Writes, for tests/models:
   tests/models/data/expected.json         transformers' numbers on those, and
                                           the ids of a plain and a chat prompt
 and prints the numbers for the model cards (--card also writes them to
-models/metrics.json).
+models/metrics.json, the held-out split as one text to <corpus>/heldout.txt
+and the agreement prompts to tests/models/data/agreement_prompts.txt).
 
 Run from the repository root after training both models:
   .venv/bin/python tools/eval_models.py --card
@@ -150,7 +151,9 @@ def main():
     write_fixtures(documents, tokenizer, target, draft)
     if not args.card:
         return
-    ids = tokenizer("\n\n".join(documents)).input_ids
+    text = "\n\n".join(documents)
+    (pathlib.Path(args.corpus) / "heldout.txt").write_text(text, encoding="utf-8")
+    ids = tokenizer(text).input_ids
     train = bm.token_stream(args.corpus, tokenizer.backend_tokenizer, "train", seed=0)
     metrics = {"train_tokens": len(train), "heldout_tokens": len(ids)}
     for name, model in (("hive-moe-target", target), ("hive-draft", draft)):

@@ -13,9 +13,10 @@ generation config) and <out>/loss.tsv (step, tokens, train loss,
 held-out loss, learning rate, seconds).
 
 Run from the repository root, after make_corpus.py and train_tokenizer.py:
-  nice -n 10 .venv/bin/python tools/train_model.py --model hive-moe-target --steps 1500
-  nice -n 10 .venv/bin/python tools/train_model.py --model hive-draft --steps 900 \
-      --teacher models/hive-moe-target
+  nice -n 10 .venv/bin/python tools/train_model.py --model hive-moe-target --steps 1000 \
+      --warmup 60 --eval-every 100
+  nice -n 10 .venv/bin/python tools/train_model.py --model hive-draft --steps 600 \
+      --warmup 60 --eval-every 100 --teacher models/hive-moe-target
 """
 import argparse
 import json
@@ -125,7 +126,7 @@ def main():
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
-        running.append(float(loss))
+        running.append(loss.item())
         last = step + 1 == args.steps
         if (step + 1) % args.log_every == 0 or last:
             evaluated = (step + 1) % args.eval_every == 0 or last

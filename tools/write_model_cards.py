@@ -31,10 +31,11 @@ def loss_table(path, every=50):
     rows = [line.split("\t") for line in path.read_text().splitlines()[1:]]
     keep = [r for r in rows if int(r[0]) % every == 0 or r is rows[-1] or r[3]]
     peak = max(float(r[2]) for r in keep)
+    floor = min(float(r[2]) for r in keep) - 0.5
     lines = ["| step | tokens | train loss | held-out loss | lr | seconds | |",
              "|---:|---:|---:|---:|---:|---:|:---|"]
     for step, tokens, train, held, lr, seconds in keep:
-        bar = "#" * max(1, round(30 * float(train) / peak))
+        bar = "#" * max(1, round(40 * (float(train) - floor) / (peak - floor)))
         lines.append(f"| {step} | {int(tokens):,} | {train} | {held or ''} | {lr} | {seconds} | `{bar}` |")
     return "\n".join(lines), rows[-1]
 
@@ -48,6 +49,18 @@ def data_section(stats):
                      f"{stats[key]['documents']:,} | {stats[key]['bytes']:,} |")
     lines.append(f"| total | | | | | {stats['total_bytes']:,} |")
     return "\n".join(lines)
+
+
+def sample_section(name):
+    if name != "hive-moe-target":
+        return ""
+    plain = json.loads((ROOT / "tests" / "models" / "data" / "expected.json").read_text())["plain_prompt"]
+    return f"""
+Greedy continuation of "{plain['text']}" ({len(plain['greedy_ids'])} tokens, from
+`tests/models/data/expected.json`):
+
+> {plain['text']}{plain['greedy_text']}
+"""
 
 
 def card(name, stats, metrics, training):
@@ -129,11 +142,13 @@ others allows redistribution under it).
 Seed {run['seed']}; {last[0]} steps of 8 × 512 tokens ({int(last[1]):,} tokens); AdamW
 (β 0.9/0.95, weight decay 0.1 on matrices), peak learning rate {run['lr']} with linear
 warm-up and cosine decay to a tenth, gradient clipping at 1.0{run['extra']}. One CPU thread
-(`torch.set_num_threads(1)`, `nice -n 10`) on a shared 2-core machine: {int(last[5]) / 60:.0f}
-minutes of wall time. torch {run['torch']}, transformers {run['transformers']},
+(`torch.set_num_threads(1)`, `nice -n 10`): {int(last[5]) / 60:.0f} minutes of wall time on a
+2-core machine busy with C++ builds (a step takes about {run['step_seconds_idle']} s on an idle
+core, {float(run['step_seconds_idle']) * int(last[0]) / 60:.0f} minutes for the run). torch {run['torch']}, transformers {run['transformers']},
 tokenizers {run['tokenizers']}.
 
-Loss curve (`loss.tsv`; held-out loss on the first 24 windows of the held-out split):
+Loss curve (`loss.tsv`: train loss is the loss optimised above, averaged over the last 25 steps;
+held-out loss is the cross-entropy on the first 24 windows of the held-out split):
 
 {table}
 
@@ -145,10 +160,13 @@ Loss curve (`loss.tsv`; held-out loss on the first 24 windows of the held-out sp
 | greedy agreement α of the pair | **{alpha:.3f}** ({agreement['agreed']} of {agreement['positions']} positions: {agreement['prompts']} held-out document openings, up to {agreement['max_tokens']} target tokens each) |
 | expected tokens per target pass, (1 − α^(γ+1)) / (1 − α) | {speedups} |
 
-Reproduce with Hive:
+{sample_section(name)}{run.get('note', '')}
+
+Reproduce with Hive (`build-corpus/heldout.txt` is the held-out split as one text, written by
+`tools/eval_models.py --card`):
 
 ```
-hive eval-ppl --model models/{name} --text FILE
+hive eval-ppl --model models/{name} --text build-corpus/heldout.txt
 hive agree --target models/hive-moe-target --draft models/hive-draft \\
     --prompts tests/models/data/agreement_prompts.txt --max-tokens {agreement['max_tokens']}
 ```
