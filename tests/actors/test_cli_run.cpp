@@ -1,31 +1,19 @@
 // hive run --config FILE --prompts FILE: a batch through the actor runtime.
 #include <gtest/gtest.h>
 
-#include <array>
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <string>
 
 #include "kernels/cpu/cpu_backend.hpp"
 #include "runtime/llm_engine.hpp"
+#include "tests/common/run_command.hpp"
 
 namespace hive {
 namespace {
 
-struct Result {
-  int status = 0;
-  std::string out;
-};
-
-Result run_command(const std::string& command) {
-  Result result;
-  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
-  std::array<char, 4096> buffer{};
-  while (fgets(buffer.data(), buffer.size(), pipe)) result.out += buffer.data();
-  result.status = WEXITSTATUS(pclose(pipe));
-  return result;
-}
+using test::run_command;
+using Result = test::CommandResult;
 
 std::string join(const std::vector<int32_t>& ids) {
   std::string text;
@@ -47,7 +35,7 @@ std::string expect_runs_like_offline(const std::string& name, const std::string&
       << R"({"id": "b", "prompt_ids": [8, 1], "max_tokens": 3, "ignore_eos": true})"
       << "\n";
   const Result r =
-      run_command(std::string(HIVE_BINARY_DIR) + "/bin/hive run --config " +
+      run_command(test::hive_binary() + " run --config " +
                   (dir / "run.yaml").string() + " --prompts " + (dir / "prompts.jsonl").string());
   EXPECT_EQ(r.status, 0) << r.out;
 
@@ -95,7 +83,7 @@ TEST(CliRun, ABadPromptLineNamesTheFileAndLine) {
                                        << R"({"id": "b"})"
                                        << "\n";
   const Result r =
-      run_command(std::string(HIVE_BINARY_DIR) + "/bin/hive run --config " +
+      run_command(test::hive_binary() + " run --config " +
                   (dir / "run.yaml").string() + " --prompts " + (dir / "prompts.jsonl").string());
   EXPECT_EQ(r.status, 1);
   EXPECT_NE(r.out.find("prompts.jsonl:2: "), std::string::npos) << r.out;

@@ -1,40 +1,23 @@
 // The hive binary as users run it: outputs, determinism and error handling.
 #include <gtest/gtest.h>
 
-#include <sys/wait.h>
-#include <array>
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "runtime/safetensors.hpp"
+#include "tests/common/run_command.hpp"
 
 namespace hive {
 namespace {
 
 namespace fs = std::filesystem;
 const fs::path kModels = fs::path(HIVE_TEST_DATA) / "models";
-const std::string kHive = std::string(HIVE_BINARY_DIR) + "/bin/hive";
+using Result = test::CommandResult;
 
-struct Result {
-  int status = -1;
-  std::string out;  // stdout and stderr together
-};
-
-Result run(const std::string& args) {
-  Result r;
-  FILE* pipe = ::popen((kHive + " " + args + " 2>&1").c_str(), "r");
-  if (!pipe) return r;
-  std::array<char, 4096> buffer{};
-  size_t n = 0;
-  while ((n = std::fread(buffer.data(), 1, buffer.size(), pipe)) > 0)
-    r.out.append(buffer.data(), n);
-  const int status = ::pclose(pipe);
-  r.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
+// hive with `args`, stdout and stderr together.
+Result run(const std::string& args) { return test::run_command(test::hive_binary() + " " + args); }
 
 std::string join(const Tensor& ids, const char* sep) {
   std::ostringstream s;
@@ -114,7 +97,10 @@ TEST(Cli, BadInputGetsAClearErrorAndExitCode) {
         Case{"generate --model " + model + " --prompt-ids 1 --max-tokens 0",
              "max_tokens must be >= 1"},
         Case{"generate --model " + model + " --prompt-ids 1 --bogus 3", "unknown flag --bogus"},
-        Case{"generate --prompt-ids 1", "missing required flag --model"},
+        Case{"generate --model " + model + " --prompt-ids 1 \"some text\"",
+             "give text prompts or --prompt-ids/--prompts-file, not both"},
+        Case{"generate --model " + model + " --prompt-ids 1 --chat", "--chat needs a text prompt"},
+        Case{"generate --model " + model, "nothing to generate from"},
         Case{"generate --model /nonexistent --prompt-ids 1",
              "/nonexistent/config.json: cannot open"},
         Case{"inspect --model " + model + " --max-tokens", "unknown flag --max-tokens"}}) {

@@ -1,15 +1,17 @@
-// hive eval-ppl and hive agree on the bundled models, against the numbers
-// transformers gives on the same text and prompts (tools/eval_models.py).
+// hive eval-ppl, hive agree and hive generate with text on the bundled
+// models, against the numbers and text transformers gives on the same input
+// (tools/eval_models.py).
 #include <gtest/gtest.h>
 
-#include <sys/wait.h>
-#include <array>
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <regex>
+#include <sstream>
 #include <string>
+
+#include "runtime/tokenizer/tokenizer.hpp"
+#include "tests/common/run_command.hpp"
 
 namespace hive {
 namespace {
@@ -17,24 +19,12 @@ namespace {
 namespace fs = std::filesystem;
 const fs::path kModels = fs::path(HIVE_SOURCE_DIR) / "models";
 const fs::path kData = HIVE_MODELS_DATA;
-const std::string kHive = std::string(HIVE_BINARY_DIR) + "/bin/hive";
+using Result = test::CommandResult;
 
-struct Result {
-  int status = -1;
-  std::string out;  // stdout and stderr together
-};
-
-Result run(const std::string& args, const std::string& env = "") {
-  Result r;
-  FILE* pipe = ::popen((env + " " + kHive + " " + args + " 2>&1").c_str(), "r");
-  if (!pipe) return r;
-  std::array<char, 4096> buffer{};
-  size_t n = 0;
-  while ((n = std::fread(buffer.data(), 1, buffer.size(), pipe)) > 0)
-    r.out.append(buffer.data(), n);
-  const int status = ::pclose(pipe);
-  r.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
+// hive with `args` under the environment assignments `env`; stdout and, when
+// with_stderr, stderr.
+Result run(const std::string& args, const std::string& env = "", bool with_stderr = true) {
+  return test::run_command(env + " " + test::hive_binary() + " " + args, with_stderr);
 }
 
 nlohmann::json expected() {
@@ -106,6 +96,62 @@ TEST(BundledModels, AgreeOfAModelWithItselfIsOne) {
                        (kData / "prompts.txt").string() + " --max-tokens 8 --device cpu");
   ASSERT_EQ(r.status, 0) << r.out;
   EXPECT_EQ(number_after(r.out, "agreement:"), 1.0) << r.out;
+}
+
+TEST(BundledModels, GenerateTextStreamsTheContinuationTransformersGives) {
+  const nlohmann::json want = expected()["plain_prompt"];
+  const std::string prompt = want["text"].get<std::string>();
+  const std::string flags = " --max-tokens " + std::to_string(want["greedy_ids"].size()) +
+                            " --ignore-eos --device cpu";
+  // No --model: the bundled target. The prompt is echoed, then continued.
+  const Result r = run("generate \"" + prompt + "\"" + flags, "", /*with_stderr=*/false);
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_EQ(r.out, prompt + want["greedy_text"].get<std::string>() + "\n");
+  const Result explicit_model =
+      run("generate --model " + (kModels / "hive-moe-target").string() + " \"" + prompt + "\"" +
+              flags,
+          "", false);
+  EXPECT_EQ(explicit_model.out, r.out);
+}
+
+TEST(BundledModels, GenerateChatRunsTheTemplatedPrompt) {
+  const nlohmann::json want = expected()["chat_prompt"];
+  std::string ids;
+  for (const int id : want["ids"]) ids += (ids.empty() ? "" : ",") + std::to_string(id);
+  const std::string flags = " --max-tokens 12 --ignore-eos --device cpu";
+  const Result chat =
+      run("generate --chat \"" + want["text"].get<std::string>() + "\"" + flags, "", false);
+  ASSERT_EQ(chat.status, 0) << chat.out;
+  // The same prompt as transformers' apply_chat_template ids gives the same
+  // tokens; the chat output is their text, without the template's markup.
+  const Result by_ids = run("generate --prompt-ids " + ids + flags, "", false);
+  ASSERT_EQ(by_ids.status, 0) << by_ids.out;
+  std::vector<int32_t> generated;
+  std::istringstream words(by_ids.out);
+  for (int32_t id = 0; words >> id;) generated.push_back(id);
+  ASSERT_EQ(generated.size(), 12u) << by_ids.out;
+  const Tokenizer tokenizer = Tokenizer::from_directory((kModels / "hive-moe-target").string());
+  EXPECT_EQ(chat.out, tokenizer.decode(generated, /*skip_special_tokens=*/true) + "\n");
+}
+
+TEST(BundledModels, SeveralTextPromptsRunBatchedAndMatchEachAlone) {
+  const std::vector<std::string> prompts = {"Once upon a time", "And the LORD said unto Moses",
+                                            "A computer is", "Q: What is love?"};
+  const std::string flags = " --max-tokens 20 --ignore-eos --device cpu";
+  std::string all;
+  for (const std::string& p : prompts) all += " \"" + p + "\"";
+  const Result batched = run("generate" + all + flags, "", false);
+  ASSERT_EQ(batched.status, 0) << batched.out;
+  std::istringstream lines(batched.out);
+  for (const std::string& p : prompts) {
+    std::string line;
+    ASSERT_TRUE(std::getline(lines, line)) << batched.out;
+    const Result alone = run("generate \"" + p + "\"" + flags, "", false);
+    ASSERT_EQ(alone.status, 0) << alone.out;
+    // Alone, the prompt is echoed and the text streamed; batched, each output
+    // is one JSON string line.
+    EXPECT_EQ(p + nlohmann::json::parse(line).get<std::string>() + "\n", alone.out) << p;
+  }
 }
 
 TEST(BundledModels, BadInputsNameWhatWasWrong) {

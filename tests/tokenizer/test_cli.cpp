@@ -1,41 +1,25 @@
 // `hive tokenize` and `hive detokenize` as scripts run them: JSON lines in,
 // JSON lines out, the same ids as Hugging Face, errors with a line number.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
-#include <array>
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 
+#include "tests/common/run_command.hpp"
 #include "tests/tokenizer/fixtures.hpp"
 
 namespace hive::test {
 namespace {
 
-const std::string kHive = std::string(HIVE_BINARY_DIR) + "/bin/hive";
-
-struct Result {
-  int status = -1;
-  std::string out;
-};
+using Result = CommandResult;
 
 // Runs hive with `input` on stdin; stdout only unless with_stderr.
 Result run(const std::string& args, const std::string& input, bool with_stderr = false) {
   const auto input_path = std::filesystem::temp_directory_path() /
                           ("hive_tokenize_" + std::to_string(::getpid()) + ".jsonl");
   std::ofstream(input_path, std::ios::binary) << input;
-  const std::string command =
-      kHive + " " + args + " < " + input_path.string() + (with_stderr ? " 2>&1" : " 2>/dev/null");
-  Result result;
-  FILE* pipe = ::popen(command.c_str(), "r");
-  if (pipe == nullptr) return result;
-  std::array<char, 4096> buffer{};
-  std::size_t n = 0;
-  while ((n = std::fread(buffer.data(), 1, buffer.size(), pipe)) > 0)
-    result.out.append(buffer.data(), n);
-  const int status = ::pclose(pipe);
-  result.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  const Result result =
+      run_command(hive_binary() + " " + args + " < " + input_path.string(), with_stderr);
   std::filesystem::remove(input_path);
   return result;
 }

@@ -1,10 +1,16 @@
-// hive generate: token ids in, token ids out, with throughput. One prompt
-// streams its tokens as they come; several prompts (--prompt-ids repeated, or
-// --prompts-file with one comma-separated id list per line) run together
-// through the offline engine, one output line per prompt in input order.
+// hive generate: text or token ids in, the same out, with throughput.
+// Text prompts are positional arguments (with --chat, each becomes the user
+// turn of the model's chat template); id prompts come from --prompt-ids
+// (repeatable) or --prompts-file (one comma-separated id list per line). One
+// prompt streams its output as it comes; several run together through the
+// offline engine, one output line per prompt in input order (text as a JSON
+// string, since it may hold newlines).
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <optional>
 
 #include "kernels/backend_select.hpp"
 #include "kernels/error.hpp"
@@ -12,6 +18,7 @@
 #include "runtime/llm_engine.hpp"
 #include "tools/cli/args.hpp"
 #include "tools/cli/commands.hpp"
+#include "tools/cli/text_prompt.hpp"
 
 namespace hive::cli {
 
@@ -46,13 +53,13 @@ std::vector<std::vector<int32_t>> read_prompts_file(const std::string& path) {
   return prompts;
 }
 
-int generate_one(Model& model, const std::vector<int32_t>& prompt, const GenerateOptions& options) {
-  const GenerateResult result = generate(model, prompt, options, [](int32_t token) {
-    std::printf("%d ", token);
-    std::fflush(stdout);
-  });
-  std::printf("\n");
-  std::fflush(stdout);  // ids first, then the stats on stderr
+// One prompt, streamed: on_token prints each token as it comes, finish ends
+// the output line.
+int generate_one(Model& model, const std::vector<int32_t>& prompt, const GenerateOptions& options,
+                 const std::function<void(int32_t)>& on_token, const std::function<void()>& finish) {
+  const GenerateResult result = generate(model, prompt, options, on_token);
+  finish();
+  std::fflush(stdout);  // the output first, then the stats on stderr
   const auto decoded = static_cast<double>(result.tokens.size() - 1);
   std::fprintf(stderr, "prefill: %zu tokens in %.3f s (%.1f tokens/s)\n", prompt.size(),
                result.prefill_seconds, static_cast<double>(prompt.size()) / result.prefill_seconds);
@@ -76,8 +83,10 @@ EngineConfig engine_config(const Args& args) {
   return config;
 }
 
+// tokenizer: set for text prompts, whose outputs print as JSON strings.
 int generate_many(Model& model, const std::vector<std::vector<int32_t>>& prompts,
-                  const GenerateOptions& options, const EngineConfig& config) {
+                  const GenerateOptions& options, const EngineConfig& config,
+                  const Tokenizer* tokenizer) {
   LLMEngine engine(model, config);
   std::vector<Request> requests;
   int64_t prompt_tokens = 0;
@@ -97,9 +106,15 @@ int generate_many(Model& model, const std::vector<std::vector<int32_t>>& prompts
   const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
   int64_t generated = 0;
   for (const RequestOutput& out : outputs) {
-    for (const int32_t token : out.samples.at(0).token_ids) std::printf("%d ", token);
-    std::printf("\n");
-    generated += static_cast<int64_t>(out.samples.at(0).token_ids.size());
+    const std::vector<int32_t>& ids = out.samples.at(0).token_ids;
+    if (tokenizer) {
+      const std::string text = tokenizer->decode(ids, /*skip_special_tokens=*/true);
+      std::printf("%s\n", nlohmann::json(text).dump().c_str());
+    } else {
+      for (const int32_t token : ids) std::printf("%d ", token);
+      std::printf("\n");
+    }
+    generated += static_cast<int64_t>(ids.size());
   }
   std::fflush(stdout);
   const EngineStats stats = engine.stats();
@@ -130,16 +145,33 @@ int run_generate(const std::vector<std::string>& argv) {
                   {"--model", "--prompts-file", "--max-tokens", "--temperature", "--top-k",
                    "--top-p", "--seed", "--device", "--block-size", "--max-num-seqs",
                    "--max-num-batched-tokens", "--kv-budget-mb", "--swap-space-mb"},
-                  {"--ignore-eos", "--enable-prefix-caching"});
-  const std::string model_dir = args.require("--model");
+                  {"--ignore-eos", "--enable-prefix-caching", "--chat"});
+  const std::vector<std::string>& texts = args.positional();
+  const bool text_mode = !texts.empty();
+  check(!text_mode || (prompt_flags.empty() && !args.has("--prompts-file")),
+        "give text prompts or --prompt-ids/--prompts-file, not both");
+  check(text_mode || !args.has("--chat"), "--chat needs a text prompt (hive generate --chat \"...\")");
+  const std::string model_dir = model_dir_or_default(args.get("--model", ""));
+
+  std::optional<Tokenizer> tokenizer;
   std::vector<std::vector<int32_t>> prompts;
+  if (text_mode) {
+    tokenizer.emplace(Tokenizer::from_directory(model_dir));
+    for (const std::string& text : texts)
+      prompts.push_back(encode_prompt(*tokenizer, model_dir, text, args.has("--chat")));
+  }
   for (const std::string& ids : prompt_flags) prompts.push_back(parse_id_list(ids, "--prompt-ids"));
   if (args.has("--prompts-file")) {
     for (auto& p : read_prompts_file(args.get("--prompts-file", ""))) prompts.push_back(p);
   }
-  check(!prompts.empty(), "missing required flag --prompt-ids (or --prompts-file)");
+  check(!prompts.empty(),
+        "nothing to generate from: give a text prompt (hive generate \"Once upon a time\"), "
+        "--prompt-ids or --prompts-file");
+  for (size_t i = 0; i < prompts.size(); ++i)
+    check(!prompts[i].empty(), "prompt ", i + 1, " has no tokens");
+
   GenerateOptions options;
-  options.max_tokens = args.get_int("--max-tokens", 16);
+  options.max_tokens = args.get_int("--max-tokens", text_mode ? 64 : 16);
   options.sampling.temperature = static_cast<float>(args.get_double("--temperature", 0.0));
   options.sampling.top_k = static_cast<int>(args.get_int("--top-k", 0));
   options.sampling.top_p = static_cast<float>(args.get_double("--top-p", 1.0));
@@ -152,8 +184,27 @@ int run_generate(const std::vector<std::string>& argv) {
   BackendChoice choice = select_backend(args.get("--device", "auto"), Model::required_ops());
   if (!choice.note.empty()) std::fprintf(stderr, "%s\n", choice.note.c_str());
   Model model(model_dir, *choice.backend);
-  if (prompts.size() == 1) return generate_one(model, prompts[0], options);
-  return generate_many(model, prompts, options, config);
+  if (prompts.size() > 1)
+    return generate_many(model, prompts, options, config, tokenizer ? &*tokenizer : nullptr);
+  if (!text_mode) {
+    return generate_one(
+        model, prompts[0], options,
+        [](int32_t token) {
+          std::printf("%d ", token);
+          std::fflush(stdout);
+        },
+        [] { std::printf("\n"); });
+  }
+  // A plain prompt is echoed so the continuation reads on from it; a chat
+  // prompt is not (the template's markup is not the user's text).
+  if (!args.has("--chat")) {
+    std::fputs(texts[0].c_str(), stdout);
+    std::fflush(stdout);
+  }
+  TextStream stream(*tokenizer, stdout);
+  return generate_one(
+      model, prompts[0], options, [&](int32_t token) { stream.write(token); },
+      [&] { stream.finish(); });
 }
 
 }  // namespace hive::cli
