@@ -1,4 +1,4 @@
-// Batching invariance on the fixture checkpoints: 32 prompts of mixed lengths
+// Batching invariance on the fixture checkpoints and the bundled models: 32 prompts of mixed lengths
 // (half of them behind one shared 3-block prefix; some sampled with seeds,
 // some with n = 2) must give token-for-token identical outputs, and logits
 // within 1e-5, whether each request runs alone or all run together: under
@@ -19,7 +19,13 @@
 namespace hive {
 namespace {
 
-const std::filesystem::path kModels = std::filesystem::path(HIVE_TEST_DATA) / "models";
+// A fixture name (tests/data/models/NAME), or "bundled/NAME" for models/NAME.
+std::filesystem::path model_dir(const std::string& name) {
+  const std::string bundled = "bundled/";
+  if (name.rfind(bundled, 0) == 0)
+    return std::filesystem::path(HIVE_SOURCE_DIR) / "models" / name.substr(bundled.size());
+  return std::filesystem::path(HIVE_TEST_DATA) / "models" / name;
+}
 constexpr int32_t kBlockSize = 16;
 constexpr int kNumPrompts = 32;
 
@@ -117,7 +123,7 @@ void expect_same(const std::vector<RequestOutput>& expected,
 class EngineInvariance : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
-    model = std::make_unique<Model>(kModels / GetParam(), cpu);
+    model = std::make_unique<Model>(model_dir(GetParam()), cpu);
     requests = make_requests(model->config().vocab_size);
     // Each request alone, once per model for all the tests.
     static std::map<std::string, std::vector<RequestOutput>> cache;
@@ -211,7 +217,8 @@ TEST_P(EngineInvariance, ParallelSamplesMatchIndependentRequests) {
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, EngineInvariance,
                          ::testing::Values("mistral", "qwen3_moe", "llama", "qwen2", "qwen3",
-                                           "mixtral", "qwen2_moe"));
+                                           "mixtral", "qwen2_moe", "bundled/hive-moe-target",
+                                           "bundled/hive-draft"));
 
 }  // namespace
 }  // namespace hive
