@@ -35,8 +35,8 @@ std::string expect_runs_like_offline(const std::string& name, const std::string&
       << R"({"id": "b", "prompt_ids": [8, 1], "max_tokens": 3, "ignore_eos": true})"
       << "\n";
   const Result r =
-      run_command(test::hive_binary() + " run --config " +
-                  (dir / "run.yaml").string() + " --prompts " + (dir / "prompts.jsonl").string());
+      run_command(test::hive_binary() + " run --config " + (dir / "run.yaml").string() +
+                  " --prompts " + (dir / "prompts.jsonl").string());
   EXPECT_EQ(r.status, 0) << r.out;
 
   CpuBackend cpu;
@@ -83,8 +83,8 @@ TEST(CliRun, ABadPromptLineNamesTheFileAndLine) {
                                        << R"({"id": "b"})"
                                        << "\n";
   const Result r =
-      run_command(test::hive_binary() + " run --config " +
-                  (dir / "run.yaml").string() + " --prompts " + (dir / "prompts.jsonl").string());
+      run_command(test::hive_binary() + " run --config " + (dir / "run.yaml").string() +
+                  " --prompts " + (dir / "prompts.jsonl").string());
   EXPECT_EQ(r.status, 1);
   EXPECT_NE(r.out.find("prompts.jsonl:2: "), std::string::npos) << r.out;
 }

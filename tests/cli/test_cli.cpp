@@ -1,5 +1,6 @@
 // The hive binary as users run it: outputs, determinism and error handling.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -17,7 +18,9 @@ const fs::path kModels = fs::path(HIVE_TEST_DATA) / "models";
 using Result = test::CommandResult;
 
 // hive with `args`, stdout and stderr together.
-Result run(const std::string& args) { return test::run_command(test::hive_binary() + " " + args); }
+Result run(const std::string& args) {
+  return test::run_command(test::hive_binary() + " " + args);
+}
 
 std::string join(const Tensor& ids, const char* sep) {
   std::ostringstream s;
@@ -44,6 +47,34 @@ TEST(Cli, GreedyGenerateMatchesTransformers) {
     EXPECT_EQ(first_line(r.out), join(greedy, " ") + " ") << name;
     EXPECT_NE(r.out.find("tokens/s"), std::string::npos);
   }
+}
+
+TEST(Cli, SeveralPromptsRunBatchedWithTransformersOutputs) {
+  // Both golden prompts at once, from --prompt-ids and from --prompts-file:
+  // one line each, in input order, equal to transformers' greedy tokens.
+  const std::string model = (kModels / "qwen3_moe").string();
+  const SafetensorsFile golden(kModels / "qwen3_moe" / "golden.safetensors");
+  const auto& t = golden.tensors();
+  const std::string want =
+      join(t.at("greedy_0"), " ") + " \n" + join(t.at("greedy_1"), " ") + " \n";
+  const std::string flags = " --max-tokens 16 --ignore-eos --device cpu --max-num-batched-tokens 8";
+  const Result flagged = test::run_command(
+      test::hive_binary() + " generate --model " + model + " --prompt-ids " +
+          join(t.at("prompt_0"), ",") + " --prompt-ids " + join(t.at("prompt_1"), ",") + flags,
+      /*with_stderr=*/false);
+  ASSERT_EQ(flagged.status, 0) << flagged.out;
+  EXPECT_EQ(flagged.out, want);
+  const fs::path file = fs::temp_directory_path() / ("hive_prompts_" + std::to_string(::getpid()));
+  std::ofstream(file) << join(t.at("prompt_0"), ",") << "\n\n"
+                      << join(t.at("prompt_1"), ",") << "\n";
+  const Result from_file = test::run_command(test::hive_binary() + " generate --model " + model +
+                                                 " --prompts-file " + file.string() + flags,
+                                             false);
+  EXPECT_EQ(from_file.out, want);
+  const Result stats =
+      run("generate --model " + model + " --prompts-file " + file.string() + flags);
+  EXPECT_NE(stats.out.find("2 requests:"), std::string::npos) << stats.out;
+  fs::remove(file);
 }
 
 TEST(Cli, FixedSeedGivesFixedSample) {

@@ -29,6 +29,8 @@ inline CommandResult run_command(const std::string& command, bool with_stderr = 
 }
 
 // The hive binary of the build tree the tests belong to.
-inline std::string hive_binary() { return std::string(HIVE_BINARY_DIR) + "/bin/hive"; }
+inline std::string hive_binary() {
+  return std::string(HIVE_BINARY_DIR) + "/bin/hive";
+}
 
 }  // namespace hive::test

@@ -101,16 +101,15 @@ TEST(BundledModels, AgreeOfAModelWithItselfIsOne) {
 TEST(BundledModels, GenerateTextStreamsTheContinuationTransformersGives) {
   const nlohmann::json want = expected()["plain_prompt"];
   const std::string prompt = want["text"].get<std::string>();
-  const std::string flags = " --max-tokens " + std::to_string(want["greedy_ids"].size()) +
-                            " --ignore-eos --device cpu";
+  const std::string flags =
+      " --max-tokens " + std::to_string(want["greedy_ids"].size()) + " --ignore-eos --device cpu";
   // No --model: the bundled target. The prompt is echoed, then continued.
   const Result r = run("generate \"" + prompt + "\"" + flags, "", /*with_stderr=*/false);
   ASSERT_EQ(r.status, 0) << r.out;
   EXPECT_EQ(r.out, prompt + want["greedy_text"].get<std::string>() + "\n");
-  const Result explicit_model =
-      run("generate --model " + (kModels / "hive-moe-target").string() + " \"" + prompt + "\"" +
-              flags,
-          "", false);
+  const Result explicit_model = run(
+      "generate --model " + (kModels / "hive-moe-target").string() + " \"" + prompt + "\"" + flags,
+      "", false);
   EXPECT_EQ(explicit_model.out, r.out);
 }
 

@@ -1,9 +1,8 @@
-// Batching invariance on the fixture checkpoints and the bundled models: 32 prompts of mixed lengths
-// (half of them behind one shared 3-block prefix; some sampled with seeds,
-// some with n = 2) must give token-for-token identical outputs, and logits
-// within 1e-5, whether each request runs alone or all run together: under
-// chunk budgets of 16, 64 and 512 tokens, with prefix caching on or off, and
-// in a KV pool so small that sequences are preempted both by swapping and by
+// Batching invariance on the fixture checkpoints and the bundled models: 32 prompts of mixed
+// lengths (half of them behind one shared 3-block prefix; some sampled with seeds, some with n = 2)
+// must give token-for-token identical outputs, and logits within 1e-5, whether each request runs
+// alone or all run together: under chunk budgets of 16, 64 and 512 tokens, with prefix caching on
+// or off, and in a KV pool so small that sequences are preempted both by swapping and by
 // recomputation. Every engine is checked for leaked blocks when it is done.
 #include <gtest/gtest.h>
 

@@ -56,7 +56,8 @@ std::vector<std::vector<int32_t>> read_prompts_file(const std::string& path) {
 // One prompt, streamed: on_token prints each token as it comes, finish ends
 // the output line.
 int generate_one(Model& model, const std::vector<int32_t>& prompt, const GenerateOptions& options,
-                 const std::function<void(int32_t)>& on_token, const std::function<void()>& finish) {
+                 const std::function<void(int32_t)>& on_token,
+                 const std::function<void()>& finish) {
   const GenerateResult result = generate(model, prompt, options, on_token);
   finish();
   std::fflush(stdout);  // the output first, then the stats on stderr
@@ -150,7 +151,8 @@ int run_generate(const std::vector<std::string>& argv) {
   const bool text_mode = !texts.empty();
   check(!text_mode || (prompt_flags.empty() && !args.has("--prompts-file")),
         "give text prompts or --prompt-ids/--prompts-file, not both");
-  check(text_mode || !args.has("--chat"), "--chat needs a text prompt (hive generate --chat \"...\")");
+  check(text_mode || !args.has("--chat"),
+        "--chat needs a text prompt (hive generate --chat \"...\")");
   const std::string model_dir = model_dir_or_default(args.get("--model", ""));
 
   std::optional<Tokenizer> tokenizer;
