@@ -6,6 +6,7 @@
 #include "kernels/error.hpp"
 #include "moe/expert_parallel.hpp"
 #include "runtime/rope.hpp"
+#include "runtime/tensor_parallel.hpp"
 
 namespace hive {
 
@@ -47,6 +48,15 @@ Model::Model(const std::filesystem::path& dir, Backend& backend)
         " backend need weight upload, which is not implemented yet");
   const std::vector<float> inv_freq = rope_inv_freq(config_.rope, config_.head_dim);
   inv_freq_ = upload(backend, inv_freq, DType::f32);
+}
+
+Model::Model(const std::filesystem::path& dir, Backend& backend, Communicator& tensor_parallel)
+    : Model(dir, backend) {
+  const int size = tensor_parallel.world_size();
+  if (size == 1) return;
+  shard_weights(config_, tensor_parallel.rank(), size, weights_, backend_, shards_);
+  config_ = tensor_parallel_config(config_, size);
+  tp_ = &tensor_parallel;
 }
 
 std::span<const Op> Model::required_ops() {
@@ -159,6 +169,7 @@ void Model::forward(const ForwardBatch& batch, PagedKVCache& cache, const Tensor
     return;
   }
   check(n >= 1, "forward: no tokens");
+  check(!(tp_ && ep), "forward: tensor and expert parallelism together are not supported");
   check(cache.num_layers() == c.num_layers, "forward: the KV cache has ", cache.num_layers(),
         " layers, the model ", c.num_layers);
   check(logits.ndim == 2 && logits.shape[0] == rows && logits.shape[1] == c.vocab_size,
@@ -190,6 +201,7 @@ void Model::forward(const ForwardBatch& batch, PagedKVCache& cache, const Tensor
     const LayerWeights& w = weights_.layers[static_cast<size_t>(layer)];
     backend_.rms_norm(h, w.input_norm, eps, normed.tensor());
     attention_block(layer, normed.tensor(), batch, device, cache, branch.tensor());
+    if (tp_) tp_->all_reduce_sum(branch.tensor());  // the heads' partial o_proj sums
     backend_.add(h, branch.tensor(), h);
     backend_.rms_norm(h, w.post_attention_norm, eps, normed.tensor());
     if (w.is_moe) {
@@ -197,6 +209,7 @@ void Model::forward(const ForwardBatch& batch, PagedKVCache& cache, const Tensor
     } else {
       ffn_forward(backend_, normed.tensor(), w.mlp, branch.tensor());
     }
+    if (tp_) tp_->all_reduce_sum(branch.tensor());  // the intermediate slices' partial sums
     backend_.add(h, branch.tensor(), h);
   }
   if (rows == 0) return;

@@ -12,9 +12,15 @@
 //
 // Every op computes each output row on its own, in a fixed order, so a
 // sequence's logits do not depend on which other sequences share the batch.
+//
+// With a tensor-parallel communicator the model is one rank's shard
+// (tensor_parallel.hpp): config() is that rank's view (its heads, its share
+// of every intermediate size), and forward() all-reduces the attention and
+// FFN outputs; every rank of the group must run the same batches.
 #include <filesystem>
 #include <memory>
 #include <span>
+#include <vector>
 
 #include "kernels/backend.hpp"
 #include "kernels/buffer.hpp"
@@ -32,10 +38,14 @@ class Model {
   // Loads config.json and the safetensors weights of `dir`; the backend must
   // outlive the model. Throws hive::Error naming the file and the problem.
   Model(const std::filesystem::path& dir, Backend& backend);
+  // Rank tensor_parallel->rank() of a tensor-parallel group; the
+  // communicator must outlive the model.
+  Model(const std::filesystem::path& dir, Backend& backend, Communicator& tensor_parallel);
 
   const ModelConfig& config() const { return config_; }
   const WeightStore& weights() const { return store_; }
   Backend& backend() const { return backend_; }
+  int tensor_parallel_size() const { return tp_ ? tp_->world_size() : 1; }
 
   // Runs every token of `batch`, writes their K/V into `cache` and the logits
   // of batch.logits_rows into `logits` ([rows, vocab] f32, host or device
@@ -68,6 +78,8 @@ class Model {
   ModelWeights weights_;
   Backend& backend_;
   Buffer inv_freq_;
+  Communicator* tp_ = nullptr;  // tensor parallelism, when set
+  std::vector<Buffer> shards_;  // this rank's copied weight slices
 };
 
 }  // namespace hive

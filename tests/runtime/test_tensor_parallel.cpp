@@ -1,0 +1,134 @@
+// Tensor parallelism at the model level: each of 2 ranks (one thread, one
+// sharded Model and one LLMEngine each, so one KV cache holding half the
+// heads) runs every request; the group must decode greedily to the same
+// tokens, with logits within 1e-5, as one unsharded engine, on the fixture
+// checkpoints (dense and MoE: experts are split by intermediate size) and the
+// bundled models. Both ranks see identical logits (the all-reduce sums in
+// rank order).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <thread>
+
+#include "kernels/cpu/cpu_backend.hpp"
+#include "kernels/error.hpp"
+#include "moe/in_process_communicator.hpp"
+#include "runtime/llm_engine.hpp"
+#include "runtime/tensor_parallel.hpp"
+#include "tests/common/random.hpp"
+
+namespace hive {
+namespace {
+
+constexpr int kNumPrompts = 6;
+
+// A fixture name (tests/data/models/NAME), or "bundled/NAME" for models/NAME.
+std::filesystem::path model_dir(const std::string& name) {
+  const std::string bundled = "bundled/";
+  if (name.rfind(bundled, 0) == 0)
+    return std::filesystem::path(HIVE_SOURCE_DIR) / "models" / name.substr(bundled.size());
+  return std::filesystem::path(HIVE_TEST_DATA) / "models" / name;
+}
+
+std::vector<Request> make_requests(int64_t vocab) {
+  std::mt19937_64 rng(test::test_seed());
+  std::uniform_int_distribution<int32_t> token(3, static_cast<int32_t>(vocab) - 1);
+  std::vector<Request> requests;
+  for (int i = 0; i < kNumPrompts; ++i) {
+    Request r;
+    r.id = str_cat("p", i);
+    r.prompt_token_ids.resize(static_cast<size_t>(1 + (i * 13) % 41));
+    for (int32_t& id : r.prompt_token_ids) id = token(rng);
+    r.stop.max_tokens = 3 + (i * 5) % 10;
+    r.stop.ignore_eos = true;
+    if (i == 4) r.sampling = {0.8f, 40, 0.95f, 77};  // seeded sampling agrees too
+    r.return_logits = true;
+    requests.push_back(std::move(r));
+  }
+  return requests;
+}
+
+EngineConfig engine_config() {
+  EngineConfig config;
+  config.kv_budget.bytes = int64_t{4} << 20;
+  config.scheduler.max_num_batched_tokens = 32;  // long prompts prefill in chunks
+  return config;
+}
+
+double max_logits_difference(const std::vector<RequestOutput>& a,
+                             const std::vector<RequestOutput>& b) {
+  double max_diff = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    const SequenceOutput &x = a[i].samples.at(0), &y = b[i].samples.at(0);
+    EXPECT_EQ(y.token_ids, x.token_ids) << a[i].request_id;
+    EXPECT_EQ(y.logits.size(), x.logits.size()) << a[i].request_id;
+    for (size_t t = 0; t < std::min(x.logits.size(), y.logits.size()); ++t)
+      for (size_t v = 0; v < x.logits[t].size(); ++v)
+        max_diff = std::max(max_diff, std::abs(double{x.logits[t][v]} - y.logits[t][v]));
+  }
+  return max_diff;
+}
+
+class TensorParallel : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(TensorParallel, TwoRanksMatchOneRank) {
+  SCOPED_TRACE(testing::Message() << GetParam() << ", seed " << test::test_seed());
+  CpuBackend cpu;
+  Model reference(model_dir(GetParam()), cpu);
+  const std::vector<Request> requests = make_requests(reference.config().vocab_size);
+  const std::vector<RequestOutput> expected =
+      LLMEngine(reference, engine_config()).generate(requests);
+
+  constexpr int kWorld = 2;
+  InProcessGroup group(kWorld);
+  std::vector<std::vector<RequestOutput>> outputs(kWorld);
+  std::vector<std::thread> ranks;
+  for (int r = 0; r < kWorld; ++r)
+    ranks.emplace_back([&, r, comm = std::shared_ptr<Communicator>(group.communicator(r))] {
+      try {
+        Model shard(model_dir(GetParam()), cpu, *comm);
+        EXPECT_EQ(shard.config().num_kv_heads * kWorld, reference.config().num_kv_heads);
+        outputs[static_cast<size_t>(r)] = LLMEngine(shard, engine_config()).generate(requests);
+      } catch (const std::exception& e) {
+        // Its peer would wait in a collective for ever: fail loudly instead.
+        std::fprintf(stderr, "rank %d: %s\n", r, e.what());
+        std::abort();
+      }
+    });
+  for (std::thread& t : ranks) t.join();
+
+  const double diff = max_logits_difference(expected, outputs[0]);
+  EXPECT_LE(diff, 1e-5) << "max |logits difference|";
+  EXPECT_EQ(max_logits_difference(outputs[0], outputs[1]), 0.0) << "the ranks disagree";
+  std::printf("[ %s ] tensor parallel 2: max |logits difference| %g\n", GetParam().c_str(), diff);
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, TensorParallel,
+                         ::testing::Values("llama", "qwen2", "qwen3", "mistral", "mixtral",
+                                           "qwen2_moe", "qwen3_moe", "bundled/hive-moe-target",
+                                           "bundled/hive-draft"));
+
+TEST(TensorParallelConfig, SplitsHeadsAndIntermediateSizesOrSaysWhatDoesNotDivide) {
+  CpuBackend cpu;
+  const Model model(model_dir("qwen2_moe"), cpu);
+  const ModelConfig half = tensor_parallel_config(model.config(), 2);
+  EXPECT_EQ(half.num_heads, 2);
+  EXPECT_EQ(half.num_kv_heads, 1);
+  EXPECT_EQ(half.moe_intermediate_size, 24);
+  EXPECT_EQ(half.shared_expert_intermediate_size, 48);
+  EXPECT_EQ(half.kv_bytes_per_token(4) * 2, model.config().kv_bytes_per_token(4));
+  try {
+    tensor_parallel_config(model.config(), 4);  // 2 KV heads
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("num_key_value_heads (2) is not divisible by "
+                                         "tensor_parallel_size 4"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace hive
