@@ -1,9 +1,8 @@
 // Data-parallel attention + expert parallelism at the model level, on the MoE
-// fixture checkpoints: prompts split across 1, 2 and 4 ranks (one thread and
-// one LLMEngine, i.e. one KV cache, per rank; contiguous and round-robin
-// placement) must decode greedily to the same tokens, with logits within
-// 1e-5, as one plain engine running them all. Ranks step together; a rank
-// that has run out of work keeps joining the MoE collectives with idle
+// fixture checkpoints and the bundled MoE target: prompts split across 1, 2 and 4 ranks (one thread
+// and one LLMEngine, i.e. one KV cache, per rank; contiguous and round-robin placement) must decode
+// greedily to the same tokens, with logits within 1e-5, as one plain engine running them all. Ranks
+// step together; a rank that has run out of work keeps joining the MoE collectives with idle
 // forwards, as a real multi-rank step does. Expert load summed over ranks
 // must not depend on the world size either.
 #include <gtest/gtest.h>
@@ -18,12 +17,13 @@
 #include "kernels/error.hpp"
 #include "moe/in_process_communicator.hpp"
 #include "runtime/llm_engine.hpp"
+#include "tests/common/model_dirs.hpp"
 #include "tests/common/random.hpp"
 
 namespace hive {
 namespace {
 
-const std::filesystem::path kModels = std::filesystem::path(HIVE_TEST_DATA) / "models";
+using test::model_dir;
 constexpr int kNumPrompts = 7;
 using Load = std::vector<std::vector<int64_t>>;  // [layer][expert]
 
@@ -112,7 +112,7 @@ class ModelExpertParallel : public ::testing::TestWithParam<std::string> {};
 TEST_P(ModelExpertParallel, SplitsAcrossRanksLikeOneRank) {
   SCOPED_TRACE(testing::Message() << GetParam() << ", seed " << test::test_seed());
   CpuBackend cpu;
-  Model model(kModels / GetParam(), cpu);
+  Model model(model_dir(GetParam()), cpu);
   const std::vector<Request> requests = make_requests(model.config().vocab_size);
   const std::vector<RequestOutput> expected = LLMEngine(model, engine_config()).generate(requests);
   Load reference_load;
@@ -143,7 +143,8 @@ TEST_P(ModelExpertParallel, SplitsAcrossRanksLikeOneRank) {
 }
 
 INSTANTIATE_TEST_SUITE_P(MoeFixtures, ModelExpertParallel,
-                         ::testing::Values("qwen3_moe", "mixtral", "qwen2_moe"));
+                         ::testing::Values("qwen3_moe", "mixtral", "qwen2_moe",
+                                           "bundled/hive-moe-target"));
 
 }  // namespace
 }  // namespace hive

@@ -13,18 +13,13 @@
 #include "kernels/cpu/cpu_backend.hpp"
 #include "kernels/error.hpp"
 #include "runtime/llm_engine.hpp"
+#include "tests/common/model_dirs.hpp"
 #include "tests/common/random.hpp"
 
 namespace hive {
 namespace {
 
-// A fixture name (tests/data/models/NAME), or "bundled/NAME" for models/NAME.
-std::filesystem::path model_dir(const std::string& name) {
-  const std::string bundled = "bundled/";
-  if (name.rfind(bundled, 0) == 0)
-    return std::filesystem::path(HIVE_SOURCE_DIR) / "models" / name.substr(bundled.size());
-  return std::filesystem::path(HIVE_TEST_DATA) / "models" / name;
-}
+using test::model_dir;
 constexpr int32_t kBlockSize = 16;
 constexpr int kNumPrompts = 32;
 

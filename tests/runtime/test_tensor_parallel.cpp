@@ -17,6 +17,7 @@
 #include "moe/in_process_communicator.hpp"
 #include "runtime/llm_engine.hpp"
 #include "runtime/tensor_parallel.hpp"
+#include "tests/common/model_dirs.hpp"
 #include "tests/common/random.hpp"
 
 namespace hive {
@@ -24,13 +25,7 @@ namespace {
 
 constexpr int kNumPrompts = 6;
 
-// A fixture name (tests/data/models/NAME), or "bundled/NAME" for models/NAME.
-std::filesystem::path model_dir(const std::string& name) {
-  const std::string bundled = "bundled/";
-  if (name.rfind(bundled, 0) == 0)
-    return std::filesystem::path(HIVE_SOURCE_DIR) / "models" / name.substr(bundled.size());
-  return std::filesystem::path(HIVE_TEST_DATA) / "models" / name;
-}
+using test::model_dir;
 
 std::vector<Request> make_requests(int64_t vocab) {
   std::mt19937_64 rng(test::test_seed());
