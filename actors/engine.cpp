@@ -124,6 +124,11 @@ Engine::Engine(const EngineOptions& options) {
   setup.worker_timeout = options.worker_timeout;
   setup.placement = parse_placement_kind(options.expert_placement);
   actor_config_ = std::make_unique<caf::actor_system_config>();
+  // Work sharing: idle scheduler threads sleep on a condition variable. CAF's
+  // default work stealing polls for work between messages, and a polling
+  // thread on the next core slows the worker's compute by 30-40 % on a
+  // 2-core machine (docs/benchmarks.md, actor overhead).
+  actor_config_->set("scheduler.policy", caf::atom("sharing"));
   register_message_types(*actor_config_);
   system_ = std::make_unique<caf::actor_system>(*actor_config_);
   const ModelConfig& c = model_->config();

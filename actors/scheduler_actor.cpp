@@ -171,6 +171,7 @@ void finish_step(Self self) {
 void on_reply(Self self, WorkerResult& result) {
   SchedulerState& st = self->state;
   if (!st.step_in_flight || result.step_id != st.step_id) return;
+  st.ranks.at(static_cast<size_t>(result.rank)).replied = true;
   st.ranks.at(static_cast<size_t>(result.rank)).sampled = std::move(result.sampled);
   if (result.rank == 0) st.metrics.compute_seconds += result.compute_seconds;
   if (st.step_load.empty()) st.step_load.resize(result.expert_load.size(), 0);
@@ -180,12 +181,28 @@ void on_reply(Self self, WorkerResult& result) {
   if (--st.replies_pending == 0) finish_step(self);
 }
 
-void on_worker_error(Self self, int64_t step_id, int rank, const caf::error& err) {
+void on_worker_error(Self self, int64_t step_id, const caf::error& err) {
   SchedulerState& st = self->state;
   if (!st.step_in_flight || step_id != st.step_id) return;
-  handle_fault(self, err == caf::sec::request_timeout
-                         ? str_cat("worker rank ", rank, " timed out in step ", step_id)
-                         : error_text(err));
+  handle_fault(self, error_text(err));
+}
+
+void arm_watchdog(Self self, caf::actor_clock::duration_type delay) {
+  self->state.watchdog_armed = true;
+  self->delayed_send(self, delay, watchdog_atom_v);
+}
+
+// The step deadline timer fired: a step past its deadline is a fault of the
+// first rank that has not replied; one still within it re-arms the timer.
+void on_watchdog(Self self) {
+  SchedulerState& st = self->state;
+  st.watchdog_armed = false;
+  if (!st.step_in_flight) return;
+  const auto now = self->clock().now();
+  if (now < st.step_deadline) return arm_watchdog(self, st.step_deadline - now);
+  size_t rank = 0;
+  while (rank + 1 < st.ranks.size() && st.ranks[rank].replied) ++rank;
+  handle_fault(self, str_cat("worker rank ", rank, " timed out in step ", st.step_id));
 }
 
 void maybe_step(Self self) {
@@ -195,23 +212,24 @@ void maybe_step(Self self) {
   st.replies_pending = static_cast<int>(st.workers.size());
   st.step_load.clear();
   st.step_start = std::chrono::steady_clock::now();
+  st.step_deadline = self->clock().now() + st.setup.worker_timeout;
+  if (!st.watchdog_armed) arm_watchdog(self, st.setup.worker_timeout);
   const int64_t step_id = ++st.step_id;
   // Every rank steps, planned or idle: they meet in the MoE collectives.
   for (size_t rank = 0; rank < st.workers.size(); ++rank) {
     RankCore& core = st.ranks[rank];
     core.plan = core.scheduler->schedule();
     core.sampled.clear();
+    core.replied = false;
     for (const ScheduledSequence& s : core.plan.sequences) {
       const auto it = st.requests.find(core.scheduler->sequence(s.seq_id).request->id);
       if (it != st.requests.end()) it->second.started = true;
     }
     WorkerStep step = core.encoder.encode(core.plan, step_id);
     step.replicated_experts = st.replicated_experts;
-    self->request(st.workers[rank], st.setup.worker_timeout, step_atom_v, std::move(step))
+    self->request(st.workers[rank], caf::infinite, step_atom_v, std::move(step))
         .then([self](WorkerResult& result) { on_reply(self, result); },
-              [self, step_id, rank](caf::error& err) {
-                on_worker_error(self, step_id, static_cast<int>(rank), err);
-              });
+              [self, step_id](caf::error& err) { on_worker_error(self, step_id, err); });
   }
 }
 
@@ -284,6 +302,7 @@ scheduler_actor::behavior_type scheduler(Self self, SchedulerSetup setup) {
         if (!self->state.step_in_flight) fail_requests(self, {}, "");
       },
       [self](metrics_atom) { return snapshot(self->state); },
+      [self](watchdog_atom) { on_watchdog(self); },
       [self](fault_atom, int rank) {
         auto& workers = self->state.workers;
         if (rank >= 0 && rank < static_cast<int>(workers.size()))
