@@ -10,6 +10,7 @@
 #include "kernels/error.hpp"
 #include "moe/expert_placement.hpp"
 #include "runtime/model_stats.hpp"
+#include "runtime/tensor_parallel.hpp"
 
 namespace hive {
 
@@ -39,14 +40,16 @@ EngineOptions engine_options(const LaunchConfig& config) {
   options.model = config.model;
   options.device = config.device == "auto" ? "cpu" : config.device;
   const ParallelConfig& parallel = config.parallel;
-  check(parallel.tensor_parallel_size == 1, "parallel.tensor_parallel_size is ",
-        parallel.tensor_parallel_size,
-        ": tensor parallelism is not implemented (see "
-        "docs/architecture.md); use data-parallel attention + expert parallelism");
+  const int tp = parallel.tensor_parallel_size;
+  check(tp == 1 || (tp == parallel.world_size && parallel.expert_parallel_size == 1),
+        "parallel.tensor_parallel_size ", tp, " must be 1 or world_size (", parallel.world_size,
+        ") with expert_parallel_size 1: the ranks are either data parallel with experts spread "
+        "over them, or one tensor-parallel model (docs/architecture.md)");
   check(parallel.expert_parallel_size == 1 || parallel.expert_parallel_size == parallel.world_size,
         "parallel.expert_parallel_size ", parallel.expert_parallel_size,
         " must be 1 or world_size (", parallel.world_size, "): experts spread over all ranks");
   options.world_size = parallel.world_size;
+  options.tensor_parallel_size = tp;
   options.expert_placement = parallel.expert_placement;
   options.replicate_hot_experts = parallel.replicate_hot_experts;
   EngineConfig& e = options.engine;
@@ -69,12 +72,16 @@ EngineOptions engine_options(const LaunchConfig& config) {
 }
 
 SchedulerSetup make_scheduler_setup(std::shared_ptr<Model> model, const EngineConfig& config,
-                                    int world_size) {
+                                    int world_size, int tensor_parallel_size) {
   check(world_size >= 1, "world_size must be >= 1 (got ", world_size, ")");
+  check(tensor_parallel_size == 1 || tensor_parallel_size == world_size, "tensor_parallel_size ",
+        tensor_parallel_size, " must be 1 or world_size (", world_size, ")");
   // Each rank gets the whole KV budget: in-process CPU ranks stand in for
-  // devices, each of which would have its own memory.
+  // devices, each of which would have its own memory. A tensor-parallel
+  // rank's blocks hold only its share of the KV heads.
   const ModelConfig& c = model->config();
-  const int64_t bytes_per_block = kv_bytes_per_block(c, config.block_size);
+  const int64_t bytes_per_block =
+      kv_bytes_per_block(tensor_parallel_config(c, tensor_parallel_size), config.block_size);
   const int64_t weight_bytes = model_stats(c, model->weights()).weight_bytes;
   const int64_t pool_bytes = kv_pool_bytes(config.kv_budget, host_memory_bytes(), weight_bytes);
   SchedulerSetup setup;
@@ -93,9 +100,11 @@ SchedulerSetup make_scheduler_setup(std::shared_ptr<Model> model, const EngineCo
   setup.num_experts = static_cast<int>(c.num_experts);
   setup.num_layers = static_cast<int>(c.num_layers);
   setup.detached_workers = world_size > 1;
+  setup.tensor_parallel_size = tensor_parallel_size;
   for (int rank = 0; rank < world_size; ++rank)
     setup.workers.push_back({model, kv.num_device_blocks, kv.block_size, kv.num_host_blocks, rank,
-                             nullptr, PlacementKind::contiguous});  // group, placement: at spawn
+                             nullptr, PlacementKind::contiguous,  // group, placement: at spawn
+                             tensor_parallel_size});
   return setup;
 }
 
@@ -120,7 +129,8 @@ Engine::Engine(const EngineOptions& options) {
   BackendChoice choice = select_backend(options.device, Model::required_ops());
   backend_ = std::move(choice.backend);
   model_ = std::make_shared<Model>(options.model, *backend_);
-  SchedulerSetup setup = make_scheduler_setup(model_, options.engine, options.world_size);
+  SchedulerSetup setup = make_scheduler_setup(model_, options.engine, options.world_size,
+                                              options.tensor_parallel_size);
   setup.worker_timeout = options.worker_timeout;
   setup.placement = parse_placement_kind(options.expert_placement);
   actor_config_ = std::make_unique<caf::actor_system_config>();

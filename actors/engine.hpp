@@ -35,7 +35,10 @@ struct EngineOptions {
   std::filesystem::path model;
   std::string device = "cpu";
   EngineConfig engine;  // block size, KV budget, swap space, prefix caching, scheduler
-  int world_size = 1;   // data-parallel CPU ranks in this process; MoE layers expert-parallel
+  int world_size = 1;   // CPU ranks in this process (in-process communicator)
+  // 1: the ranks are data parallel (MoE layers expert-parallel over them);
+  // world_size: the ranks hold one tensor-parallel model (tensor_parallel.hpp).
+  int tensor_parallel_size = 1;
   std::string expert_placement = "contiguous";  // contiguous | round_robin
   int replicate_hot_experts = 0;                // hottest experts copied onto every rank
   std::chrono::milliseconds worker_timeout{60000};

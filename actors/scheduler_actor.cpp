@@ -19,7 +19,8 @@ using Self = scheduler_actor::stateful_pointer<SchedulerState>;
 void maybe_step(Self self);
 
 void build_core(SchedulerState& st) {
-  st.ranks = std::vector<RankCore>(st.setup.workers.size());
+  st.ranks = std::vector<RankCore>(st.setup.workers.size() /
+                                   static_cast<size_t>(st.setup.tensor_parallel_size));
   for (RankCore& core : st.ranks) {
     core.kv_cache = std::make_unique<KVCacheManager>(st.setup.kv_cache);
     core.scheduler = std::make_unique<Scheduler>(st.setup.scheduler, *core.kv_cache);
@@ -30,7 +31,8 @@ void spawn_workers(Self self) {
   SchedulerState& st = self->state;
   st.workers.clear();
   // A fresh group per worker generation: a failed generation aborted its own.
-  st.group = st.setup.num_experts > 0
+  const bool collectives = st.setup.num_experts > 0 || st.setup.tensor_parallel_size > 1;
+  st.group = collectives
                  ? std::make_shared<InProcessGroup>(static_cast<int>(st.setup.workers.size()))
                  : nullptr;
   for (WorkerSpec spec : st.setup.workers) {
@@ -171,8 +173,11 @@ void finish_step(Self self) {
 void on_reply(Self self, WorkerResult& result) {
   SchedulerState& st = self->state;
   if (!st.step_in_flight || result.step_id != st.step_id) return;
-  st.ranks.at(static_cast<size_t>(result.rank)).replied = true;
-  st.ranks.at(static_cast<size_t>(result.rank)).sampled = std::move(result.sampled);
+  st.replied.at(static_cast<size_t>(result.rank)) = true;
+  // Tensor-parallel workers all sample the same tokens; the first one's count.
+  const int tp = st.setup.tensor_parallel_size;
+  if (result.rank % tp == 0)
+    st.ranks.at(static_cast<size_t>(result.rank / tp)).sampled = std::move(result.sampled);
   if (result.rank == 0) st.metrics.compute_seconds += result.compute_seconds;
   if (st.step_load.empty()) st.step_load.resize(result.expert_load.size(), 0);
   check(st.step_load.size() == result.expert_load.size(), "worker rank ", result.rank,
@@ -201,7 +206,7 @@ void on_watchdog(Self self) {
   const auto now = self->clock().now();
   if (now < st.step_deadline) return arm_watchdog(self, st.step_deadline - now);
   size_t rank = 0;
-  while (rank + 1 < st.ranks.size() && st.ranks[rank].replied) ++rank;
+  while (rank + 1 < st.replied.size() && st.replied[rank]) ++rank;
   handle_fault(self, str_cat("worker rank ", rank, " timed out in step ", st.step_id));
 }
 
@@ -215,21 +220,25 @@ void maybe_step(Self self) {
   st.step_deadline = self->clock().now() + st.setup.worker_timeout;
   if (!st.watchdog_armed) arm_watchdog(self, st.setup.worker_timeout);
   const int64_t step_id = ++st.step_id;
-  // Every rank steps, planned or idle: they meet in the MoE collectives.
-  for (size_t rank = 0; rank < st.workers.size(); ++rank) {
+  st.replied.assign(st.workers.size(), false);
+  // Every rank steps, planned or idle: they meet in the MoE collectives. A
+  // tensor-parallel group's workers all get their rank's plan.
+  const auto tp = static_cast<size_t>(st.setup.tensor_parallel_size);
+  for (size_t rank = 0; rank < st.ranks.size(); ++rank) {
     RankCore& core = st.ranks[rank];
     core.plan = core.scheduler->schedule();
     core.sampled.clear();
-    core.replied = false;
     for (const ScheduledSequence& s : core.plan.sequences) {
       const auto it = st.requests.find(core.scheduler->sequence(s.seq_id).request->id);
       if (it != st.requests.end()) it->second.started = true;
     }
     WorkerStep step = core.encoder.encode(core.plan, step_id);
     step.replicated_experts = st.replicated_experts;
-    self->request(st.workers[rank], caf::infinite, step_atom_v, std::move(step))
-        .then([self](WorkerResult& result) { on_reply(self, result); },
-              [self, step_id](caf::error& err) { on_worker_error(self, step_id, err); });
+    for (size_t w = rank * tp; w < (rank + 1) * tp; ++w)
+      self->request(st.workers[w], caf::infinite, step_atom_v,
+                    w + 1 == (rank + 1) * tp ? std::move(step) : step)
+          .then([self](WorkerResult& result) { on_reply(self, result); },
+                [self, step_id](caf::error& err) { on_worker_error(self, step_id, err); });
   }
 }
 
@@ -268,7 +277,7 @@ void submit(Self self, Submission& submission) {
 
 EngineMetrics snapshot(const SchedulerState& st) {
   EngineMetrics m = st.metrics;
-  m.world_size = static_cast<int>(st.ranks.size());
+  m.world_size = static_cast<int>(st.setup.workers.size());
   for (const RankCore& core : st.ranks) {
     m.num_running += static_cast<int64_t>(core.scheduler->num_running());
     m.num_waiting += static_cast<int64_t>(core.scheduler->num_waiting());

@@ -12,7 +12,10 @@
 // Ranks are data parallel: each request is assigned to one rank (the one
 // with the fewest unfinished requests) and lives in that rank's KV cache.
 // All ranks step together, even with nothing to run, because an MoE model's
-// layers exchange tokens between them (see worker_actor.hpp).
+// layers exchange tokens between them (see worker_actor.hpp). With tensor
+// parallelism the workers together are one rank: one Scheduler and KV
+// manager, the same plan to every worker, the sampled tokens of worker 0
+// (every worker samples the same ones from the same all-reduced logits).
 //
 // The KVCacheManager lives here, not in an actor of its own: the pure
 // Scheduler consults it synchronously while it builds a plan (can_allocate,
@@ -59,6 +62,7 @@ struct SchedulerSetup {
   SchedulerConfig scheduler;
   std::vector<WorkerSpec> workers;  // one per rank, rank order
   bool detached_workers = false;    // each worker on its own thread (needed for > 1 rank)
+  int tensor_parallel_size = 1;     // workers per planning rank (1, or all of them)
   std::chrono::milliseconds worker_timeout{60000};
   int64_t vocab_size = 0;  // prompt token ids are checked against it
   int num_experts = 0;
@@ -85,13 +89,13 @@ struct RankCore {
   StepPlan plan;
   std::vector<SampledToken> sampled;
   int64_t num_requests = 0;  // assigned, not yet finished
-  bool replied = false;      // to the step in flight
 };
 
 struct SchedulerState {
   SchedulerSetup setup;
   std::vector<RankCore> ranks;
   std::vector<worker_actor> workers;
+  std::vector<bool> replied;                // per worker, to the step in flight
   std::shared_ptr<InProcessGroup> group;    // this generation of workers' group
   std::vector<int32_t> replicated_experts;  // from the expert actor
   std::map<std::string, TrackedRequest> requests;
@@ -118,10 +122,11 @@ struct SchedulerState {
 class Model;
 struct EngineConfig;
 
-// The scheduler's setup for `model` on `world_size` ranks: the KV pool sized
-// from config.kv_budget, the scheduler with the model's eos ids.
+// The scheduler's setup for `model` on `world_size` ranks (one
+// tensor-parallel group when tensor_parallel_size is world_size): the KV pool
+// sized from config.kv_budget, the scheduler with the model's eos ids.
 SchedulerSetup make_scheduler_setup(std::shared_ptr<Model> model, const EngineConfig& config,
-                                    int world_size);
+                                    int world_size, int tensor_parallel_size = 1);
 
 scheduler_actor::behavior_type scheduler(scheduler_actor::stateful_pointer<SchedulerState> self,
                                          SchedulerSetup setup);

@@ -58,11 +58,18 @@ worker_actor::behavior_type worker(worker_actor::stateful_pointer<WorkerState> s
                                    WorkerSpec spec) {
   WorkerState& state = self->state;
   state.rank = spec.rank;
-  state.cache =
-      std::make_unique<PagedKVCache>(spec.model->backend(), spec.model->config(), spec.num_blocks,
-                                     spec.block_size, spec.num_host_blocks);
-  state.runner = std::make_unique<ModelRunner>(*spec.model, *state.cache);
-  setup_expert_parallel(state, spec);
+  Model* model = spec.model.get();
+  if (spec.tensor_parallel_size > 1) {
+    state.group = spec.group;
+    state.comm = spec.group->communicator(spec.rank);
+    state.shard =
+        std::make_unique<Model>(spec.model->directory(), spec.model->backend(), *state.comm);
+    model = state.shard.get();
+  }
+  state.cache = std::make_unique<PagedKVCache>(model->backend(), model->config(), spec.num_blocks,
+                                               spec.block_size, spec.num_host_blocks);
+  state.runner = std::make_unique<ModelRunner>(*model, *state.cache);
+  if (spec.tensor_parallel_size == 1) setup_expert_parallel(state, spec);
   // The model outlives the worker: the spec's shared_ptr lives in the behavior.
   return {
       [self, spec](step_atom, const WorkerStep& step) -> caf::result<WorkerResult> {

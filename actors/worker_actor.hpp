@@ -7,6 +7,8 @@
 // communicator and expert placement; its MoE layers exchange tokens with the
 // other ranks by all-to-all, so every rank runs every step (an idle rank
 // joins with Model::forward_idle), and it reports the step's expert load.
+// Under tensor parallelism the workers of the group hold one model between
+// them (each its shard, its heads' KV) and all run the same plan.
 //
 // A step that throws is answered with an error naming the rank and the cause,
 // then the worker quits: its KV contents can no longer be trusted. It first
@@ -43,9 +45,13 @@ struct WorkerSpec {
   // MoE models: the ranks' group (one per worker generation) and placement.
   std::shared_ptr<InProcessGroup> group;
   PlacementKind placement = PlacementKind::contiguous;
+  // > 1: the group is one tensor-parallel model; the worker loads its shard
+  // of `model`'s checkpoint and runs every step with its peers.
+  int tensor_parallel_size = 1;
 };
 
 struct WorkerState {
+  std::unique_ptr<Model> shard;  // tensor parallelism: this rank's part of the model
   std::unique_ptr<PagedKVCache> cache;
   std::unique_ptr<ModelRunner> runner;
   PlanDecoder decoder;

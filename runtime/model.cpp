@@ -40,7 +40,8 @@ struct Model::DeviceBatch {
 };
 
 Model::Model(const std::filesystem::path& dir, Backend& backend)
-    : config_(load_model_config(dir)),
+    : dir_(dir),
+      config_(load_model_config(dir)),
       store_(dir),
       weights_(bind_weights(config_, store_)),
       backend_(backend) {

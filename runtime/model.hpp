@@ -43,6 +43,7 @@ class Model {
   Model(const std::filesystem::path& dir, Backend& backend, Communicator& tensor_parallel);
 
   const ModelConfig& config() const { return config_; }
+  const std::filesystem::path& directory() const { return dir_; }
   const WeightStore& weights() const { return store_; }
   Backend& backend() const { return backend_; }
   int tensor_parallel_size() const { return tp_ ? tp_->world_size() : 1; }
@@ -73,6 +74,7 @@ class Model {
   void write_kv(const ForwardBatch& batch, const Tensor& k, const Tensor& v, const Tensor& k_cache,
                 const Tensor& v_cache);
 
+  std::filesystem::path dir_;
   ModelConfig config_;
   WeightStore store_;
   ModelWeights weights_;

@@ -74,6 +74,14 @@ TEST(CliRun, RunsExpertParallelOverFourRanks) {
   EXPECT_NE(out.find("experts: 4 ranks"), std::string::npos) << out;
 }
 
+// As configs/tp_cpu2.yaml, on the fixture: one model split over 2 ranks.
+TEST(CliRun, RunsTensorParallelOverTwoRanks) {
+  const std::string out = expect_runs_like_offline(
+      "hive_cli_run_tp",
+      "parallel: {world_size: 2, expert_parallel_size: 1, tensor_parallel_size: 2}\n");
+  EXPECT_NE(out.find("tensor parallel: 2 ranks"), std::string::npos) << out;
+}
+
 TEST(CliRun, ABadPromptLineNamesTheFileAndLine) {
   const std::filesystem::path dir = std::filesystem::temp_directory_path() / "hive_cli_run_bad";
   std::filesystem::create_directories(dir);

@@ -3,7 +3,7 @@
 // offline engine's, metrics must count every routed token, hot experts get
 // replicated without changing a token, and a fault in one rank fails the
 // started requests (instead of hanging its peer in a collective) while the
-// engine keeps serving.
+// engine keeps serving. Two workers can also hold one tensor-parallel model.
 #include <gtest/gtest.h>
 
 #include <numeric>
@@ -13,6 +13,7 @@
 #include "actors/engine.hpp"
 #include "kernels/cpu/cpu_backend.hpp"
 #include "kernels/error.hpp"
+#include "tests/common/model_dirs.hpp"
 #include "tests/common/random.hpp"
 
 namespace hive {
@@ -106,6 +107,48 @@ TEST_P(EngineParallel, RanksMatchOneRankAndCountExpertLoad) {
 }
 
 INSTANTIATE_TEST_SUITE_P(MoeFixtures, EngineParallel, ::testing::Values("qwen3_moe", "mixtral"));
+
+// Two workers holding one tensor-parallel model: the same tokens as one rank.
+TEST(EngineTensorParallel, TwoRanksMatchTheOfflineEngine) {
+  for (const std::string name : {"qwen2", "qwen3_moe", "bundled/hive-moe-target"}) {
+    SCOPED_TRACE(testing::Message() << name << ", seed " << test::test_seed());
+    CpuBackend cpu;
+    Model model(test::model_dir(name), cpu);
+    const std::vector<Request> requests = make_requests(model.config().vocab_size);
+    EngineOptions o = options("", 2, "contiguous", 0);
+    o.model = test::model_dir(name);
+    const std::vector<RequestOutput> expected = LLMEngine(model, o.engine).generate(requests);
+    o.tensor_parallel_size = 2;
+    Engine engine(o);
+    const std::vector<TokenEvent> got = run_all(engine, requests);
+    ASSERT_EQ(got.size(), expected.size());
+    for (size_t i = 0; i < got.size(); ++i) {
+      EXPECT_EQ(got[i].error, "");
+      EXPECT_EQ(got[i].token_ids, expected[i].samples.at(0).token_ids) << requests[i].id;
+    }
+    const EngineMetrics m = engine.metrics();
+    EXPECT_EQ(m.world_size, 2);
+    EXPECT_EQ(m.num_free_blocks, m.num_blocks);
+    EXPECT_EQ(engine.shutdown(), 0);
+  }
+}
+
+TEST(EngineTensorParallel, LaunchFilesMixingTensorAndExpertParallelismAreRejected) {
+  LaunchConfig config;
+  config.model = test::model_dir("qwen3_moe");
+  config.parallel.world_size = 4;
+  config.parallel.tensor_parallel_size = 2;
+  try {
+    engine_options(config);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("tensor_parallel_size 2 must be 1 or world_size (4)"),
+              std::string::npos)
+        << e.what();
+  }
+  config.parallel.tensor_parallel_size = 4;
+  EXPECT_EQ(engine_options(config).tensor_parallel_size, 4);
+}
 
 TEST(EngineParallelFaults, AFailedRankFailsStartedRequestsAndTheEngineRecovers) {
   CpuBackend cpu;

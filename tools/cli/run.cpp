@@ -96,7 +96,13 @@ int run_run(const std::vector<std::string>& argv) {
       static_cast<long long>(m.num_steps), seconds,
       static_cast<double>(m.num_generated_tokens) / seconds, m.step_seconds, m.compute_seconds,
       m.step_seconds > 0 ? 100.0 * (m.step_seconds - m.compute_seconds) / m.step_seconds : 0.0);
-  if (m.num_experts > 0) print_expert_load(m);
+  const int tp = config.parallel.tensor_parallel_size;
+  if (tp > 1) {
+    // Every rank computes every expert's share: there is no per-rank load.
+    std::fprintf(stderr, "tensor parallel: %d ranks\n", tp);
+  } else if (m.num_experts > 0) {
+    print_expert_load(m);
+  }
   return failed == 0 ? 0 : 1;
 }
 
