@@ -33,7 +33,7 @@ void attention(const AttentionParams& p) {
   const float* k = p.k_cache.as<float>();
   const float* v = p.v_cache.as<float>();
   float* out = p.out.as<float>();
-#pragma omp parallel
+#pragma omp parallel if (num_tokens * num_heads * context_len * head_dim >= kMinParallelWork)
   {
     std::vector<float> scores(static_cast<size_t>(context_len));
 #pragma omp for schedule(static)

@@ -27,7 +27,7 @@ void matmul(const Tensor& x, const Tensor& w, const Tensor* bias, const Tensor& 
   const float* xs = x.as<float>();
   float* os = out.as<float>();
   const size_t row_bytes = static_cast<size_t>(k) * dtype_size(w.dtype);
-#pragma omp parallel
+#pragma omp parallel if (m * n * k >= kMinParallelWork)
   {
     std::vector<float> row(static_cast<size_t>(k));
 #pragma omp for schedule(static)

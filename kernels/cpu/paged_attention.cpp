@@ -59,7 +59,7 @@ void paged_attention(const PagedAttentionParams& p) {
     const int64_t slot = int64_t{table[j / block_size]} * block_size + j % block_size;
     return (slot * num_kv_heads + kvh) * head_dim;
   };
-#pragma omp parallel
+#pragma omp parallel if (num_tokens * num_heads * context_len * head_dim >= kMinParallelWork)
   {
     std::vector<float> scores(static_cast<size_t>(context_len));
 #pragma omp for schedule(static)
