@@ -134,8 +134,9 @@ void handle_fault(Self self, const std::string& cause) {
   maybe_step(self);
 }
 
-void stream_sampled(Self self, const RankCore& core) {
-  SchedulerState& st = self->state;
+// The step's new tokens as events for their requests' sinks.
+void collect_sampled(SchedulerState& st, const RankCore& core,
+                     std::vector<std::pair<token_sink, TokenEvent>>& events) {
   const std::vector<SequenceId> running = core.scheduler->running_ids();
   const std::unordered_set<SequenceId> alive(running.begin(), running.end());
   for (const SampledToken& token : core.sampled) {
@@ -143,8 +144,8 @@ void stream_sampled(Self self, const RankCore& core) {
     const Sequence& seq = core.scheduler->sequence(token.seq_id);
     const auto it = st.requests.find(seq.request->id);
     if (it == st.requests.end()) continue;
-    send_event(self, it->second.sink,
-               TokenEvent::token(seq.request->id, seq.sample_index, token.token));
+    events.emplace_back(it->second.sink,
+                        TokenEvent::token(seq.request->id, seq.sample_index, token.token));
     ++st.metrics.num_generated_tokens;
   }
 }
@@ -161,13 +162,20 @@ void finish_step(Self self) {
         .then([self](std::vector<int32_t>& replicated) {
           self->state.replicated_experts = std::move(replicated);
         });
+  std::vector<std::pair<token_sink, TokenEvent>> events;
+  std::vector<SequenceOutput> outputs;
   for (RankCore& core : st.ranks) {
-    stream_sampled(self, core);
-    std::vector<SequenceOutput> outputs = core.scheduler->update(core.plan, core.sampled);
-    deliver(self, outputs, "");
+    collect_sampled(st, core, events);
+    for (SequenceOutput& out : core.scheduler->update(core.plan, core.sampled))
+      outputs.push_back(std::move(out));
   }
   st.step_in_flight = false;
+  // The next plan goes out before the tokens of this one: the workers
+  // compute while the events are sent.
   maybe_step(self);
+  for (auto& [sink, event] : events) send_event(self, sink, std::move(event));
+  deliver(self, outputs, "");
+  check_drained(self);
 }
 
 void on_reply(Self self, WorkerResult& result) {

@@ -5,9 +5,10 @@
 //
 //   per rank: plan = scheduler.schedule()   which sequences, how many tokens
 //   send each rank its plan's diff          (a deadline on each step)
-//   all ranks replied -> per rank: scheduler.update(plan, its sampled tokens)
-//   load delta -> expert actor; stream tokens and finished samples to their
-//   sinks, plan the next step
+//   all ranks replied -> load delta to the expert actor; per rank:
+//   scheduler.update(plan, its sampled tokens); plan and send the next step;
+//   only then stream the tokens and finished samples to their sinks, so the
+//   workers are computing while the events go out
 //
 // Ranks are data parallel: each request is assigned to one rank (the one
 // with the fewest unfinished requests) and lives in that rank's KV cache.

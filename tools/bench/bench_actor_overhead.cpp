@@ -2,17 +2,20 @@
 // (plan diff, messages to the worker and back, token events) next to the
 // model's compute, measured in the same process.
 //
-//   bench_actor_overhead --model DIR [--tokens N] [--prompt-len P] [--json FILE]
+//   bench_actor_overhead --model DIR [--tokens N] [--prompt-len P] [--repeats R] [--json FILE]
 //
-// Two views: (1) inside the engine, per step, the scheduler's send-to-reply
-// time against the worker's time in the model runner; (2) end to end, the
-// wall time per token through hive::Engine against the offline LLMEngine's
-// step loop on the same model and prompt.
+// Two views, each the median of R alternating runs (a shared machine's noise
+// hits both sides alike): (1) inside the engine, per step, the scheduler's
+// send-to-reply time against the worker's time in the model runner; (2) end
+// to end, the wall time per token through hive::Engine against the offline
+// LLMEngine's step loop on the same model and prompt.
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "actors/engine.hpp"
 #include "kernels/cpu/cpu_backend.hpp"
@@ -22,9 +25,9 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-hive::Request make_request(int64_t prompt_len, int64_t tokens) {
+hive::Request make_request(const std::string& id, int64_t prompt_len, int64_t tokens) {
   hive::Request r;
-  r.id = "bench";
+  r.id = id;
   for (int64_t i = 0; i < prompt_len; ++i)
     r.prompt_token_ids.push_back(static_cast<int32_t>(1 + i % 50));
   r.stop.max_tokens = tokens;
@@ -32,64 +35,91 @@ hive::Request make_request(int64_t prompt_len, int64_t tokens) {
   return r;
 }
 
-double offline_seconds(const std::string& model_dir, const hive::EngineConfig& config,
-                       const hive::Request& request) {
-  hive::CpuBackend cpu;
-  hive::Model model(model_dir, cpu);
-  hive::LLMEngine warm_up(model, config);  // page the weights in first
-  warm_up.generate({request});
-  hive::LLMEngine engine(model, config);
-  const auto start = Clock::now();
-  engine.generate({request});
+double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
+
+double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  return values[values.size() / 2];
+}
+
+struct Sample {
+  double step_ms = 0, compute_ms = 0, offline_ms = 0, actor_ms = 0;  // per step / token
+};
 
 }  // namespace
 
 int main(int argc, char** argv) {
   try {
     const hive::cli::Args args(std::vector<std::string>(argv + 1, argv + argc),
-                               {"--model", "--tokens", "--prompt-len", "--json"}, {});
+                               {"--model", "--tokens", "--prompt-len", "--repeats", "--json"}, {});
     const std::string model_dir = args.require("--model");
     const int64_t tokens = args.get_int("--tokens", 64);
-    const hive::Request request = make_request(args.get_int("--prompt-len", 8), tokens);
+    const int64_t prompt_len = args.get_int("--prompt-len", 8);
+    const int64_t repeats = std::max<int64_t>(1, args.get_int("--repeats", 5));
     hive::EngineOptions options;
     options.model = model_dir;
     options.engine.kv_budget = hive::KVBudget{int64_t{64} << 20, 0.0};
 
-    const double offline = offline_seconds(model_dir, options.engine, request);
+    hive::CpuBackend cpu;
+    hive::Model model(model_dir, cpu);
     hive::Engine engine(options);
-    const auto start = Clock::now();
-    hive::TokenStream stream = engine.submit(request);
-    while (stream.next()) {
+    // Warm-up on both sides: weights paged in, allocations made.
+    hive::LLMEngine(model, options.engine).generate({make_request("w", prompt_len, tokens)});
+    for (auto stream = engine.submit(make_request("w", prompt_len, tokens)); stream.next();) {
     }
-    const double actor = std::chrono::duration<double>(Clock::now() - start).count();
-    const hive::EngineMetrics m = engine.metrics();
+
+    std::vector<Sample> samples;
+    for (int64_t i = 0; i < repeats; ++i) {
+      const hive::Request request = make_request("r" + std::to_string(i), prompt_len, tokens);
+      Sample s;
+      hive::LLMEngine offline(model, options.engine);
+      auto start = Clock::now();
+      offline.generate({request});
+      const double offline_s = seconds_since(start);
+
+      const hive::EngineMetrics before = engine.metrics();
+      start = Clock::now();
+      for (auto stream = engine.submit(request); stream.next();) {
+      }
+      const double actor_s = seconds_since(start);
+      const hive::EngineMetrics after = engine.metrics();
+      const auto steps = static_cast<double>(after.num_steps - before.num_steps);
+      s.step_ms = 1e3 * (after.step_seconds - before.step_seconds) / steps;
+      s.compute_ms = 1e3 * (after.compute_seconds - before.compute_seconds) / steps;
+      s.offline_ms = 1e3 * offline_s / steps;
+      s.actor_ms = 1e3 * actor_s / steps;
+      samples.push_back(s);
+    }
     engine.shutdown();
 
-    const double steps = static_cast<double>(m.num_steps);
-    const double step_ms = 1e3 * m.step_seconds / steps,
-                 compute_ms = 1e3 * m.compute_seconds / steps;
-    const double messaging_pct = 100.0 * (m.step_seconds - m.compute_seconds) / m.step_seconds;
-    const double end_to_end_pct = 100.0 * (actor - offline) / offline;
-    std::printf("model %s, batch 1, %lld steps\n", model_dir.c_str(),
-                static_cast<long long>(m.num_steps));
+    const auto pick = [&](double Sample::*field) {
+      std::vector<double> v;
+      for (const Sample& s : samples) v.push_back(s.*field);
+      return median(v);
+    };
+    std::vector<double> messaging_pct, end_to_end_pct;
+    for (const Sample& s : samples) {
+      messaging_pct.push_back(100.0 * (s.step_ms - s.compute_ms) / s.step_ms);
+      end_to_end_pct.push_back(100.0 * (s.actor_ms - s.offline_ms) / s.offline_ms);
+    }
+    const double step_ms = pick(&Sample::step_ms), compute_ms = pick(&Sample::compute_ms);
+    const double offline_ms = pick(&Sample::offline_ms), actor_ms = pick(&Sample::actor_ms);
+    const double messaging = median(messaging_pct), end_to_end = median(end_to_end_pct);
+    std::printf("model %s, batch 1, %lld tokens, median of %lld runs\n", model_dir.c_str(),
+                static_cast<long long>(tokens), static_cast<long long>(repeats));
     std::printf(
         "| step (ms) | compute (ms) | messaging (ms) | messaging share | offline (ms/token) | "
         "actors (ms/token) | end-to-end overhead |\n");
     std::printf("|---|---|---|---|---|---|---|\n");
     std::printf("| %.3f | %.3f | %.4f | %.2f %% | %.3f | %.3f | %.2f %% |\n", step_ms, compute_ms,
-                step_ms - compute_ms, messaging_pct, 1e3 * offline / steps, 1e3 * actor / steps,
-                end_to_end_pct);
+                step_ms - compute_ms, messaging, offline_ms, actor_ms, end_to_end);
     if (args.has("--json")) {
-      nlohmann::json j = {{"model", model_dir},
-                          {"steps", m.num_steps},
-                          {"step_ms", step_ms},
-                          {"compute_ms", compute_ms},
-                          {"messaging_pct", messaging_pct},
-                          {"offline_s", offline},
-                          {"actor_s", actor},
-                          {"end_to_end_pct", end_to_end_pct}};
+      nlohmann::json j = {
+          {"model", model_dir},       {"tokens", tokens},         {"repeats", repeats},
+          {"step_ms", step_ms},       {"compute_ms", compute_ms}, {"messaging_pct", messaging},
+          {"offline_ms", offline_ms}, {"actor_ms", actor_ms},     {"end_to_end_pct", end_to_end}};
       std::ofstream(args.get("--json", "")) << j.dump(2) << "\n";
     }
     return 0;
