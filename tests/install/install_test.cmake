@@ -52,3 +52,12 @@ if(at EQUAL -1)
 endif()
 step("build the consumer" ${CMAKE_COMMAND} --build ${consumer_build})
 step("run the consumer" ${consumer_build}/hive_install_consumer ${MODEL_DIR})
+
+# The installed CLI finds the bundled model under <prefix>/share/hive.
+execute_process(COMMAND ${CMAKE_COMMAND} -E env --unset=HIVE_MODEL
+  ${prefix}/bin/hive generate "Once upon a time" --max-tokens 8 --device cpu
+  RESULT_VARIABLE status OUTPUT_VARIABLE out ERROR_VARIABLE err)
+string(FIND "${out}" "Once upon a time" at)
+if(NOT status EQUAL 0 OR at EQUAL -1)
+  message(FATAL_ERROR "install test: installed hive generate failed (${status}): ${out}${err}")
+endif()

@@ -14,11 +14,26 @@ namespace hive::cli {
 
 namespace fs = std::filesystem;
 
+namespace {
+
+// An installed hive keeps the bundled models in <prefix>/share/hive/models;
+// a build tree's hive uses the source tree's.
+fs::path bundled_models_dir() {
+  std::error_code error;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", error);
+  if (!error) {
+    const fs::path installed = exe.parent_path().parent_path() / "share" / "hive" / "models";
+    if (fs::is_directory(installed, error)) return installed;
+  }
+  return fs::path(HIVE_SOURCE_DIR) / "models";
+}
+
+}  // namespace
+
 fs::path default_model_dir() {
   const char* env = std::getenv("HIVE_MODEL");
   const bool from_env = env && *env;
-  const fs::path dir =
-      from_env ? fs::path(env) : fs::path(HIVE_SOURCE_DIR) / "models" / "hive-moe-target";
+  const fs::path dir = from_env ? fs::path(env) : bundled_models_dir() / "hive-moe-target";
   check(fs::is_regular_file(dir / "config.json"), "the default model ",
         from_env ? "($HIVE_MODEL) " : "", dir.string(),
         " has no config.json; pass --model DIR or set HIVE_MODEL");

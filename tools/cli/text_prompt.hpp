@@ -20,7 +20,8 @@
 
 namespace hive::cli {
 
-// The bundled model: $HIVE_MODEL when set, else models/hive-moe-target of the
+// The bundled model: $HIVE_MODEL when set, else hive-moe-target from
+// <prefix>/share/hive/models next to an installed binary, else from the
 // source tree this binary was built from. Throws if the directory has no
 // config.json, saying how to choose another model.
 std::filesystem::path default_model_dir();

@@ -1,6 +1,7 @@
 # cmake --install: Hive as the CMake package `hive`.
 #
 #   <prefix>/bin/hive
+#   <prefix>/share/hive/{models,configs}/                       bundled models, launch files
 #   <prefix>/include/hive/{kernels,moe,runtime,actors}/...hpp   repository layout
 #   <prefix>/lib/libhive_*.a
 #   <prefix>/lib/cmake/hive/hiveConfig.cmake, hiveConfigVersion.cmake,
@@ -29,6 +30,11 @@ install(TARGETS ${HIVE_LIBRARIES} EXPORT hiveTargets
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
   RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 install(TARGETS hive RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+# The bundled models and launch files: an installed `hive generate "text"`
+# finds its default model at <prefix>/share/hive/models (text_prompt.cpp),
+# and the configs' ../models paths hold there too.
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/models/ DESTINATION ${CMAKE_INSTALL_DATADIR}/hive/models)
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/configs/ DESTINATION ${CMAKE_INSTALL_DATADIR}/hive/configs)
 
 # Every header of the libraries: the public ones include their neighbours.
 foreach(dir IN ITEMS kernels moe runtime actors)
