@@ -32,9 +32,17 @@ struct CollectorState {
   static inline const char* name = "collector";
 };
 
-inline token_sink::behavior_type collector(token_sink::stateful_pointer<CollectorState> self) {
-  return {[self](TokenEvent& event) { self->state.events.push_back(std::move(event)); }};
-}
+// A class-based actor, not a function: CAF 0.17.6 spawns a function given no
+// arguments besides `self` through a null std::shared_ptr<std::tuple<>> that
+// it still dereferences (`*args_` in caf/detail/init_fun_factory.hpp), binding
+// a reference to null, which UBSan's null check reports (later CAF releases
+// skip the dereference). Hive's function actors all take an argument.
+struct Collector : token_sink::stateful_base<CollectorState> {
+  using token_sink::stateful_base<CollectorState>::stateful_base;
+  behavior_type make_behavior() override {
+    return {[this](TokenEvent& event) { state.events.push_back(std::move(event)); }};
+  }
+};
 
 inline Request make_request(const std::string& id, std::vector<int32_t> prompt,
                             int64_t max_tokens) {
@@ -60,7 +68,7 @@ struct ActorFixture : test_coordinator_fixture<ActorConfig> {
   std::shared_ptr<Model> model =
       std::make_shared<Model>(std::string(HIVE_TEST_DATA) + "/models/qwen3_moe", cpu);
   scheduler_actor scheduler_hdl;
-  token_sink sink = sys.spawn(collector);
+  token_sink sink = sys.spawn<Collector>();
 
   explicit ActorFixture(EngineConfig engine_config = small_engine_config())
       : config(engine_config) {
