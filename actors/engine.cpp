@@ -134,11 +134,16 @@ Engine::Engine(const EngineOptions& options) {
   setup.worker_timeout = options.worker_timeout;
   setup.placement = parse_placement_kind(options.expert_placement);
   actor_config_ = std::make_unique<caf::actor_system_config>();
-  // Work sharing: idle scheduler threads sleep on a condition variable. CAF's
-  // default work stealing polls for work between messages, and a polling
-  // thread on the next core slows the worker's compute by 30-40 % on a
-  // 2-core machine (docs/benchmarks.md, actor overhead).
+  // One scheduler thread, work sharing. The scheduler actor, a worker of a
+  // single-rank engine, the expert actor and callback sinks take turns on
+  // it, so a step's messages are plain queue pushes: waking a sleeping
+  // thread costs about 8 us to the waker and 30 us to the wakee on the
+  // development VM, twice per step with a second thread. CAF's default
+  // work stealing instead keeps idle threads polling, and a polling thread
+  // next to the compute slowed the worker by 30-40 % (docs/benchmarks.md).
+  // Workers of a multi-rank engine are detached: each has its own thread.
   actor_config_->set("scheduler.policy", caf::atom("sharing"));
+  actor_config_->set("scheduler.max-threads", size_t{1});
   register_message_types(*actor_config_);
   system_ = std::make_unique<caf::actor_system>(*actor_config_);
   const ModelConfig& c = model_->config();

@@ -93,7 +93,11 @@ class Engine {
   ~Engine();  // shutdown(fail_in_flight) unless already shut down
 
   TokenStream submit(Request request);
-  // `on_event` runs on an actor thread, one event at a time.
+  // `on_event` runs on the engine's thread, one event at a time, between
+  // steps: keep it short (copy the event out), or the next step waits, and
+  // never call metrics() or shutdown() from it (they wait for that thread);
+  // cancel() is fine. A TokenStream instead wakes the reading thread for
+  // every event.
   void submit(Request request, std::function<void(const TokenEvent&)> on_event);
   void cancel(const std::string& request_id);
   // Includes the expert actor's load statistics (MoE models).

@@ -6,13 +6,16 @@
 //
 // Two views, each the median of R alternating runs (a shared machine's noise
 // hits both sides alike): (1) inside the engine, per step, the scheduler's
-// send-to-reply time against the worker's time in the model runner; (2) end
-// to end, the wall time per token through hive::Engine against the offline
-// LLMEngine's step loop on the same model and prompt.
+// step time (plan, send, reply, stream) against the worker's time in the
+// model runner; (2) end to end, the wall time per token through hive::Engine
+// against the offline LLMEngine's step loop on the same model and prompt.
+// One row per way of receiving tokens: a blocking TokenStream (each token
+// wakes the reading thread) and a callback (run on the engine's thread).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <future>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -40,6 +43,7 @@ double seconds_since(Clock::time_point start) {
 }
 
 double median(std::vector<double> values) {
+  if (values.empty()) return 0;
   std::sort(values.begin(), values.end());
   return values[values.size() / 2];
 }
@@ -47,6 +51,46 @@ double median(std::vector<double> values) {
 struct Sample {
   double step_ms = 0, compute_ms = 0, offline_ms = 0, actor_ms = 0;  // per step / token
 };
+
+// Runs the request through the engine to its end, by stream or by callback.
+void run_through(hive::Engine& engine, const hive::Request& request, bool callback) {
+  if (!callback) {
+    for (auto stream = engine.submit(request); stream.next();) {
+    }
+    return;
+  }
+  std::promise<void> done;
+  engine.submit(request, [&done](const hive::TokenEvent& event) {
+    if (event.finished) done.set_value();
+  });
+  done.get_future().wait();
+}
+
+struct Row {
+  const char* receiver;
+  double step_ms, compute_ms, messaging_pct, offline_ms, actor_ms, end_to_end_pct;
+};
+
+double median_of(const std::vector<Sample>& samples, double Sample::*field) {
+  std::vector<double> v;
+  for (const Sample& s : samples) v.push_back(s.*field);
+  return median(v);
+}
+
+Row summarize(const char* receiver, const std::vector<Sample>& samples) {
+  std::vector<double> messaging, end_to_end;
+  for (const Sample& s : samples) {
+    messaging.push_back(100.0 * (s.step_ms - s.compute_ms) / s.step_ms);
+    end_to_end.push_back(100.0 * (s.actor_ms - s.offline_ms) / s.offline_ms);
+  }
+  return {receiver,
+          median_of(samples, &Sample::step_ms),
+          median_of(samples, &Sample::compute_ms),
+          median(messaging),
+          median_of(samples, &Sample::offline_ms),
+          median_of(samples, &Sample::actor_ms),
+          median(end_to_end)};
+}
 
 }  // namespace
 
@@ -67,61 +111,54 @@ int main(int argc, char** argv) {
     hive::Engine engine(options);
     // Warm-up on both sides: weights paged in, allocations made.
     hive::LLMEngine(model, options.engine).generate({make_request("w", prompt_len, tokens)});
-    for (auto stream = engine.submit(make_request("w", prompt_len, tokens)); stream.next();) {
-    }
+    run_through(engine, make_request("w", prompt_len, tokens), false);
 
-    std::vector<Sample> samples;
+    std::vector<Sample> samples[2];  // [0] stream, [1] callback
     for (int64_t i = 0; i < repeats; ++i) {
-      const hive::Request request = make_request("r" + std::to_string(i), prompt_len, tokens);
-      Sample s;
-      hive::LLMEngine offline(model, options.engine);
-      auto start = Clock::now();
-      offline.generate({request});
-      const double offline_s = seconds_since(start);
+      for (const bool callback : {false, true}) {
+        const hive::Request request =
+            make_request("r" + std::to_string(2 * i + callback), prompt_len, tokens);
+        Sample s;
+        hive::LLMEngine offline(model, options.engine);
+        auto start = Clock::now();
+        offline.generate({request});
+        const double offline_s = seconds_since(start);
 
-      const hive::EngineMetrics before = engine.metrics();
-      start = Clock::now();
-      for (auto stream = engine.submit(request); stream.next();) {
+        const hive::EngineMetrics before = engine.metrics();
+        start = Clock::now();
+        run_through(engine, request, callback);
+        const double actor_s = seconds_since(start);
+        const hive::EngineMetrics after = engine.metrics();
+        const auto steps = static_cast<double>(after.num_steps - before.num_steps);
+        s.step_ms = 1e3 * (after.step_seconds - before.step_seconds) / steps;
+        s.compute_ms = 1e3 * (after.compute_seconds - before.compute_seconds) / steps;
+        s.offline_ms = 1e3 * offline_s / steps;
+        s.actor_ms = 1e3 * actor_s / steps;
+        samples[callback].push_back(s);
       }
-      const double actor_s = seconds_since(start);
-      const hive::EngineMetrics after = engine.metrics();
-      const auto steps = static_cast<double>(after.num_steps - before.num_steps);
-      s.step_ms = 1e3 * (after.step_seconds - before.step_seconds) / steps;
-      s.compute_ms = 1e3 * (after.compute_seconds - before.compute_seconds) / steps;
-      s.offline_ms = 1e3 * offline_s / steps;
-      s.actor_ms = 1e3 * actor_s / steps;
-      samples.push_back(s);
     }
     engine.shutdown();
 
-    const auto pick = [&](double Sample::*field) {
-      std::vector<double> v;
-      for (const Sample& s : samples) v.push_back(s.*field);
-      return median(v);
-    };
-    std::vector<double> messaging_pct, end_to_end_pct;
-    for (const Sample& s : samples) {
-      messaging_pct.push_back(100.0 * (s.step_ms - s.compute_ms) / s.step_ms);
-      end_to_end_pct.push_back(100.0 * (s.actor_ms - s.offline_ms) / s.offline_ms);
-    }
-    const double step_ms = pick(&Sample::step_ms), compute_ms = pick(&Sample::compute_ms);
-    const double offline_ms = pick(&Sample::offline_ms), actor_ms = pick(&Sample::actor_ms);
-    const double messaging = median(messaging_pct), end_to_end = median(end_to_end_pct);
+    const Row rows[] = {summarize("stream", samples[0]), summarize("callback", samples[1])};
     std::printf("model %s, batch 1, %lld tokens, median of %lld runs\n", model_dir.c_str(),
                 static_cast<long long>(tokens), static_cast<long long>(repeats));
     std::printf(
-        "| step (ms) | compute (ms) | messaging (ms) | messaging share | offline (ms/token) | "
-        "actors (ms/token) | end-to-end overhead |\n");
-    std::printf("|---|---|---|---|---|---|---|\n");
-    std::printf("| %.3f | %.3f | %.4f | %.2f %% | %.3f | %.3f | %.2f %% |\n", step_ms, compute_ms,
-                step_ms - compute_ms, messaging, offline_ms, actor_ms, end_to_end);
-    if (args.has("--json")) {
-      nlohmann::json j = {
-          {"model", model_dir},       {"tokens", tokens},         {"repeats", repeats},
-          {"step_ms", step_ms},       {"compute_ms", compute_ms}, {"messaging_pct", messaging},
-          {"offline_ms", offline_ms}, {"actor_ms", actor_ms},     {"end_to_end_pct", end_to_end}};
-      std::ofstream(args.get("--json", "")) << j.dump(2) << "\n";
+        "| tokens to | step (ms) | compute (ms) | messaging (ms) | messaging share | "
+        "offline (ms/token) | actors (ms/token) | end-to-end overhead |\n");
+    std::printf("|---|---|---|---|---|---|---|---|\n");
+    nlohmann::json j = {{"model", model_dir}, {"tokens", tokens}, {"repeats", repeats}};
+    for (const Row& r : rows) {
+      std::printf("| %s | %.3f | %.3f | %.4f | %.2f %% | %.3f | %.3f | %.2f %% |\n", r.receiver,
+                  r.step_ms, r.compute_ms, r.step_ms - r.compute_ms, r.messaging_pct, r.offline_ms,
+                  r.actor_ms, r.end_to_end_pct);
+      j[r.receiver] = {{"step_ms", r.step_ms},
+                       {"compute_ms", r.compute_ms},
+                       {"messaging_pct", r.messaging_pct},
+                       {"offline_ms", r.offline_ms},
+                       {"actor_ms", r.actor_ms},
+                       {"end_to_end_pct", r.end_to_end_pct}};
     }
+    if (args.has("--json")) std::ofstream(args.get("--json", "")) << j.dump(2) << "\n";
     return 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bench_actor_overhead: %s\n", e.what());
