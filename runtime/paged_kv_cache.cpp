@@ -20,8 +20,8 @@ PagedKVCache::PagedKVCache(Backend& backend, const ModelConfig& config, int32_t 
   for (int64_t layer = 0; layer < config.num_layers; ++layer) {
     keys_.emplace_back(backend, DType::f32, shape);
     values_.emplace_back(backend, DType::f32, shape);
-    host_keys_.emplace_back(host_elems);
-    host_values_.emplace_back(host_elems);
+    host_keys_.emplace_back(new float[host_elems]);
+    host_values_.emplace_back(new float[host_elems]);
   }
 }
 
@@ -29,9 +29,9 @@ int64_t PagedKVCache::bytes_per_block() const {
   return 2 * num_layers() * block_elems_ * static_cast<int64_t>(sizeof(float));
 }
 
-Tensor PagedKVCache::host_block(std::vector<float>& layer, int32_t block) {
+Tensor PagedKVCache::host_block(const std::unique_ptr<float[]>& layer, int32_t block) const {
   const Tensor& like = keys_.front().tensor();
-  return Tensor::view(layer.data() + block * block_elems_, DType::f32,
+  return Tensor::view(layer.get() + block * block_elems_, DType::f32,
                       {1, block_size_, like.shape[2], like.shape[3]});
 }
 

@@ -14,6 +14,7 @@
 //
 // A block copy moves one block of every layer's K and V.
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <vector>
 
@@ -44,7 +45,7 @@ class PagedKVCache {
   void swap_in(std::span<const BlockCopy> copies);      // host -> device
 
  private:
-  Tensor host_block(std::vector<float>& layer, int32_t block);
+  Tensor host_block(const std::unique_ptr<float[]>& layer, int32_t block) const;
   void check_ids(std::span<const BlockCopy> copies, int32_t src_blocks, int32_t dst_blocks,
                  const char* what) const;
 
@@ -52,7 +53,9 @@ class PagedKVCache {
   int32_t num_blocks_, block_size_, num_host_blocks_;
   int64_t block_elems_;  // block_size * num_kv_heads * head_dim
   std::vector<Buffer> keys_, values_;
-  std::vector<std::vector<float>> host_keys_, host_values_;
+  // Uninitialised, so pages are only touched when a block is swapped out: a
+  // zero-filled swap space cost tens of milliseconds at start-up.
+  std::vector<std::unique_ptr<float[]>> host_keys_, host_values_;
 };
 
 }  // namespace hive
