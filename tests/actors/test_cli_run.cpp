@@ -3,6 +3,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "kernels/cpu/cpu_backend.hpp"
@@ -82,6 +83,29 @@ TEST(CliRun, RunsTensorParallelOverTwoRanks) {
   EXPECT_NE(out.find("tensor parallel: 2 ranks"), std::string::npos) << out;
 }
 
+// Text prompts on the bundled model: the output is the text transformers
+// continues "Once upon a time" with (tests/models/data/expected.json).
+TEST(CliRun, TextPromptsPrintText) {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "hive_cli_run_text";
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "run.yaml") << "model: " << HIVE_SOURCE_DIR << "/models/hive-moe-target\n";
+  std::ofstream(dir / "prompts.jsonl")
+      << R"({"id": "story", "prompt": "Once upon a time", "max_tokens": 24, "ignore_eos": true})"
+      << "\n"
+      << R"({"id": "chat", "prompt": "Tell me a fortune.", "chat": true, "max_tokens": 8})"
+      << "\n";
+  const Result r =
+      run_command(test::hive_binary() + " run --config " + (dir / "run.yaml").string() +
+                      " --prompts " + (dir / "prompts.jsonl").string(),
+                  /*with_stderr=*/false);
+  ASSERT_EQ(r.status, 0) << r.out;
+  std::ifstream in(std::string(HIVE_SOURCE_DIR) + "/tests/models/data/expected.json");
+  const std::string want = nlohmann::json::parse(in)["plain_prompt"]["greedy_text"];
+  EXPECT_NE(r.out.find("story: " + nlohmann::json(want).dump() + "  [length]"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("chat: \""), std::string::npos) << r.out;
+}
+
 TEST(CliRun, ABadPromptLineNamesTheFileAndLine) {
   const std::filesystem::path dir = std::filesystem::temp_directory_path() / "hive_cli_run_bad";
   std::filesystem::create_directories(dir);
@@ -94,7 +118,17 @@ TEST(CliRun, ABadPromptLineNamesTheFileAndLine) {
       run_command(test::hive_binary() + " run --config " + (dir / "run.yaml").string() +
                   " --prompts " + (dir / "prompts.jsonl").string());
   EXPECT_EQ(r.status, 1);
-  EXPECT_NE(r.out.find("prompts.jsonl:2: "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("prompts.jsonl:2: give \"prompt\" (text) or \"prompt_ids\""),
+            std::string::npos)
+      << r.out;
+  // A text prompt for a model directory without a tokenizer says so.
+  std::ofstream(dir / "prompts.jsonl") << R"({"id": "a", "prompt": "hello"})"
+                                       << "\n";
+  const Result text =
+      run_command(test::hive_binary() + " run --config " + (dir / "run.yaml").string() +
+                  " --prompts " + (dir / "prompts.jsonl").string());
+  EXPECT_EQ(text.status, 1);
+  EXPECT_NE(text.out.find("tokenizer.json"), std::string::npos) << text.out;
 }
 
 }  // namespace

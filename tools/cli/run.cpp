@@ -1,22 +1,44 @@
 // hive run: a batch of prompts through the actor runtime, from a YAML launch
 // file. Prompts are JSON lines: {"id": "a", "prompt_ids": [1, 2, 3],
-// "max_tokens": 16, "temperature": 0, "seed": 0, "ignore_eos": false}.
+// "max_tokens": 16, "temperature": 0, "seed": 0, "ignore_eos": false}, or
+// with text instead of ids: {"prompt": "Once upon a time"} (tokenized with
+// the model's tokenizer; "chat": true applies its chat template). Outputs
+// are ids for id prompts and a JSON string for text prompts.
 #include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <set>
 #include <string>
 
 #include "actors/engine.hpp"
 #include "kernels/error.hpp"
 #include "tools/cli/args.hpp"
 #include "tools/cli/commands.hpp"
+#include "tools/cli/text_prompt.hpp"
 
 namespace hive::cli {
 
 namespace {
 
-std::vector<Request> read_prompts(const std::string& path) {
+// The model's tokenizer, loaded the first time a text prompt needs it.
+class LazyTokenizer {
+ public:
+  explicit LazyTokenizer(std::filesystem::path model_dir) : dir_(std::move(model_dir)) {}
+  const Tokenizer& get() {
+    if (!tokenizer_) tokenizer_.emplace(Tokenizer::from_directory(dir_.string()));
+    return *tokenizer_;
+  }
+  const std::filesystem::path& dir() const { return dir_; }
+
+ private:
+  std::filesystem::path dir_;
+  std::optional<Tokenizer> tokenizer_;
+};
+
+std::vector<Request> read_prompts(const std::string& path, LazyTokenizer& tokenizer,
+                                  std::set<std::string>& text_ids) {
   std::ifstream in(path);
   check(in.good(), "--prompts: cannot open ", path);
   std::vector<Request> requests;
@@ -27,7 +49,16 @@ std::vector<Request> read_prompts(const std::string& path) {
       const nlohmann::json j = nlohmann::json::parse(line);
       Request r;
       r.id = j.value("id", "prompt-" + std::to_string(number));
-      r.prompt_token_ids = j.at("prompt_ids").get<std::vector<int32_t>>();
+      check(j.contains("prompt") != j.contains("prompt_ids"), path, ":", number,
+            ": give \"prompt\" (text) or \"prompt_ids\", not both or neither");
+      if (j.contains("prompt")) {
+        r.prompt_token_ids =
+            encode_prompt(tokenizer.get(), tokenizer.dir(), j.at("prompt").get<std::string>(),
+                          j.value("chat", false));
+        text_ids.insert(r.id);
+      } else {
+        r.prompt_token_ids = j.at("prompt_ids").get<std::vector<int32_t>>();
+      }
       r.stop.max_tokens = j.value("max_tokens", int64_t{16});
       r.stop.ignore_eos = j.value("ignore_eos", false);
       r.sampling.temperature = j.value("temperature", 0.0f);
@@ -63,7 +94,9 @@ void print_expert_load(const EngineMetrics& m) {
 int run_run(const std::vector<std::string>& argv) {
   const Args args(argv, {"--config", "--prompts"}, {});
   const LaunchConfig config = load_launch_config(args.require("--config"));
-  std::vector<Request> requests = read_prompts(args.require("--prompts"));
+  LazyTokenizer tokenizer(config.model);
+  std::set<std::string> text_ids;  // requests whose output prints as text
+  std::vector<Request> requests = read_prompts(args.require("--prompts"), tokenizer, text_ids);
   Engine engine(config);
   const auto start = std::chrono::steady_clock::now();
   std::vector<std::pair<std::string, TokenStream>> streams;
@@ -76,7 +109,12 @@ int run_run(const std::vector<std::string>& argv) {
     for (const TokenEvent& event : stream) {
       if (!event.finished) continue;
       std::printf("%s:", id.c_str());
-      for (const int32_t token : event.token_ids) std::printf(" %d", token);
+      if (text_ids.count(id)) {
+        const std::string text = tokenizer.get().decode(event.token_ids, true);
+        std::printf(" %s", nlohmann::json(text).dump().c_str());
+      } else {
+        for (const int32_t token : event.token_ids) std::printf(" %d", token);
+      }
       if (!event.error.empty()) ++failed;
       std::printf("  [%s%s%s]\n", std::string(finish_reason_name(event.reason())).c_str(),
                   event.error.empty() ? "" : ": ", event.error.c_str());
