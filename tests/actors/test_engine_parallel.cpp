@@ -60,6 +60,16 @@ std::vector<TokenEvent> run_all(Engine& engine, const std::vector<Request>& requ
   return finished;
 }
 
+// The engine's final events carry the offline engine's tokens, without errors.
+void expect_same_tokens(const std::vector<TokenEvent>& got,
+                        const std::vector<RequestOutput>& expected) {
+  ASSERT_EQ(got.size(), expected.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    EXPECT_EQ(got[i].error, "");
+    EXPECT_EQ(got[i].token_ids, expected[i].samples.at(0).token_ids) << expected[i].request_id;
+  }
+}
+
 class EngineParallel : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(EngineParallel, RanksMatchOneRankAndCountExpertLoad) {
@@ -78,12 +88,7 @@ TEST_P(EngineParallel, RanksMatchOneRankAndCountExpertLoad) {
     for (const std::string placement : {"contiguous", "round_robin"}) {
       SCOPED_TRACE(testing::Message() << "world " << world << ", " << placement);
       Engine engine(options(GetParam(), world, placement, world == 4 ? 1 : 0));
-      const std::vector<TokenEvent> got = run_all(engine, requests);
-      ASSERT_EQ(got.size(), expected.size());
-      for (size_t i = 0; i < got.size(); ++i) {
-        EXPECT_EQ(got[i].error, "");
-        EXPECT_EQ(got[i].token_ids, expected[i].samples.at(0).token_ids) << requests[i].id;
-      }
+      expect_same_tokens(run_all(engine, requests), expected);
       const EngineMetrics m = engine.metrics();
       EXPECT_EQ(m.world_size, world);
       ASSERT_EQ(m.expert_load.size(), static_cast<size_t>(c.num_layers * c.num_experts));
@@ -120,12 +125,7 @@ TEST(EngineTensorParallel, TwoRanksMatchTheOfflineEngine) {
     const std::vector<RequestOutput> expected = LLMEngine(model, o.engine).generate(requests);
     o.tensor_parallel_size = 2;
     Engine engine(o);
-    const std::vector<TokenEvent> got = run_all(engine, requests);
-    ASSERT_EQ(got.size(), expected.size());
-    for (size_t i = 0; i < got.size(); ++i) {
-      EXPECT_EQ(got[i].error, "");
-      EXPECT_EQ(got[i].token_ids, expected[i].samples.at(0).token_ids) << requests[i].id;
-    }
+    expect_same_tokens(run_all(engine, requests), expected);
     const EngineMetrics m = engine.metrics();
     EXPECT_EQ(m.world_size, 2);
     EXPECT_EQ(m.num_free_blocks, m.num_blocks);

@@ -18,6 +18,7 @@
 #include "moe/in_process_communicator.hpp"
 #include "runtime/llm_engine.hpp"
 #include "tests/common/model_dirs.hpp"
+#include "tests/common/parallel_requests.hpp"
 #include "tests/common/random.hpp"
 
 namespace hive {
@@ -27,36 +28,12 @@ using test::model_dir;
 constexpr int kNumPrompts = 7;
 using Load = std::vector<std::vector<int64_t>>;  // [layer][expert]
 
-std::vector<Request> make_requests(int64_t vocab) {
-  std::mt19937_64 rng(test::test_seed());
-  std::uniform_int_distribution<int32_t> token(3, static_cast<int32_t>(vocab) - 1);
-  std::vector<Request> requests;
-  for (int i = 0; i < kNumPrompts; ++i) {
-    Request r;
-    r.id = str_cat("p", i);
-    r.prompt_token_ids.resize(static_cast<size_t>(1 + (i * 11) % 37));
-    for (int32_t& id : r.prompt_token_ids) id = token(rng);
-    r.stop.max_tokens = 2 + (i * 5) % 9;  // ranks run out of work at different steps
-    r.stop.ignore_eos = true;
-    r.return_logits = true;
-    requests.push_back(std::move(r));
-  }
-  return requests;
-}
-
-EngineConfig engine_config() {
-  EngineConfig config;
-  config.kv_budget.bytes = int64_t{4} << 20;
-  config.scheduler.max_num_batched_tokens = 32;  // long prompts prefill in chunks
-  return config;
-}
-
 // Rank `rank` of the group: its share of the prompts (round-robin), stepped
 // until no rank has work left.
 void run_rank(Model& model, Communicator& comm, const ExpertPlacement& placement,
               const std::vector<Request>& all, std::map<std::string, SequenceOutput>& outputs,
               Load& load) {
-  LLMEngine engine(model, engine_config());
+  LLMEngine engine(model, test::parallel_engine_config());
   const ExpertParallelContext ep{&comm, &placement, &load};
   engine.set_expert_parallel(&ep);
   for (size_t i = static_cast<size_t>(comm.rank()); i < all.size();
@@ -113,8 +90,10 @@ TEST_P(ModelExpertParallel, SplitsAcrossRanksLikeOneRank) {
   SCOPED_TRACE(testing::Message() << GetParam() << ", seed " << test::test_seed());
   CpuBackend cpu;
   Model model(model_dir(GetParam()), cpu);
-  const std::vector<Request> requests = make_requests(model.config().vocab_size);
-  const std::vector<RequestOutput> expected = LLMEngine(model, engine_config()).generate(requests);
+  const std::vector<Request> requests =
+      test::parallel_requests(model.config().vocab_size, kNumPrompts);
+  const std::vector<RequestOutput> expected =
+      LLMEngine(model, test::parallel_engine_config()).generate(requests);
   Load reference_load;
   for (const int world : {1, 2, 4})
     for (const PlacementKind kind : {PlacementKind::contiguous, PlacementKind::round_robin}) {

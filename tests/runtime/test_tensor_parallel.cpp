@@ -18,6 +18,7 @@
 #include "runtime/llm_engine.hpp"
 #include "runtime/tensor_parallel.hpp"
 #include "tests/common/model_dirs.hpp"
+#include "tests/common/parallel_requests.hpp"
 #include "tests/common/random.hpp"
 
 namespace hive {
@@ -26,31 +27,6 @@ namespace {
 constexpr int kNumPrompts = 6;
 
 using test::model_dir;
-
-std::vector<Request> make_requests(int64_t vocab) {
-  std::mt19937_64 rng(test::test_seed());
-  std::uniform_int_distribution<int32_t> token(3, static_cast<int32_t>(vocab) - 1);
-  std::vector<Request> requests;
-  for (int i = 0; i < kNumPrompts; ++i) {
-    Request r;
-    r.id = str_cat("p", i);
-    r.prompt_token_ids.resize(static_cast<size_t>(1 + (i * 13) % 41));
-    for (int32_t& id : r.prompt_token_ids) id = token(rng);
-    r.stop.max_tokens = 3 + (i * 5) % 10;
-    r.stop.ignore_eos = true;
-    if (i == 4) r.sampling = {0.8f, 40, 0.95f, 77};  // seeded sampling agrees too
-    r.return_logits = true;
-    requests.push_back(std::move(r));
-  }
-  return requests;
-}
-
-EngineConfig engine_config() {
-  EngineConfig config;
-  config.kv_budget.bytes = int64_t{4} << 20;
-  config.scheduler.max_num_batched_tokens = 32;  // long prompts prefill in chunks
-  return config;
-}
 
 double max_logits_difference(const std::vector<RequestOutput>& a,
                              const std::vector<RequestOutput>& b) {
@@ -72,9 +48,11 @@ TEST_P(TensorParallel, TwoRanksMatchOneRank) {
   SCOPED_TRACE(testing::Message() << GetParam() << ", seed " << test::test_seed());
   CpuBackend cpu;
   Model reference(model_dir(GetParam()), cpu);
-  const std::vector<Request> requests = make_requests(reference.config().vocab_size);
+  std::vector<Request> requests =
+      test::parallel_requests(reference.config().vocab_size, kNumPrompts);
+  requests[4].sampling = {0.8f, 40, 0.95f, 77};  // seeded sampling agrees too
   const std::vector<RequestOutput> expected =
-      LLMEngine(reference, engine_config()).generate(requests);
+      LLMEngine(reference, test::parallel_engine_config()).generate(requests);
 
   constexpr int kWorld = 2;
   InProcessGroup group(kWorld);
@@ -85,7 +63,8 @@ TEST_P(TensorParallel, TwoRanksMatchOneRank) {
       try {
         Model shard(model_dir(GetParam()), cpu, *comm);
         EXPECT_EQ(shard.config().num_kv_heads * kWorld, reference.config().num_kv_heads);
-        outputs[static_cast<size_t>(r)] = LLMEngine(shard, engine_config()).generate(requests);
+        outputs[static_cast<size_t>(r)] =
+            LLMEngine(shard, test::parallel_engine_config()).generate(requests);
       } catch (const std::exception& e) {
         // Its peer would wait in a collective for ever: fail loudly instead.
         std::fprintf(stderr, "rank %d: %s\n", r, e.what());
