@@ -41,8 +41,9 @@ class Communicator {
   virtual void barrier() = 0;
 
   // How many rows each rank will send to this one, given what this one
-  // sends to each: an all-to-all of one count per peer.
-  std::vector<int64_t> exchange_counts(std::span<const int64_t> send_counts);
+  // sends to each: an all-to-all of one count per peer. Host vectors in and
+  // out; a device communicator stages them through its device.
+  virtual std::vector<int64_t> exchange_counts(std::span<const int64_t> send_counts);
 };
 
 }  // namespace hive

@@ -79,6 +79,30 @@ class NcclCommunicator final : public Communicator {
     synchronize();
   }
 
+  std::vector<int64_t> exchange_counts(std::span<const int64_t> send_counts) override {
+    const auto n = static_cast<int64_t>(world_size_);
+    check(static_cast<int64_t>(send_counts.size()) == n, "exchange_counts: ", send_counts.size(),
+          " counts for ", n, " ranks");
+    select_device();
+    // NCCL reads and writes device memory only.
+    int64_t* device = nullptr;
+    const size_t bytes = static_cast<size_t>(n) * sizeof(int64_t);
+    check_cuda(cudaMalloc(&device, 2 * bytes), "cudaMalloc");
+    std::vector<int64_t> recv(static_cast<size_t>(n));
+    try {
+      check_cuda(cudaMemcpy(device, send_counts.data(), bytes, cudaMemcpyHostToDevice), "copy in");
+      const std::vector<int64_t> ones(static_cast<size_t>(n), 1);
+      all_to_all(Tensor::view(device, DType::i64, {n}, Device::cuda), ones,
+                 Tensor::view(device + n, DType::i64, {n}, Device::cuda), ones);
+      check_cuda(cudaMemcpy(recv.data(), device + n, bytes, cudaMemcpyDeviceToHost), "copy out");
+    } catch (...) {
+      cudaFree(device);
+      throw;
+    }
+    cudaFree(device);
+    return recv;
+  }
+
   void barrier() override {
     select_device();
     float* one = nullptr;
