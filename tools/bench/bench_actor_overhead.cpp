@@ -2,7 +2,8 @@
 // (plan diff, messages to the worker and back, token events) next to the
 // model's compute, measured in the same process.
 //
-//   bench_actor_overhead --model DIR [--tokens N] [--prompt-len P] [--repeats R] [--json FILE]
+//   bench_actor_overhead --model DIR [--tokens N] [--prompt-len P] [--repeats R]
+//                        [--world-size W [--tensor-parallel]] [--json FILE]
 //
 // Two views, each the median of R alternating runs (a shared machine's noise
 // hits both sides alike): (1) inside the engine, per step, the scheduler's
@@ -11,6 +12,10 @@
 // against the offline LLMEngine's step loop on the same model and prompt.
 // One row per way of receiving tokens: a blocking TokenStream (each token
 // wakes the reading thread) and a callback (run on the engine's thread).
+// With --world-size W the engine runs W ranks (data parallel with experts
+// spread over them, or with --tensor-parallel one model split W ways), each
+// worker on its own thread; "compute" is then rank 0's, and the offline
+// baseline stays one rank.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -96,8 +101,10 @@ Row summarize(const char* receiver, const std::vector<Sample>& samples) {
 
 int main(int argc, char** argv) {
   try {
-    const hive::cli::Args args(std::vector<std::string>(argv + 1, argv + argc),
-                               {"--model", "--tokens", "--prompt-len", "--repeats", "--json"}, {});
+    const hive::cli::Args args(
+        std::vector<std::string>(argv + 1, argv + argc),
+        {"--model", "--tokens", "--prompt-len", "--repeats", "--world-size", "--json"},
+        {"--tensor-parallel"});
     const std::string model_dir = args.require("--model");
     const int64_t tokens = args.get_int("--tokens", 64);
     const int64_t prompt_len = args.get_int("--prompt-len", 8);
@@ -105,6 +112,8 @@ int main(int argc, char** argv) {
     hive::EngineOptions options;
     options.model = model_dir;
     options.engine.kv_budget = hive::KVBudget{int64_t{64} << 20, 0.0};
+    options.world_size = static_cast<int>(args.get_int("--world-size", 1));
+    if (args.has("--tensor-parallel")) options.tensor_parallel_size = options.world_size;
 
     hive::CpuBackend cpu;
     hive::Model model(model_dir, cpu);
@@ -140,13 +149,18 @@ int main(int argc, char** argv) {
     engine.shutdown();
 
     const Row rows[] = {summarize("stream", samples[0]), summarize("callback", samples[1])};
-    std::printf("model %s, batch 1, %lld tokens, median of %lld runs\n", model_dir.c_str(),
-                static_cast<long long>(tokens), static_cast<long long>(repeats));
+    std::printf("model %s, batch 1, %lld tokens, median of %lld runs, %d rank(s)%s\n",
+                model_dir.c_str(), static_cast<long long>(tokens), static_cast<long long>(repeats),
+                options.world_size, options.tensor_parallel_size > 1 ? " tensor parallel" : "");
     std::printf(
         "| tokens to | step (ms) | compute (ms) | messaging (ms) | messaging share | "
         "offline (ms/token) | actors (ms/token) | end-to-end overhead |\n");
     std::printf("|---|---|---|---|---|---|---|---|\n");
-    nlohmann::json j = {{"model", model_dir}, {"tokens", tokens}, {"repeats", repeats}};
+    nlohmann::json j = {{"model", model_dir},
+                        {"tokens", tokens},
+                        {"repeats", repeats},
+                        {"world_size", options.world_size},
+                        {"tensor_parallel_size", options.tensor_parallel_size}};
     for (const Row& r : rows) {
       std::printf("| %s | %.3f | %.3f | %.4f | %.2f %% | %.3f | %.3f | %.2f %% |\n", r.receiver,
                   r.step_ms, r.compute_ms, r.step_ms - r.compute_ms, r.messaging_pct, r.offline_ms,
