@@ -70,6 +70,23 @@ CAF_TEST(a worker that does not answer in time is treated as failed) {
   CAF_CHECK_EQUAL(streamed("again"), reference(again));
 }
 
+CAF_TEST(steps that each end before their deadline never time out) {
+  // Simulated time runs 0.6 of a timeout per step, so the one deadline
+  // timer fires several times while a step is in flight and re-arms itself.
+  const Request r = make_request("r", {6, 6, 6}, 6);
+  const auto timeout = scheduler_state().setup.worker_timeout;
+  submit(r);
+  size_t fired = 0;
+  for (size_t k = 1; k <= 6; ++k) {
+    run_until([&] { return streamed("r").size() >= k; });
+    fired += advance_time(timeout * 6 / 10);
+  }
+  run();
+  CAF_CHECK_GREATER(fired, 1u);
+  CAF_CHECK_EQUAL(streamed("r"), reference(r));
+  CAF_CHECK_EQUAL(metrics().num_worker_restarts, 0);
+}
+
 CAF_TEST(a worker that dies while idle is restarted) {
   self->send_exit(worker_hdl(), caf::exit_reason::kill);
   run();
