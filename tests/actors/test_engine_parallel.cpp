@@ -14,6 +14,7 @@
 #include "kernels/cpu/cpu_backend.hpp"
 #include "kernels/error.hpp"
 #include "tests/common/model_dirs.hpp"
+#include "tests/common/parallel_requests.hpp"
 #include "tests/common/random.hpp"
 
 namespace hive {
@@ -34,19 +35,7 @@ EngineOptions options(const std::string& model, int world, const std::string& pl
 }
 
 std::vector<Request> make_requests(int64_t vocab) {
-  std::mt19937_64 rng(test::test_seed());
-  std::uniform_int_distribution<int32_t> token(3, static_cast<int32_t>(vocab) - 1);
-  std::vector<Request> requests;
-  for (int i = 0; i < 6; ++i) {
-    Request r;
-    r.id = str_cat("r", i);
-    r.prompt_token_ids.resize(static_cast<size_t>(1 + (i * 7) % 13));
-    for (int32_t& id : r.prompt_token_ids) id = token(rng);
-    r.stop.max_tokens = 2 + (i * 3) % 7;
-    r.stop.ignore_eos = true;
-    requests.push_back(std::move(r));
-  }
-  return requests;
+  return test::parallel_requests(vocab, 6);
 }
 
 // Submits every request, then reads each stream: the final token ids (or the error).
