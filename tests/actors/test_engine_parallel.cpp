@@ -7,7 +7,6 @@
 #include <gtest/gtest.h>
 
 #include <numeric>
-#include <random>
 #include <vector>
 
 #include "actors/engine.hpp"
