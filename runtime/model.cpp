@@ -21,15 +21,6 @@ constexpr Op kRequiredOps[] = {
     Op::mul_rows,       Op::silu_mul,        Op::sigmoid,     Op::softmax,         Op::topk,
     Op::normalize_rows, Op::paged_attention, Op::gather_rows, Op::scatter_add_rows};
 
-// Copies a host vector into a fresh backend buffer shaped [n].
-template <class T>
-Buffer upload(Backend& backend, const std::vector<T>& host, DType dtype) {
-  const auto n = static_cast<int64_t>(host.size());
-  Buffer buffer(backend, dtype, {n});
-  backend.copy(buffer.tensor(), Tensor::view(const_cast<T*>(host.data()), dtype, {n}));
-  return buffer;
-}
-
 }  // namespace
 
 // The batch's integer inputs on the backend, uploaded once per forward pass.
@@ -48,7 +39,7 @@ Model::Model(const std::filesystem::path& dir, Backend& backend)
   check(backend.device() == Device::cpu, "models on a ", backend.name(),
         " backend need weight upload, which is not implemented yet");
   const std::vector<float> inv_freq = rope_inv_freq(config_.rope, config_.head_dim);
-  inv_freq_ = upload(backend, inv_freq, DType::f32);
+  inv_freq_ = upload<float>(backend, inv_freq, DType::f32);
 }
 
 Model::Model(const std::filesystem::path& dir, Backend& backend, Communicator& tensor_parallel)
@@ -187,10 +178,10 @@ void Model::forward(const ForwardBatch& batch, PagedKVCache& cache, const Tensor
     device.table_start.push_back(static_cast<int64_t>(tables.size()));
     tables.insert(tables.end(), run.block_table.begin(), run.block_table.end());
   }
-  device.token_ids = upload(backend_, batch.token_ids, DType::i32);
-  device.positions = upload(backend_, batch.positions, DType::i32);
-  device.logits_rows = upload(backend_, batch.logits_rows, DType::i32);
-  device.block_tables = upload(backend_, tables, DType::i32);
+  device.token_ids = upload<int32_t>(backend_, batch.token_ids, DType::i32);
+  device.positions = upload<int32_t>(backend_, batch.positions, DType::i32);
+  device.logits_rows = upload<int32_t>(backend_, batch.logits_rows, DType::i32);
+  device.block_tables = upload<int32_t>(backend_, tables, DType::i32);
 
   Buffer hidden(backend_, DType::f32, {n, c.hidden_size});
   Buffer normed(backend_, DType::f32, {n, c.hidden_size});
