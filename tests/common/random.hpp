@@ -1,8 +1,10 @@
 #pragma once
-// Seeded random test inputs. The seed is printed on failure (SCOPED_TRACE) so
-// any run can be replayed; inputs are never all zeros.
+// Seeded random test inputs. The seed is printed on failure (SCOPED_TRACE);
+// HIVE_TEST_SEED=N replays that run. Inputs are never all zeros.
 #include <cstdint>
+#include <cstdlib>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "kernels/dtype.hpp"
@@ -10,7 +12,11 @@
 namespace hive::test {
 
 inline uint64_t test_seed() {
-  static const uint64_t seed = std::random_device{}();
+  static const uint64_t seed = [] {
+    const char* fixed = std::getenv("HIVE_TEST_SEED");
+    return fixed != nullptr && *fixed != '\0' ? std::stoull(fixed)
+                                              : uint64_t{std::random_device{}()};
+  }();
   return seed;
 }
 
