@@ -6,13 +6,19 @@
 
 namespace hive {
 
-KVCacheManager::KVCacheManager(const KVCacheConfig& config)
-    : config_(config), device_pool_(config.num_device_blocks) {
+void validate(const KVCacheConfig& config) {
   check(config.block_size >= 1, "block_size must be >= 1 (got ", config.block_size, ")");
+  check(config.num_device_blocks >= 2,
+        "num_device_blocks must be >= 2, the null block and one more (got ",
+        config.num_device_blocks, ")");
   check(config.sliding_window >= 0, "sliding_window must be >= 0 (got ", config.sliding_window,
         ")");
   check(config.num_host_blocks == 0 || config.num_host_blocks >= 2,
         "num_host_blocks must be 0 (no swapping) or >= 2 (got ", config.num_host_blocks, ")");
+}
+
+KVCacheManager::KVCacheManager(const KVCacheConfig& config)
+    : config_(config), device_pool_((validate(config), config.num_device_blocks)) {
   if (config.num_host_blocks > 0) host_pool_.emplace(config.num_host_blocks);
 }
 

@@ -43,6 +43,9 @@ struct KVCacheConfig {
   int64_t sliding_window = 0;  // 0: full attention
 };
 
+// Throws hive::Error naming the first bad field.
+void validate(const KVCacheConfig& config);
+
 struct BlockCopy {
   int32_t src = 0;
   int32_t dst = 0;

@@ -13,14 +13,18 @@ int64_t StepPlan::num_batched_tokens() const {
   return total;
 }
 
-Scheduler::Scheduler(const SchedulerConfig& config, KVCacheManager& kv_cache, Detokenize detokenize)
-    : config_(config), kv_cache_(kv_cache), detokenize_(std::move(detokenize)) {
+void validate(const SchedulerConfig& config) {
   check(config.max_num_batched_tokens >= 1, "max_num_batched_tokens must be >= 1 (got ",
         config.max_num_batched_tokens, ")");
   check(config.max_num_seqs >= 1, "max_num_seqs must be >= 1 (got ", config.max_num_seqs, ")");
   check(config.recompute_seconds_per_token >= 0 && config.swap_seconds_per_block >= 0,
         "preemption costs must be >= 0 (got ", config.recompute_seconds_per_token, " s/token and ",
         config.swap_seconds_per_block, " s/block)");
+}
+
+Scheduler::Scheduler(const SchedulerConfig& config, KVCacheManager& kv_cache, Detokenize detokenize)
+    : config_(config), kv_cache_(kv_cache), detokenize_(std::move(detokenize)) {
+  validate(config);
 }
 
 void Scheduler::add_request(Request request) {
@@ -36,13 +40,15 @@ void Scheduler::add_request(Request request) {
   validate(request.sampling);
   check(request.stop.stop_strings.empty() || detokenize_, "request ", id,
         ": stop strings need a detokenizer");
-  const int64_t max_len =
-      static_cast<int64_t>(request.prompt_token_ids.size()) + request.stop.max_tokens;
+  const auto prompt_len = static_cast<int64_t>(request.prompt_token_ids.size());
   const int64_t block_size = kv_cache_.config().block_size;
-  const int64_t blocks = (max_len + block_size - 1) / block_size;
-  check(blocks <= kv_cache_.device_pool().num_allocatable_blocks(), "request ", id,
-        ": prompt + max_tokens = ", max_len, " tokens need ", blocks, " KV blocks of ", block_size,
-        ", the pool has ", kv_cache_.device_pool().num_allocatable_blocks());
+  const int64_t pool_blocks = kv_cache_.device_pool().num_allocatable_blocks();
+  // Compared before adding: a max_tokens near INT64_MAX must not overflow.
+  check(request.stop.max_tokens <= pool_blocks * block_size - prompt_len, "request ", id,
+        ": prompt (", prompt_len, " tokens) + max_tokens (", request.stop.max_tokens,
+        ") exceed the KV pool's ", pool_blocks * block_size, " tokens (", pool_blocks,
+        " blocks of ", block_size, ")");
+  const int64_t max_len = prompt_len + request.stop.max_tokens;
   check(config_.enable_chunked_prefill || max_len <= config_.max_num_batched_tokens, "request ", id,
         ": prompt + max_tokens = ", max_len,
         " tokens exceed max_num_batched_tokens = ", config_.max_num_batched_tokens,
@@ -57,7 +63,21 @@ void Scheduler::abort_request(const std::string& request_id) {
   std::vector<Sequence*> matching;
   for (const auto& [_, seq] : sequences_)
     if (seq->request->id == request_id) matching.push_back(seq.get());
-  for (Sequence* seq : matching) aborted_.push_back(finish(*seq, FinishReason::aborted));
+  for (Sequence* seq : matching) {
+    // Samples 1..n-1 fork off only when the prompt completes; aborted
+    // earlier, they still finish, so the owner hears of all n samples.
+    const int unforked_samples = seq->forked ? 0 : seq->request->n - 1;
+    aborted_.push_back(finish(*seq, FinishReason::aborted));
+    for (int k = 1; k <= unforked_samples; ++k) {
+      SequenceOutput sample;
+      sample.request_id = request_id;
+      sample.sample_index = k;
+      sample.finish_reason = FinishReason::aborted;
+      sample.num_prompt_tokens = aborted_.back().num_prompt_tokens;
+      sample.num_cached_tokens = aborted_.back().num_cached_tokens;
+      aborted_.push_back(std::move(sample));
+    }
+  }
 }
 
 const Sequence& Scheduler::sequence(SequenceId id) const {

@@ -46,6 +46,9 @@ struct SchedulerConfig {
   std::vector<int32_t> eos_token_ids;  // the model's; a request's ignore_eos skips them
 };
 
+// Throws hive::Error naming the first bad field.
+void validate(const SchedulerConfig& config);
+
 // One sequence's work in a step: token_ids at positions num_computed_tokens...
 struct ScheduledSequence {
   SequenceId seq_id = 0;

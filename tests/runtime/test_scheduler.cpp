@@ -1,6 +1,8 @@
 // Scheduler: the token budget, chunked prefill, max_num_seqs, FCFS and
 // priority order, and both kinds of preemption, step by step with exact runs
 // and block ids. Sequence ids count from 0 in add_request order; block size 4.
+#include <limits>
+
 #include "tests/runtime/scheduler_fixture.hpp"
 
 namespace hive {
@@ -207,8 +209,11 @@ TEST_F(SchedulerTest, RejectsRequestsThatCouldNeverRun) {
   expect_error(request("empty", 0, 1), "request empty: the prompt is empty");
   expect_error(request("zero", 3, 0), "max_tokens must be >= 1 (got 0)");
   expect_error(request("huge", 10, 7),
-               "prompt + max_tokens = 17 tokens need 5 KV blocks of 4, "
-               "the pool has 4");
+               "request huge: prompt (10 tokens) + max_tokens (7) exceed the KV pool's 16 "
+               "tokens (4 blocks of 4)");
+  // "No limit" written as the largest max_tokens must not overflow the check.
+  expect_error(request("unbounded", 10, std::numeric_limits<int64_t>::max()),
+               "max_tokens (9223372036854775807) exceed the KV pool's 16 tokens");
   Request many = request("many", 3, 1);
   many.n = 5;
   expect_error(many, "n must be in [1, max_num_seqs = 4] (got 5)");

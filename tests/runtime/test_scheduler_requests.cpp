@@ -132,5 +132,33 @@ TEST_F(RequestsTest, AbortFreesBlocksAndReportsOnTheNextUpdate) {
   EXPECT_EQ(finished[1].finish_reason, FinishReason::length);
 }
 
+// Samples 1..n-1 of a request fork off when its prompt completes. Aborted
+// before that, whether waiting or part-way through a chunked prompt, the
+// request still reports every one of its n samples.
+TEST_F(RequestsTest, AbortBeforeTheForkReportsEverySample) {
+  SchedulerConfig config = plain();
+  config.max_num_batched_tokens = 4;
+  make(config, blocks(16));
+  Request chunked = request("chunked", 10, 3), waiting = request("waiting", 3, 3);
+  chunked.n = 3;
+  waiting.n = 2;
+  scheduler->add_request(chunked);
+  scheduler->add_request(waiting);
+  step();  // 4 of chunked's 10 prompt tokens; waiting gets no budget
+  EXPECT_EQ(runs(), (Runs{{0, 0, 4}}));
+  scheduler->abort_request("chunked");
+  scheduler->abort_request("waiting");
+  std::map<std::string, std::vector<int>> samples;
+  for (const SequenceOutput& out : step()) {
+    EXPECT_EQ(out.finish_reason, FinishReason::aborted) << out.request_id;
+    EXPECT_TRUE(out.token_ids.empty()) << out.request_id;
+    samples[out.request_id].push_back(out.sample_index);
+  }
+  EXPECT_EQ(samples["chunked"], (std::vector<int>{0, 1, 2}));
+  EXPECT_EQ(samples["waiting"], (std::vector<int>{0, 1}));
+  EXPECT_FALSE(scheduler->has_unfinished());
+  EXPECT_EQ(kv->device_pool().num_free_blocks(), kv->device_pool().num_allocatable_blocks());
+}
+
 }  // namespace
 }  // namespace hive
