@@ -1,11 +1,15 @@
 #include "actors/engine.hpp"
 
+#include <algorithm>
+#include <cstdio>
+
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
 #include <caf/event_based_actor.hpp>
 #include <caf/scoped_actor.hpp>
 #include <caf/stateful_actor.hpp>
 
+#include "actors/error_text.hpp"
 #include "kernels/backend_select.hpp"
 #include "kernels/error.hpp"
 #include "moe/expert_placement.hpp"
@@ -16,6 +20,12 @@ namespace hive {
 
 namespace {
 
+// The event that ends a request whose scheduler stopped before it finished.
+TokenEvent scheduler_stopped(const std::string& request_id, const caf::error& reason) {
+  return TokenEvent::finish(request_id, -1, {}, FinishReason::aborted,
+                            str_cat("the engine's scheduler stopped: ", error_text(reason)));
+}
+
 struct CallbackState {
   std::function<void(const TokenEvent&)> on_event;
   int samples_left = 1;
@@ -24,9 +34,15 @@ struct CallbackState {
 
 token_sink::behavior_type callback_sink(token_sink::stateful_pointer<CallbackState> self,
                                         std::function<void(const TokenEvent&)> on_event,
+                                        const scheduler_actor& scheduler, std::string request_id,
                                         int samples) {
   self->state.on_event = std::move(on_event);
   self->state.samples_left = samples;
+  self->monitor(scheduler);
+  self->set_down_handler([self, request_id](caf::down_msg& down) {
+    self->state.on_event(scheduler_stopped(request_id, down.reason));
+    self->quit();
+  });
   return {[self](const TokenEvent& event) {
     self->state.on_event(event);
     if (event.finished && (event.sample_index < 0 || --self->state.samples_left == 0)) self->quit();
@@ -76,14 +92,16 @@ SchedulerSetup make_scheduler_setup(std::shared_ptr<Model> model, const EngineCo
   check(world_size >= 1, "world_size must be >= 1 (got ", world_size, ")");
   check(tensor_parallel_size == 1 || tensor_parallel_size == world_size, "tensor_parallel_size ",
         tensor_parallel_size, " must be 1 or world_size (", world_size, ")");
-  // Each rank gets the whole KV budget: in-process CPU ranks stand in for
-  // devices, each of which would have its own memory. A tensor-parallel
-  // rank's blocks hold only its share of the KV heads.
+  // In-process CPU ranks stand in for devices but share the host's memory:
+  // each gets 1/world_size of it, so a memory fraction holds for the whole
+  // process; a budget in bytes is per rank, as it would be per device. A
+  // tensor-parallel rank's blocks hold only its share of the KV heads.
   const ModelConfig& c = model->config();
   const int64_t bytes_per_block =
       kv_bytes_per_block(tensor_parallel_config(c, tensor_parallel_size), config.block_size);
   const int64_t weight_bytes = model_stats(c, model->weights()).weight_bytes;
-  const int64_t pool_bytes = kv_pool_bytes(config.kv_budget, host_memory_bytes(), weight_bytes);
+  const int64_t pool_bytes =
+      kv_pool_bytes(config.kv_budget, host_memory_bytes() / world_size, weight_bytes);
   SchedulerSetup setup;
   KVCacheConfig& kv = setup.kv_cache;
   kv.block_size = config.block_size;
@@ -103,13 +121,23 @@ SchedulerSetup make_scheduler_setup(std::shared_ptr<Model> model, const EngineCo
   setup.tensor_parallel_size = tensor_parallel_size;
   for (int rank = 0; rank < world_size; ++rank)
     setup.workers.push_back({model, kv.num_device_blocks, kv.block_size, kv.num_host_blocks, rank,
-                             nullptr, PlacementKind::contiguous,  // group, placement: at spawn
-                             tensor_parallel_size});
+                             nullptr, PlacementKind::contiguous,  // group, placement, scheduler:
+                             tensor_parallel_size, caf::actor_addr{}});  // set at spawn
+  // Checked here, in the caller's thread: the scheduler actor builds its
+  // KV manager and Scheduler from these, and an error there would only kill
+  // the actor.
+  validate(setup.kv_cache);
+  validate(setup.scheduler);
   return setup;
 }
 
-TokenStream::TokenStream(caf::actor_system& system, int num_samples)
-    : self_(std::make_unique<caf::scoped_actor>(system)), samples_left_(num_samples) {}
+TokenStream::TokenStream(caf::actor_system& system, const scheduler_actor& scheduler,
+                         std::string request_id, int num_samples)
+    : self_(std::make_unique<caf::scoped_actor>(system)),
+      request_id_(std::move(request_id)),
+      samples_left_(std::max(num_samples, 1)) {  // n < 1 still gets its error event
+  (*self_)->monitor(scheduler);
+}
 TokenStream::TokenStream(TokenStream&&) noexcept = default;
 TokenStream::~TokenStream() = default;
 
@@ -120,7 +148,9 @@ token_sink TokenStream::sink() const {
 std::optional<TokenEvent> TokenStream::next() {
   if (samples_left_ <= 0) return std::nullopt;
   std::optional<TokenEvent> event;
-  (*self_)->receive([&](TokenEvent& e) { event = std::move(e); });
+  (*self_)->receive(
+      [&](TokenEvent& e) { event = std::move(e); },
+      [&](caf::down_msg& down) { event = scheduler_stopped(request_id_, down.reason); });
   if (event->finished && (event->sample_index < 0 || --samples_left_ == 0)) samples_left_ = 0;
   return event;
 }
@@ -155,19 +185,27 @@ Engine::Engine(const EngineOptions& options) {
 }
 
 Engine::~Engine() {
-  if (!shut_down_) shutdown(ShutdownMode::fail_in_flight);
+  if (shut_down_) return;
+  try {
+    shutdown(ShutdownMode::fail_in_flight);
+  } catch (const std::exception& e) {
+    // The scheduler stopped on its own; its requests already ended with an
+    // error. A destructor must not throw.
+    std::fprintf(stderr, "hive: engine shutdown: %s\n", e.what());
+  }
 }
 
 TokenStream Engine::submit(Request request) {
   check(!shut_down_, "submit: the engine is shut down");
-  TokenStream stream(*system_, request.n);
+  TokenStream stream(*system_, scheduler_, request.id, request.n);
   caf::anon_send(scheduler_, submit_atom_v, Submission{std::move(request), stream.sink()});
   return stream;
 }
 
 void Engine::submit(Request request, std::function<void(const TokenEvent&)> on_event) {
   check(!shut_down_, "submit: the engine is shut down");
-  token_sink sink = system_->spawn(callback_sink, std::move(on_event), request.n);
+  token_sink sink = system_->spawn(callback_sink, std::move(on_event), scheduler_, request.id,
+                                   std::max(request.n, 1));
   caf::anon_send(scheduler_, submit_atom_v, Submission{std::move(request), std::move(sink)});
 }
 

@@ -12,6 +12,7 @@
 // expert_actor.hpp). Streams and callbacks
 // receive TokenEvents: new token ids of one sample as they are sampled, then
 // one finished event per sample (all its ids, the finish reason, or an error).
+#include <atomic>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
@@ -51,7 +52,9 @@ EngineOptions engine_options(const LaunchConfig& config);
 // returns nullopt after every sample finished. Must not outlive its Engine.
 class TokenStream {
  public:
-  TokenStream(caf::actor_system& system, int num_samples);
+  // Ends with an error event should the scheduler actor stop first.
+  TokenStream(caf::actor_system& system, const scheduler_actor& scheduler, std::string request_id,
+              int num_samples);
   TokenStream(TokenStream&&) noexcept;
   ~TokenStream();
 
@@ -81,6 +84,7 @@ class TokenStream {
 
  private:
   std::unique_ptr<caf::scoped_actor> self_;
+  std::string request_id_;
   int samples_left_;
 };
 
@@ -117,7 +121,7 @@ class Engine {
   std::unique_ptr<caf::actor_system> system_;
   expert_actor expert_;
   scheduler_actor scheduler_;
-  bool shut_down_ = false;
+  std::atomic<bool> shut_down_ = false;  // cancel() may run on the engine's thread
 };
 
 }  // namespace hive

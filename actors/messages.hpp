@@ -63,6 +63,9 @@ struct TokenEvent {
   bool finished = false;
   uint8_t finish_reason = 0;  // a FinishReason
   std::string error;          // non-empty: the request failed
+  // Finished events of a request with return_logits: one row per generated
+  // token, as LLMEngine returns them.
+  std::vector<std::vector<float>> logits;
   FinishReason reason() const { return static_cast<FinishReason>(finish_reason); }
 
   static TokenEvent token(std::string id, int sample_index, int32_t token) {
@@ -177,7 +180,7 @@ typename Inspector::result_type inspect(Inspector& f, WorkerResult& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, TokenEvent& x) {
   return f(caf::meta::type_name("TokenEvent"), x.request_id, x.sample_index, x.token_ids,
-           x.finished, x.finish_reason, x.error);
+           x.finished, x.finish_reason, x.error, x.logits);
 }
 
 template <class Inspector>

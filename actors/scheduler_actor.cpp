@@ -38,6 +38,7 @@ void spawn_workers(Self self) {
   for (WorkerSpec spec : st.setup.workers) {
     spec.group = st.group;
     spec.placement = st.setup.placement;
+    spec.scheduler = self->address();
     worker_actor w = st.setup.detached_workers ? self->spawn<caf::detached>(worker, spec)
                                                : self->spawn(worker, spec);
     self->monitor(w);
@@ -71,9 +72,10 @@ void deliver(Self self, std::vector<SequenceOutput>& outputs, const std::string&
   for (SequenceOutput& out : outputs) {
     const auto it = st.requests.find(out.request_id);
     if (it == st.requests.end()) continue;
-    send_event(self, it->second.sink,
-               TokenEvent::finish(out.request_id, out.sample_index, std::move(out.token_ids),
-                                  out.finish_reason, error));
+    TokenEvent event = TokenEvent::finish(out.request_id, out.sample_index,
+                                          std::move(out.token_ids), out.finish_reason, error);
+    event.logits = std::move(out.logits);
+    send_event(self, it->second.sink, std::move(event));
     if (--it->second.samples_left > 0) continue;
     --st.ranks[static_cast<size_t>(it->second.rank)].num_requests;
     ++(error.empty() ? st.metrics.num_finished_requests : st.metrics.num_failed_requests);
@@ -107,16 +109,32 @@ void check_drained(Self self) {
   self->quit();
 }
 
-// A worker failed, died or timed out: its KV is gone. Fails every request
-// that ever ran, rebuilds the KV manager and scheduler with the rest, and
-// restarts the workers.
+// A worker failed, died or timed out. Every worker is replaced (the ranks of
+// one group meet in collectives), so every request that ever ran has lost
+// its KV and fails; the KV managers and schedulers are rebuilt with the
+// rest, and fresh workers start. Workers that keep failing before a single
+// step completes (a shard that no longer loads, a device that is gone) are
+// not restarted for ever: after kMaxConsecutiveFaults every request fails
+// and the engine stops serving, saying why.
+constexpr int kMaxConsecutiveFaults = 3;
+
 void handle_fault(Self self, const std::string& cause) {
   SchedulerState& st = self->state;
+  stop_workers(self, caf::exit_reason::kill);
+  if (++st.consecutive_faults >= kMaxConsecutiveFaults) {
+    st.stopped_serving = str_cat("the workers failed ", st.consecutive_faults,
+                                 " times in a row without completing a step; the last: ", cause);
+    std::vector<std::string> all;
+    for (const auto& [id, tracked] : st.requests) all.push_back(id);
+    fail_requests(self, all, st.stopped_serving);
+    st.step_in_flight = false;
+    ++st.step_id;
+    return check_drained(self);
+  }
   std::vector<std::string> started;
   for (const auto& [id, tracked] : st.requests)
     if (tracked.started) started.push_back(id);
   fail_requests(self, started, cause);
-  stop_workers(self, caf::exit_reason::kill);
   ++st.metrics.num_worker_restarts;
   build_core(st);
   std::vector<const TrackedRequest*> queue;
@@ -170,6 +188,7 @@ void finish_step(Self self) {
       outputs.push_back(std::move(out));
   }
   st.step_in_flight = false;
+  st.consecutive_faults = 0;
   // The next plan goes out before the tokens of this one: the workers
   // compute while the events are sent.
   maybe_step(self);
@@ -197,6 +216,9 @@ void on_reply(Self self, WorkerResult& result) {
 void on_worker_error(Self self, int64_t step_id, const caf::error& err) {
   SchedulerState& st = self->state;
   if (!st.step_in_flight || step_id != st.step_id) return;
+  // The step reached a worker that had already stopped: its down message,
+  // which carries why it stopped, follows and handles the fault.
+  if (err == caf::sec::request_receiver_down) return;
   handle_fault(self, error_text(err));
 }
 
@@ -220,7 +242,7 @@ void on_watchdog(Self self) {
 
 void maybe_step(Self self) {
   SchedulerState& st = self->state;
-  if (st.step_in_flight || !has_unfinished(st)) return check_drained(self);
+  if (st.step_in_flight || !has_unfinished(st) || st.workers.empty()) return check_drained(self);
   st.step_in_flight = true;
   st.replies_pending = static_cast<int>(st.workers.size());
   st.step_load.clear();
@@ -254,6 +276,9 @@ void submit(Self self, Submission& submission) {
   SchedulerState& st = self->state;
   const std::string id = submission.request.id;
   if (st.shutting_down) return fail_event(self, submission.sink, id, "the engine is shutting down");
+  if (!st.stopped_serving.empty())
+    return fail_event(self, submission.sink, id,
+                      str_cat("the engine stopped serving: ", st.stopped_serving));
   try {
     for (const int32_t token : submission.request.prompt_token_ids)
       check(token >= 0 && token < st.setup.vocab_size, "request ", id, ": prompt token id ", token,
@@ -305,9 +330,24 @@ scheduler_actor::behavior_type scheduler(Self self, SchedulerSetup setup) {
   build_core(self->state);
   spawn_workers(self);
   self->set_down_handler([self](caf::down_msg& down) {
-    for (const worker_actor& w : self->state.workers)
-      if (w.address() == down.source)
-        return handle_fault(self, str_cat("a worker died: ", error_text(down.reason)));
+    const std::vector<worker_actor>& workers = self->state.workers;
+    for (size_t rank = 0; rank < workers.size(); ++rank)
+      if (workers[rank].address() == down.source)
+        return handle_fault(self,
+                            str_cat("worker rank ", rank, " died: ", error_text(down.reason)));
+  });
+  // Should this actor fail, its workers go with it (a detached one would
+  // otherwise keep the actor system alive); streams and callbacks monitor
+  // it and end their requests with the error.
+  self->set_exception_handler([self](std::exception_ptr& eptr) -> caf::error {
+    stop_workers(self, caf::exit_reason::kill);
+    try {
+      std::rethrow_exception(eptr);
+    } catch (const std::exception& e) {
+      return caf::make_error(caf::sec::runtime_error, str_cat("scheduler: ", e.what()));
+    } catch (...) {
+      return caf::make_error(caf::sec::runtime_error, "scheduler: an unknown exception");
+    }
   });
   return {
       [self](submit_atom, Submission& submission) { submit(self, submission); },

@@ -28,11 +28,14 @@
 // not one timer per request: a CAF request timeout costs a clock-thread
 // wake-up, which at batch 1 was a third of the actor overhead per step.
 //
-// Faults: a worker that fails a step, dies or times out fails exactly the
-// requests whose KV it held (those that ever ran), with an error naming the
-// rank and the cause. The KV manager and scheduler are rebuilt (the dead
-// rank's blocks and prefix-cache entries are gone), waiting requests are
-// queued again and fresh workers are spawned; the engine keeps serving.
+// Faults: a worker that fails a step, dies or times out takes its group
+// with it: every worker is replaced, so the requests whose KV they held
+// (those that ever ran) fail, with an error naming the rank and the cause.
+// The KV managers and schedulers are rebuilt (the blocks and prefix-cache
+// entries are gone), waiting requests are queued again and fresh workers
+// are spawned; the engine keeps serving. Workers that fail three times in a
+// row without completing a step are not restarted again: every request
+// fails and later submissions are refused, with the cause.
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -110,6 +113,11 @@ struct SchedulerState {
   std::chrono::steady_clock::time_point step_start;
   caf::actor_clock::time_point step_deadline;  // on the actor clock (tests drive it)
   bool watchdog_armed = false;
+
+  // Faults since the last completed step; at a limit the engine stops
+  // serving, and stopped_serving says why.
+  int consecutive_faults = 0;
+  std::string stopped_serving;
 
   // Shutdown: drain (or fail) then answer these.
   bool shutting_down = false;

@@ -58,18 +58,30 @@ worker_actor::behavior_type worker(worker_actor::stateful_pointer<WorkerState> s
                                    WorkerSpec spec) {
   WorkerState& state = self->state;
   state.rank = spec.rank;
-  Model* model = spec.model.get();
-  if (spec.tensor_parallel_size > 1) {
-    state.group = spec.group;
-    state.comm = spec.group->communicator(spec.rank);
-    state.shard =
-        std::make_unique<Model>(spec.model->directory(), spec.model->backend(), *state.comm);
-    model = state.shard.get();
+  if (spec.scheduler) {
+    self->monitor(spec.scheduler);
+    self->set_down_handler([self](caf::down_msg& down) { self->quit(down.reason); });
   }
-  state.cache = std::make_unique<PagedKVCache>(model->backend(), model->config(), spec.num_blocks,
-                                               spec.block_size, spec.num_host_blocks);
-  state.runner = std::make_unique<ModelRunner>(*model, *state.cache);
-  if (spec.tensor_parallel_size == 1) setup_expert_parallel(state, spec);
+  try {
+    Model* model = spec.model.get();
+    if (spec.tensor_parallel_size > 1) {
+      state.group = spec.group;
+      state.comm = spec.group->communicator(spec.rank);
+      state.shard =
+          std::make_unique<Model>(spec.model->directory(), spec.model->backend(), *state.comm);
+      model = state.shard.get();
+    }
+    state.cache = std::make_unique<PagedKVCache>(model->backend(), model->config(), spec.num_blocks,
+                                                 spec.block_size, spec.num_host_blocks);
+    state.runner = std::make_unique<ModelRunner>(*model, *state.cache);
+    if (spec.tensor_parallel_size == 1) setup_expert_parallel(state, spec);
+  } catch (const std::exception& e) {
+    // Its exit reason carries the cause to the scheduler's down handler
+    // (CAF's default handler would keep only "runtime_error").
+    self->quit(caf::make_error(caf::sec::runtime_error,
+                               str_cat("worker rank ", spec.rank, " could not start: ", e.what())));
+    return worker_actor::behavior_type::make_empty_behavior();
+  }
   // The model outlives the worker: the spec's shared_ptr lives in the behavior.
   return {
       [self, spec](step_atom, const WorkerStep& step) -> caf::result<WorkerResult> {

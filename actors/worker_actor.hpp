@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <memory>
 
+#include <caf/actor_addr.hpp>
 #include <caf/typed_actor.hpp>
 #include <caf/typed_event_based_actor.hpp>
 
@@ -48,6 +49,8 @@ struct WorkerSpec {
   // > 1: the group is one tensor-parallel model; the worker loads its shard
   // of `model`'s checkpoint and runs every step with its peers.
   int tensor_parallel_size = 1;
+  // The scheduler actor that spawned it: the worker stops when it does.
+  caf::actor_addr scheduler;
 };
 
 struct WorkerState {

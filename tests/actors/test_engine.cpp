@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <limits>
 #include <vector>
 
 #include "actors/engine.hpp"
@@ -89,6 +90,60 @@ TEST(Engine, CancelEndsTheStreamAsAborted) {
   ASSERT_TRUE(last && last->finished);
   EXPECT_EQ(last->reason(), FinishReason::aborted);
   EXPECT_LT(last->token_ids.size(), 200u);
+}
+
+// A stream ends even when the request is refused before it could start.
+TEST(Engine, ARefusedRequestEndsItsStreamWithTheError) {
+  Engine engine(fixture_options());
+  Request none = greedy("none", {4, 4}, 3);
+  none.n = 0;
+  std::vector<TokenEvent> events;
+  for (const TokenEvent& e : engine.submit(none)) events.push_back(e);
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_TRUE(events[0].finished);
+  EXPECT_NE(events[0].error.find("n must be in [1, max_num_seqs = 64] (got 0)"), std::string::npos)
+      << events[0].error;
+  Request huge = greedy("huge", {4, 4}, std::numeric_limits<int64_t>::max());
+  events.clear();
+  for (const TokenEvent& e : engine.submit(huge)) events.push_back(e);
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_NE(events[0].error.find("exceed the KV pool"), std::string::npos) << events[0].error;
+}
+
+// Options the scheduler or KV manager would reject fail the constructor, in
+// the caller's thread, instead of the actor that would build them.
+TEST(Engine, BadSchedulerOptionsFailTheConstructor) {
+  EngineOptions o = fixture_options();
+  o.engine.scheduler.max_num_seqs = 0;
+  try {
+    Engine engine(o);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("max_num_seqs must be >= 1 (got 0)"), std::string::npos)
+        << e.what();
+  }
+}
+
+// n > 1 asks for several samples; cancelled before the prompt is done, the
+// stream still ends (with one aborted event per sample).
+TEST(Engine, CancelBeforeParallelSamplesForkEndsEverySample) {
+  EngineOptions o = fixture_options();
+  o.engine.scheduler.max_num_batched_tokens = 4;  // the prompt takes several steps
+  Engine engine(o);
+  Request pair = greedy("pair", std::vector<int32_t>(40, 7), 5);
+  pair.n = 2;
+  TokenStream stream = engine.submit(pair);
+  engine.cancel("pair");
+  int finished = 0;
+  for (const TokenEvent& e : stream) {
+    EXPECT_TRUE(e.finished);
+    EXPECT_EQ(e.reason(), FinishReason::aborted);
+    ++finished;
+  }
+  EXPECT_EQ(finished, 2);
+  const EngineMetrics m = engine.metrics();
+  EXPECT_EQ(m.num_free_blocks, m.num_blocks);
+  EXPECT_EQ(engine.shutdown(), 0);
 }
 
 }  // namespace

@@ -6,12 +6,16 @@
 // engine keeps serving. Two workers can also hold one tensor-parallel model.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <filesystem>
 #include <numeric>
 #include <vector>
 
 #include "actors/engine.hpp"
 #include "kernels/cpu/cpu_backend.hpp"
 #include "kernels/error.hpp"
+#include "tests/common/logits.hpp"
 #include "tests/common/model_dirs.hpp"
 #include "tests/common/parallel_requests.hpp"
 #include "tests/common/random.hpp"
@@ -48,13 +52,20 @@ std::vector<TokenEvent> run_all(Engine& engine, const std::vector<Request>& requ
   return finished;
 }
 
-// The engine's final events carry the offline engine's tokens, without errors.
-void expect_same_tokens(const std::vector<TokenEvent>& got,
-                        const std::vector<RequestOutput>& expected) {
+// The engine's final events carry the offline engine's tokens, without
+// errors, and its logits (the requests ask for them) within `max_logits_difference`
+// relative to each row's scale.
+void expect_same_outputs(const std::vector<TokenEvent>& got,
+                         const std::vector<RequestOutput>& expected, double max_logits_difference) {
   ASSERT_EQ(got.size(), expected.size());
   for (size_t i = 0; i < got.size(); ++i) {
+    const SequenceOutput& want = expected[i].samples.at(0);
     EXPECT_EQ(got[i].error, "");
-    EXPECT_EQ(got[i].token_ids, expected[i].samples.at(0).token_ids) << expected[i].request_id;
+    EXPECT_EQ(got[i].token_ids, want.token_ids) << expected[i].request_id;
+    ASSERT_EQ(want.logits.size(), want.token_ids.size()) << "the requests return logits";
+    EXPECT_LE(test::max_relative_logits_difference(want.logits, got[i].logits),
+              max_logits_difference)
+        << expected[i].request_id;
   }
 }
 
@@ -76,7 +87,8 @@ TEST_P(EngineParallel, RanksMatchOneRankAndCountExpertLoad) {
     for (const std::string placement : {"contiguous", "round_robin"}) {
       SCOPED_TRACE(testing::Message() << "world " << world << ", " << placement);
       Engine engine(options(GetParam(), world, placement, world == 4 ? 1 : 0));
-      expect_same_tokens(run_all(engine, requests), expected);
+      // Data-parallel attention and expert parallelism change no sum: exact.
+      expect_same_outputs(run_all(engine, requests), expected, 0.0);
       const EngineMetrics m = engine.metrics();
       EXPECT_EQ(m.world_size, world);
       ASSERT_EQ(m.expert_load.size(), static_cast<size_t>(c.num_layers * c.num_experts));
@@ -113,7 +125,8 @@ TEST(EngineTensorParallel, TwoRanksMatchTheOfflineEngine) {
     const std::vector<RequestOutput> expected = LLMEngine(model, o.engine).generate(requests);
     o.tensor_parallel_size = 2;
     Engine engine(o);
-    expect_same_tokens(run_all(engine, requests), expected);
+    // Each all-reduce splits a dot product in two: within 1e-5 of the scale.
+    expect_same_outputs(run_all(engine, requests), expected, 1e-5);
     const EngineMetrics m = engine.metrics();
     EXPECT_EQ(m.world_size, 2);
     EXPECT_EQ(m.num_free_blocks, m.num_blocks);
@@ -165,6 +178,41 @@ TEST(EngineParallelFaults, AFailedRankFailsStartedRequestsAndTheEngineRecovers) 
   for (size_t i = 0; i < got.size(); ++i)
     EXPECT_EQ(got[i].token_ids, expected[i + 2].samples.at(0).token_ids) << rest[i].id;
   EXPECT_EQ(engine.metrics().num_worker_restarts, 1);
+}
+
+// Workers that fail again as soon as they are restarted (here: the
+// checkpoint a tensor-parallel worker loads its shard from is gone) are not
+// restarted for ever; every request fails and the engine says why.
+TEST(EngineParallelFaults, WorkersThatCannotStartStopTheEngineWithTheCause) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / str_cat("hive-vanishing-", ::getpid());
+  fs::remove_all(dir);
+  fs::copy(kModels + "qwen2", dir, fs::copy_options::recursive);
+  EngineOptions o = options("qwen2", 2, "contiguous", 0);
+  o.model = dir;
+  o.tensor_parallel_size = 2;
+  Engine engine(o);
+  const std::vector<Request> requests = make_requests(engine.model_config().vocab_size);
+  ASSERT_EQ(run_all(engine, {requests[0]}).at(0).error, "");  // the workers have loaded
+  fs::remove_all(dir);
+  engine.inject_worker_fault(0);
+  const std::vector<TokenEvent> failed = run_all(engine, {requests[1]});
+  ASSERT_EQ(failed.size(), 1u);
+  EXPECT_NE(failed[0].error.find("injected fault"), std::string::npos) << failed[0].error;
+  // The restarted workers cannot load their shards. A request sent to them
+  // fails with that cause; by the time it has, the last restart is under way,
+  // so the next one fails when the engine gives up, or is refused after.
+  const std::vector<TokenEvent> later = run_all(engine, {requests[2]});
+  ASSERT_EQ(later.size(), 1u);
+  EXPECT_NE(later[0].error.find("could not start: " + dir.string()), std::string::npos)
+      << later[0].error;
+  const std::vector<TokenEvent> last = run_all(engine, {requests[3]});
+  ASSERT_EQ(last.size(), 1u);
+  for (const std::string part :
+       {"the workers failed 3 times in a row without completing a step", "could not start"})
+    EXPECT_NE(last[0].error.find(part), std::string::npos) << last[0].error;
+  EXPECT_EQ(engine.metrics().num_worker_restarts, 2);
+  EXPECT_EQ(engine.shutdown(), 0);
 }
 
 }  // namespace

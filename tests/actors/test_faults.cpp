@@ -4,6 +4,8 @@
 #define CAF_SUITE faults
 #include "tests/actors/actor_fixture.hpp"
 
+#include "actors/engine.hpp"
+
 using namespace hive;
 using namespace hive::test;
 
@@ -95,6 +97,60 @@ CAF_TEST(a worker that dies while idle is restarted) {
   submit(r);
   run();
   CAF_CHECK_EQUAL(streamed("r"), reference(r));
+}
+
+CAF_TEST(workers that keep dying before a step completes stop the engine with the cause) {
+  // Two faults, then a completed request: the count starts again.
+  for (int i = 0; i < 2; ++i) {
+    self->send_exit(worker_hdl(), caf::exit_reason::kill);
+    run();
+  }
+  const Request r = make_request("r", {1, 2, 3, 4}, 5);
+  submit(r);
+  run();
+  CAF_CHECK_EQUAL(streamed("r"), reference(r));
+  // Three in a row: no fourth restart; what was queued fails, so do later submissions.
+  for (int i = 0; i < 2; ++i) {
+    self->send_exit(worker_hdl(), caf::exit_reason::kill);
+    run();
+  }
+  CAF_CHECK_EQUAL(metrics().num_worker_restarts, 4);
+  submit(make_request("queued", {5, 6}, 3));
+  self->send_exit(worker_hdl(), caf::exit_reason::kill);
+  run();
+  CAF_CHECK(scheduler_state().workers.empty());
+  submit(make_request("later", {5, 6}, 3));
+  run();
+  for (const std::string id : {"queued", "later"}) {
+    const TokenEvent* failed = finished_event(id);
+    CAF_REQUIRE(failed != nullptr);
+    CAF_CHECK(failed->error.find("the workers failed 3 times in a row without completing a step; "
+                                 "the last: worker rank 0 died") != std::string::npos);
+  }
+  CAF_CHECK(finished_event("later")->error.find("the engine stopped serving") != std::string::npos);
+  const EngineMetrics m = metrics();
+  CAF_CHECK_EQUAL(m.num_worker_restarts, 4);
+  CAF_CHECK_EQUAL(m.num_free_blocks, m.num_blocks);
+}
+
+CAF_TEST(a scheduler that stops ends the streams of its requests and stops its workers) {
+  const worker_actor worker = worker_hdl();
+  self->monitor(worker);
+  TokenStream stream(sys, scheduler_hdl, "r", 1);
+  self->send(scheduler_hdl, submit_atom_v,
+             Submission{make_request("r", {1, 2, 3}, 20), stream.sink()});
+  run_once();  // the submission: a step is planned
+  self->send_exit(scheduler_hdl, caf::exit_reason::kill);
+  run();
+  std::optional<TokenEvent> last;
+  while (std::optional<TokenEvent> event = stream.next()) last = std::move(event);
+  CAF_REQUIRE(last.has_value());
+  CAF_CHECK(last->finished);
+  CAF_CHECK(last->error.find("the engine's scheduler stopped") != std::string::npos);
+  bool worker_stopped = false;
+  self->receive([&](caf::down_msg& down) { worker_stopped = down.source == worker.address(); },
+                caf::after(std::chrono::seconds(0)) >> [] {});
+  CAF_CHECK(worker_stopped);
 }
 
 CAF_TEST_FIXTURE_SCOPE_END()

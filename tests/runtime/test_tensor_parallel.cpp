@@ -25,6 +25,7 @@
 #include "moe/in_process_communicator.hpp"
 #include "runtime/llm_engine.hpp"
 #include "runtime/tensor_parallel.hpp"
+#include "tests/common/logits.hpp"
 #include "tests/common/model_dirs.hpp"
 #include "tests/common/parallel_requests.hpp"
 #include "tests/common/random.hpp"
@@ -36,21 +37,14 @@ constexpr int kNumPrompts = 6;
 
 using test::model_dir;
 
-// Largest |a - b| over every logit, divided by the largest |logit| of its
-// row in `a` (or by 1 when that is smaller).
+// Over every request: the same tokens, and the largest relative logits difference.
 double max_relative_logits_difference(const std::vector<RequestOutput>& a,
                                       const std::vector<RequestOutput>& b) {
   double max_diff = 0;
   for (size_t i = 0; i < a.size(); ++i) {
     const SequenceOutput &x = a[i].samples.at(0), &y = b[i].samples.at(0);
     EXPECT_EQ(y.token_ids, x.token_ids) << a[i].request_id;
-    EXPECT_EQ(y.logits.size(), x.logits.size()) << a[i].request_id;
-    for (size_t t = 0; t < std::min(x.logits.size(), y.logits.size()); ++t) {
-      double scale = 1;
-      for (float logit : x.logits[t]) scale = std::max(scale, std::abs(double{logit}));
-      for (size_t v = 0; v < x.logits[t].size(); ++v)
-        max_diff = std::max(max_diff, std::abs(double{x.logits[t][v]} - y.logits[t][v]) / scale);
-    }
+    max_diff = std::max(max_diff, test::max_relative_logits_difference(x.logits, y.logits));
   }
   return max_diff;
 }
