@@ -151,6 +151,23 @@ TEST(EngineTensorParallel, LaunchFilesMixingTensorAndExpertParallelismAreRejecte
   EXPECT_EQ(engine_options(config).tensor_parallel_size, 4);
 }
 
+// In-process CPU ranks share the host's memory: a memory fraction is for the
+// whole process, so two ranks get half the blocks each (less each rank's
+// share of the weights), not the whole fraction each.
+TEST(EngineParallel, CpuRanksSplitAMemoryFractionBetweenThem) {
+  CpuBackend cpu;
+  auto model = std::make_shared<Model>(kModels + "qwen3_moe", cpu);
+  EngineConfig config;
+  config.kv_budget = KVBudget{0, 0.002};
+  const int64_t one = make_scheduler_setup(model, config, 1).kv_cache.num_device_blocks;
+  const int64_t each_of_two = make_scheduler_setup(model, config, 2).kv_cache.num_device_blocks;
+  EXPECT_LE(2 * each_of_two, one);
+  EXPECT_GE(2 * each_of_two, one * 9 / 10);
+  config.kv_budget = KVBudget{int64_t{1} << 20, 0.0};  // bytes: per rank, as per device
+  EXPECT_EQ(make_scheduler_setup(model, config, 2).kv_cache.num_device_blocks,
+            make_scheduler_setup(model, config, 1).kv_cache.num_device_blocks);
+}
+
 TEST(EngineParallelFaults, AFailedRankFailsStartedRequestsAndTheEngineRecovers) {
   CpuBackend cpu;
   Model model(kModels + "qwen2_moe", cpu);
