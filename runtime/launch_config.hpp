@@ -31,8 +31,8 @@ struct ParallelConfig {
 struct KVCacheSettings {  // not runtime/kv_cache_manager.hpp's KVCacheConfig
   int block_size = 16;
   std::optional<int64_t> memory_budget_bytes;  // else memory_fraction of the device
-  double memory_fraction = 0.9;                // vLLM's gpu_memory_utilization
-  std::string dtype = "f32";                   // f32 | bf16 | f16
+  double memory_fraction = 0.9;  // vLLM's gpu_memory_utilization; CPU ranks share host memory
+  std::string dtype = "f32";     // f32 | bf16 | f16
   bool enable_prefix_caching = true;
   int64_t swap_space_bytes = 0;  // host pool for swapped-out blocks
 };
