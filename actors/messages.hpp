@@ -139,7 +139,7 @@ typename Inspector::result_type inspect(Inspector& f, SamplingParams& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, SampleSlot& x) {
   return f(caf::meta::type_name("SampleSlot"), x.seq_id, x.scheduled_index, x.sampling,
-           x.return_logits);
+           x.return_logits, x.num_sampled);
 }
 
 template <class Inspector>

@@ -109,16 +109,18 @@ void check_drained(Self self) {
   self->quit();
 }
 
-// A worker failed, died or timed out. Every worker is replaced (the ranks of
-// one group meet in collectives), so every request that ever ran has lost
-// its KV and fails; the KV managers and schedulers are rebuilt with the
-// rest, and fresh workers start. Workers that keep failing before a single
-// step completes (a shard that no longer loads, a device that is gone) are
-// not restarted for ever: after kMaxConsecutiveFaults every request fails
-// and the engine stops serving, saying why.
+// Worker `failed_worker` (-1: not known) failed, died or timed out. The
+// requests that ever ran on its planning rank fail: they may be what made
+// it fail. Every worker is replaced (the ranks of one group meet in
+// collectives), so every KV cache is lost; the other ranks' requests are
+// computed again from their tokens on the fresh workers and continue where
+// they were (recompute_all). Workers that keep failing before a single step
+// completes (a shard that no longer loads, a device that is gone) are not
+// restarted for ever: after kMaxConsecutiveFaults every request fails and
+// the engine stops serving, saying why.
 constexpr int kMaxConsecutiveFaults = 3;
 
-void handle_fault(Self self, const std::string& cause) {
+void handle_fault(Self self, const std::string& cause, int failed_worker) {
   SchedulerState& st = self->state;
   stop_workers(self, caf::exit_reason::kill);
   if (++st.consecutive_faults >= kMaxConsecutiveFaults) {
@@ -131,20 +133,15 @@ void handle_fault(Self self, const std::string& cause) {
     ++st.step_id;
     return check_drained(self);
   }
+  const int failed_rank = failed_worker < 0 ? -1 : failed_worker / st.setup.tensor_parallel_size;
   std::vector<std::string> started;
   for (const auto& [id, tracked] : st.requests)
-    if (tracked.started) started.push_back(id);
+    if (tracked.started && (failed_rank < 0 || tracked.rank == failed_rank)) started.push_back(id);
   fail_requests(self, started, cause);
   ++st.metrics.num_worker_restarts;
-  build_core(st);
-  std::vector<const TrackedRequest*> queue;
-  for (const auto& [id, tracked] : st.requests) queue.push_back(&tracked);
-  std::sort(queue.begin(), queue.end(),
-            [](const TrackedRequest* a, const TrackedRequest* b) { return a->order < b->order; });
-  for (const TrackedRequest* tracked : queue) {
-    RankCore& core = st.ranks[static_cast<size_t>(tracked->rank)];
-    core.scheduler->add_request(tracked->request);
-    ++core.num_requests;
+  for (RankCore& core : st.ranks) {
+    core.scheduler->recompute_all();
+    core.encoder.reset();
   }
   st.step_in_flight = false;
   ++st.step_id;  // late replies of the failed step are ignored
@@ -213,13 +210,15 @@ void on_reply(Self self, WorkerResult& result) {
   if (--st.replies_pending == 0) finish_step(self);
 }
 
-void on_worker_error(Self self, int64_t step_id, const caf::error& err) {
+void on_worker_error(Self self, int64_t step_id, int worker, const caf::error& err) {
   SchedulerState& st = self->state;
   if (!st.step_in_flight || step_id != st.step_id) return;
   // The step reached a worker that had already stopped: its down message,
   // which carries why it stopped, follows and handles the fault.
   if (err == caf::sec::request_receiver_down) return;
-  handle_fault(self, error_text(err));
+  // A failing worker answers before it aborts its group, so the first error
+  // of a step is the failing rank's, not a released peer's.
+  handle_fault(self, error_text(err), worker);
 }
 
 void arm_watchdog(Self self, caf::actor_clock::duration_type delay) {
@@ -237,7 +236,8 @@ void on_watchdog(Self self) {
   if (now < st.step_deadline) return arm_watchdog(self, st.step_deadline - now);
   size_t rank = 0;
   while (rank + 1 < st.replied.size() && st.replied[rank]) ++rank;
-  handle_fault(self, str_cat("worker rank ", rank, " timed out in step ", st.step_id));
+  handle_fault(self, str_cat("worker rank ", rank, " timed out in step ", st.step_id),
+               static_cast<int>(rank));
 }
 
 void maybe_step(Self self) {
@@ -268,7 +268,9 @@ void maybe_step(Self self) {
       self->request(st.workers[w], caf::infinite, step_atom_v,
                     w + 1 == (rank + 1) * tp ? std::move(step) : step)
           .then([self](WorkerResult& result) { on_reply(self, result); },
-                [self, step_id](caf::error& err) { on_worker_error(self, step_id, err); });
+                [self, step_id, w](caf::error& err) {
+                  on_worker_error(self, step_id, static_cast<int>(w), err);
+                });
   }
 }
 
@@ -297,14 +299,8 @@ void submit(Self self, Submission& submission) {
     return fail_event(self, submission.sink, id, e.what());
   }
   ++least->num_requests;
-  TrackedRequest tracked{std::move(submission.request),
-                         std::move(submission.sink),
-                         st.next_order++,
-                         1,
-                         false,
-                         static_cast<int>(least - st.ranks.begin())};
-  tracked.samples_left = tracked.request.n;
-  st.requests.emplace(id, std::move(tracked));
+  st.requests.emplace(id, TrackedRequest{std::move(submission.sink), submission.request.n, false,
+                                         static_cast<int>(least - st.ranks.begin())});
   maybe_step(self);
 }
 
@@ -333,8 +329,8 @@ scheduler_actor::behavior_type scheduler(Self self, SchedulerSetup setup) {
     const std::vector<worker_actor>& workers = self->state.workers;
     for (size_t rank = 0; rank < workers.size(); ++rank)
       if (workers[rank].address() == down.source)
-        return handle_fault(self,
-                            str_cat("worker rank ", rank, " died: ", error_text(down.reason)));
+        return handle_fault(self, str_cat("worker rank ", rank, " died: ", error_text(down.reason)),
+                            static_cast<int>(rank));
   });
   // Should this actor fail, its workers go with it (a detached one would
   // otherwise keep the actor system alive); streams and callbacks monitor

@@ -28,14 +28,15 @@
 // not one timer per request: a CAF request timeout costs a clock-thread
 // wake-up, which at batch 1 was a third of the actor overhead per step.
 //
-// Faults: a worker that fails a step, dies or times out takes its group
-// with it: every worker is replaced, so the requests whose KV they held
-// (those that ever ran) fail, with an error naming the rank and the cause.
-// The KV managers and schedulers are rebuilt (the blocks and prefix-cache
-// entries are gone), waiting requests are queued again and fresh workers
-// are spawned; the engine keeps serving. Workers that fail three times in a
-// row without completing a step are not restarted again: every request
-// fails and later submissions are refused, with the cause.
+// Faults: a worker that fails a step, dies or times out fails exactly the
+// requests that ran on its rank (with tensor parallelism: on the group),
+// with an error naming the rank and the cause. Every worker is replaced
+// (ranks meet in collectives), so every KV cache is lost: the other ranks'
+// requests are computed again from their tokens and continue where they
+// were, sampling included; waiting requests wait on. The engine keeps
+// serving. Workers that fail three times in a row without completing a step
+// are not restarted again: every request fails and later submissions are
+// refused, with the cause.
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -75,13 +76,12 @@ struct SchedulerSetup {
   expert_actor expert;  // optional: receives each step's expert load
 };
 
-// One submitted request: where its tokens go and how far it got.
+// One submitted request: where its tokens go and how far it got (the
+// request itself lives in its rank's Scheduler).
 struct TrackedRequest {
-  Request request;
   token_sink sink;
-  int64_t order = 0;  // submission order, kept when re-queued after a fault
   int samples_left = 1;
-  bool started = false;  // appeared in a plan: a worker holds its KV
+  bool started = false;  // appeared in a plan: it ran on its rank's workers
   int rank = 0;          // the rank whose scheduler and KV cache hold it
 };
 
@@ -103,7 +103,6 @@ struct SchedulerState {
   std::shared_ptr<InProcessGroup> group;    // this generation of workers' group
   std::vector<int32_t> replicated_experts;  // from the expert actor
   std::map<std::string, TrackedRequest> requests;
-  int64_t next_order = 0;
 
   // The step in flight.
   bool step_in_flight = false;

@@ -22,6 +22,12 @@ KVCacheManager::KVCacheManager(const KVCacheConfig& config)
   if (config.num_host_blocks > 0) host_pool_.emplace(config.num_host_blocks);
 }
 
+void KVCacheManager::reset() {
+  device_pool_ = BlockPool(config_.num_device_blocks);
+  if (host_pool_) host_pool_.emplace(config_.num_host_blocks);
+  tables_.clear();
+}
+
 const KVCacheManager::Table& KVCacheManager::table(SequenceId seq) const {
   const auto it = tables_.find(seq);
   check(it != tables_.end(), "KV cache: sequence ", seq, " holds no blocks");

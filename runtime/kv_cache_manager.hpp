@@ -90,6 +90,9 @@ class KVCacheManager {
   void fork(SequenceId parent, SequenceId child);
   // Releases the sequence's blocks, on the device or on the host.
   void free(SequenceId seq);
+  // The cache's contents are gone (the workers holding them were replaced):
+  // forgets every sequence's blocks and every cached prefix. Counters stay.
+  void reset();
 
   // Swapping preempts a sequence by moving its blocks to the host pool.
   bool can_swap_out(SequenceId seq) const;

@@ -36,7 +36,8 @@ std::vector<SampledToken> ModelRunner::run(const StepPlan& plan) {
           " points at a run without logits");
     const std::span<const float> row_logits(logits_.data() + row * vocab,
                                             static_cast<size_t>(vocab));
-    Sampler& sampler = samplers_.try_emplace(slot.seq_id, slot.sampling).first->second;
+    Sampler& sampler =
+        samplers_.try_emplace(slot.seq_id, slot.sampling, slot.num_sampled).first->second;
     SampledToken token{slot.seq_id, sampler.sample(row_logits), {}};
     if (slot.return_logits) token.logits.assign(row_logits.begin(), row_logits.end());
     sampled.push_back(std::move(token));

@@ -21,8 +21,11 @@ int32_t argmax(std::span<const float> logits) {
   return static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
 }
 
-Sampler::Sampler(const SamplingParams& params) : params_(params), rng_(params.seed) {
+Sampler::Sampler(const SamplingParams& params, int64_t num_sampled)
+    : params_(params), rng_(params.seed) {
   validate(params);
+  if (params.temperature != 0.0f && num_sampled > 0)
+    rng_.discard(static_cast<unsigned long long>(num_sampled));
 }
 
 int32_t Sampler::sample(std::span<const float> logits) {

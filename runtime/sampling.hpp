@@ -23,7 +23,11 @@ int32_t argmax(std::span<const float> logits);
 
 class Sampler {
  public:
-  explicit Sampler(const SamplingParams& params);
+  // Each sample() with temperature > 0 draws once from the generator, so a
+  // sampler made for a sequence that already sampled `num_sampled` tokens
+  // (by a worker that was replaced) skips as many draws and continues the
+  // same stream.
+  explicit Sampler(const SamplingParams& params, int64_t num_sampled = 0);
   int32_t sample(std::span<const float> logits);
 
  private:

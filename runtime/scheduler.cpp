@@ -120,6 +120,20 @@ StepPlan Scheduler::schedule() {
   return plan;
 }
 
+void Scheduler::recompute_all() {
+  for (Queue* queue : {&running_, &swapped_}) {
+    for (Sequence* seq : *queue) {
+      seq->num_tokens_to_recompute = seq->num_computed_tokens;
+      seq->num_computed_tokens = 0;
+      seq->status = SequenceStatus::waiting;
+      insert_in_order(waiting_, seq);
+    }
+    queue->clear();
+  }
+  finished_since_plan_.clear();  // the new workers hold no state to drop
+  kv_cache_.reset();
+}
+
 // Returns whether anything was preempted.
 bool Scheduler::schedule_running(StepPlan& plan, int64_t& budget) {
   bool preempted = false;
@@ -201,7 +215,8 @@ void Scheduler::add_to_plan(Sequence& seq, int64_t num_tokens, const PrefixHit& 
   const size_t index = plan.sequences.size() - 1;
   SamplingParams sampling = seq.request->sampling;
   sampling.seed += static_cast<uint64_t>(seq.sample_index);
-  plan.samples.push_back({seq.id, index, sampling, seq.request->return_logits});
+  plan.samples.push_back(
+      {seq.id, index, sampling, seq.request->return_logits, seq.num_output_tokens()});
   if (!seq.forked && seq.request->n > 1) fork_children(seq, index, plan);
 }
 
@@ -219,7 +234,8 @@ void Scheduler::fork_children(Sequence& parent, size_t scheduled_index, StepPlan
     kv_cache_.fork(parent.id, child->id);
     SamplingParams sampling = parent.request->sampling;
     sampling.seed += static_cast<uint64_t>(k);
-    plan.samples.push_back({child->id, scheduled_index, sampling, parent.request->return_logits});
+    plan.samples.push_back(
+        {child->id, scheduled_index, sampling, parent.request->return_logits, 0});
     new_children_.push_back(child.get());
     sequences_.emplace(child->id, std::move(child));
   }

@@ -65,6 +65,7 @@ struct SampleSlot {
   size_t scheduled_index = 0;
   SamplingParams sampling;
   bool return_logits = false;
+  int64_t num_sampled = 0;  // tokens the sequence sampled before this one
 };
 
 // What a worker needs for one step. Block copies run before the forward pass,
@@ -119,6 +120,11 @@ class Scheduler {
   void abort_request(const std::string& request_id);
 
   StepPlan schedule();
+  // The KV cache lost its contents (its workers were replaced; the step in
+  // flight, if any, is void): the KV manager starts empty and every running
+  // or swapped sequence waits to be computed again from its tokens, as after
+  // a recompute preemption. Its outputs continue where they were.
+  void recompute_all();
   // Returns the sequences that finished in this step.
   std::vector<SequenceOutput> update(const StepPlan& plan, std::span<const SampledToken> sampled);
 

@@ -28,6 +28,20 @@ TEST(Sampling, TopKOneAndTinyTopPAreGreedy) {
   }
 }
 
+// A sampler made for a sequence that already sampled k tokens (its worker
+// was replaced) continues the stream a sampler that never stopped would draw.
+TEST(Sampling, ASamplerResumedAfterKTokensContinuesTheSameDraws) {
+  const std::vector<float> logits = {0.0f, 0.1f, 0.2f, 0.3f, 0.4f};
+  const SamplingParams params{1.0f, 0, 0.9f, 7};
+  Sampler whole(params);
+  std::vector<int32_t> draws;
+  for (int i = 0; i < 40; ++i) draws.push_back(whole.sample(logits));
+  Sampler resumed(params, 25);
+  for (size_t i = 25; i < draws.size(); ++i) EXPECT_EQ(resumed.sample(logits), draws[i]) << i;
+  Sampler greedy({}, 25);  // greedy draws nothing to skip
+  EXPECT_EQ(greedy.sample(logits), 4);
+}
+
 TEST(Sampling, SameSeedSameDraws) {
   const std::vector<float> logits = {0.0f, 0.1f, 0.2f, 0.3f, 0.4f};
   Sampler a({1.0f, 0, 1.0f, 99}), b({1.0f, 0, 1.0f, 99}), c({1.0f, 0, 1.0f, 100});

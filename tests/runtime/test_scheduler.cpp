@@ -2,6 +2,7 @@
 // priority order, and both kinds of preemption, step by step with exact runs
 // and block ids. Sequence ids count from 0 in add_request order; block size 4.
 #include <limits>
+#include <map>
 
 #include "tests/runtime/scheduler_fixture.hpp"
 
@@ -194,6 +195,38 @@ TEST_F(SchedulerTest, ByCostSwapsWhileTheHostHasRoomThenRecomputes) {
   const auto outputs = run_to_completion();
   EXPECT_EQ(outputs.size(), 3u);
   for (const SequenceOutput& out : outputs) EXPECT_EQ(out.token_ids.size(), 6u) << out.request_id;
+}
+
+// The workers holding the KV were replaced: every running and swapped
+// sequence is computed again from its tokens, and each output continues as
+// if nothing had happened (next_token depends only on the position).
+TEST_F(SchedulerTest, RecomputeAllContinuesEveryOutputAfterTheCacheIsLost) {
+  SchedulerConfig config = preempting(PreemptionMode::by_cost);
+  config.recompute_seconds_per_token = 1e-3;
+  config.swap_seconds_per_block = 1e-4;
+  make(config, blocks(6, 3));
+  scheduler->add_request(request("a", 7, 6));
+  scheduler->add_request(request("b", 7, 6));
+  scheduler->add_request(request("c", 3, 6));
+  for (int i = 0; i < 3; ++i) step();  // a running, b waiting, c swapped (as above)
+  ASSERT_EQ(scheduler->sequence(2).status, SequenceStatus::swapped);
+  const int64_t a_tokens = scheduler->sequence(0).num_tokens();
+  scheduler->recompute_all();
+  EXPECT_EQ(scheduler->num_running(), 0u);
+  EXPECT_EQ(scheduler->num_swapped(), 0u);
+  EXPECT_EQ(scheduler->num_waiting(), 3u);
+  EXPECT_EQ(kv->device_pool().num_free_blocks(), kv->device_pool().num_allocatable_blocks());
+  EXPECT_EQ(kv->host_pool()->num_free_blocks(), kv->host_pool()->num_allocatable_blocks());
+  step();  // a first: all of its tokens again, from position 0
+  ASSERT_FALSE(last_plan.sequences.empty());
+  EXPECT_EQ(last_plan.sequences[0].seq_id, 0u);
+  EXPECT_EQ(last_plan.sequences[0].num_computed_tokens, 0);
+  EXPECT_EQ(static_cast<int64_t>(last_plan.sequences[0].token_ids.size()), a_tokens);
+  std::map<std::string, Ids> out;
+  for (const SequenceOutput& o : run_to_completion()) out[o.request_id] = o.token_ids;
+  EXPECT_EQ(out["a"], (Ids{107, 108, 109, 110, 111, 112}));
+  EXPECT_EQ(out["b"], (Ids{107, 108, 109, 110, 111, 112}));
+  EXPECT_EQ(out["c"], (Ids{103, 104, 105, 106, 107, 108}));
 }
 
 TEST_F(SchedulerTest, RejectsRequestsThatCouldNeverRun) {
