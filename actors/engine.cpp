@@ -106,11 +106,11 @@ SchedulerSetup make_scheduler_setup(std::shared_ptr<Model> model, const EngineCo
   KVCacheConfig& kv = setup.kv_cache;
   kv.block_size = config.block_size;
   kv.num_device_blocks = num_kv_blocks(pool_bytes, bytes_per_block);
-  kv.num_host_blocks =
-      config.swap_space_bytes > 0 ? num_kv_blocks(config.swap_space_bytes, bytes_per_block) : 0;
+  kv.num_host_blocks = num_swap_blocks(config.swap_space_bytes, bytes_per_block);
   kv.enable_prefix_caching = config.enable_prefix_caching;
   kv.sliding_window = c.sliding_window;
   setup.scheduler = config.scheduler;
+  if (setup.scheduler.max_model_len == 0) setup.scheduler.max_model_len = c.max_position_embeddings;
   if (setup.scheduler.eos_token_ids.empty())
     for (const int64_t id : c.eos_token_ids)
       setup.scheduler.eos_token_ids.push_back(static_cast<int32_t>(id));

@@ -13,6 +13,12 @@ GenerateResult generate(Model& model, std::span<const int32_t> prompt,
                         const std::function<void(int32_t)>& on_token) {
   check(!prompt.empty(), "generate: the prompt is empty");
   check(options.max_tokens >= 1, "max_tokens must be >= 1 (got ", options.max_tokens, ")");
+  check(options.block_size >= 1, "block_size must be >= 1 (got ", options.block_size, ")");
+  // Checked before the KV pool is sized from it (the engine checks it again).
+  const int64_t context = model.config().max_position_embeddings;
+  check(context == 0 || options.max_tokens <= context - static_cast<int64_t>(prompt.size()),
+        "prompt (", prompt.size(), " tokens) + max_tokens (", options.max_tokens,
+        ") exceed the model's context length of ", context, " tokens (max_position_embeddings)");
   const auto total = static_cast<int64_t>(prompt.size()) + options.max_tokens;
   EngineConfig config;
   config.block_size = options.block_size;

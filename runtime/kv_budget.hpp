@@ -26,6 +26,10 @@ int64_t kv_bytes_per_block(const ModelConfig& config, int32_t block_size);
 // weights' bytes. Throws when nothing is left.
 int64_t kv_pool_bytes(const KVBudget& budget, int64_t device_memory_bytes, int64_t weight_bytes);
 
+// Blocks of host swap space in `swap_bytes` (0: no swapping). Throws when
+// that is more than this machine's memory.
+int32_t num_swap_blocks(int64_t swap_bytes, int64_t bytes_per_block);
+
 // Blocks that fit in `pool_bytes`, the null block included; throws below 2.
 int32_t num_kv_blocks(int64_t pool_bytes, int64_t bytes_per_block);
 

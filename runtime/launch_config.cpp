@@ -15,13 +15,27 @@ namespace hive {
 namespace {
 
 // Reads one YAML mapping, remembering which keys were used, so that unknown
-// keys can be reported with their line.
+// keys can be reported with their line. Keys must be plain names, each given
+// once: yaml-cpp keeps both entries of a repeated key and looks up the first,
+// so the second would be silently ignored.
 class Section {
  public:
   Section(const YAML::Node& node, std::string path, const std::string& source)
       : node_(node), path_(std::move(path)), source_(source) {
     check(node.IsMap(), where(node), path_.empty() ? "the file" : path_,
           " must be a mapping of keys to values");
+    std::map<std::string, int> lines;
+    for (const auto& entry : node_) {
+      check(entry.first.IsScalar(), where(entry.first), "keys must be plain names (got a ",
+            entry.first.IsMap()        ? "mapping"
+            : entry.first.IsSequence() ? "list"
+                                       : "null",
+            ")");
+      const std::string& key = entry.first.Scalar();
+      const auto [first, fresh] = lines.emplace(key, entry.first.Mark().line + 1);
+      check(fresh, where(entry.first), "key '", qualified(key), "' given twice (first on line ",
+            first->second, ")");
+    }
   }
 
   // Calls read(node, key path) for the key when present.
@@ -37,7 +51,7 @@ class Section {
   }
   void reject_unknown_keys() const {
     for (const auto& entry : node_) {
-      const auto key = entry.first.as<std::string>();
+      const std::string& key = entry.first.Scalar();
       if (!used_.count(key)) {
         std::string known;
         for (const auto& [name, unused] : used_) known += (known.empty() ? "" : ", ") + name;
@@ -199,6 +213,11 @@ LaunchConfig parse_launch_config(const std::string& yaml_text, const std::string
                [&](auto& n, auto& k) { kv.enable_prefix_caching = r.boolean(n, k); });
     s.optional("swap_space", [&](auto& n, auto& k) { kv.swap_space_bytes = r.bytes(n, k); });
     s.reject_unknown_keys();
+    check(!(node["memory_budget"] && node["memory_fraction"]), s.where(node), name,
+          ": give memory_budget or memory_fraction, not both");
+    // Quantized KV is a later step; until then the key only takes f32.
+    check(kv.dtype == "f32", s.where(node["dtype"]), name,
+          ".dtype: only f32 is supported so far (got '", kv.dtype, "')");
   });
   top.optional("scheduler", [&](auto& node, auto& name) {
     Section s(node, name, source);
@@ -241,6 +260,8 @@ LaunchConfig parse_launch_config(const std::string& yaml_text, const std::string
     s.reject_unknown_keys();
   });
   top.reject_unknown_keys();
+  check(config.scheduler.preemption_mode != "swap" || config.kv_cache.swap_space_bytes > 0, source,
+        ": scheduler.preemption_mode: swap needs kv_cache.swap_space (a host pool to swap to)");
   return config;
 }
 

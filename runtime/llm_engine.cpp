@@ -17,14 +17,14 @@ LLMEngine::LLMEngine(Model& model, const EngineConfig& config, Detokenize detoke
   KVCacheConfig kv;
   kv.block_size = config.block_size;
   kv.num_device_blocks = num_kv_blocks(pool_bytes, bytes_per_block);
-  kv.num_host_blocks =
-      config.swap_space_bytes > 0 ? num_kv_blocks(config.swap_space_bytes, bytes_per_block) : 0;
+  kv.num_host_blocks = num_swap_blocks(config.swap_space_bytes, bytes_per_block);
   kv.enable_prefix_caching = config.enable_prefix_caching;
   kv.sliding_window = c.sliding_window;
   kv_cache_ = std::make_unique<PagedKVCache>(model.backend(), c, kv.num_device_blocks,
                                              kv.block_size, kv.num_host_blocks);
   kv_cache_manager_ = std::make_unique<KVCacheManager>(kv);
   SchedulerConfig scheduler = config.scheduler;
+  if (scheduler.max_model_len == 0) scheduler.max_model_len = c.max_position_embeddings;
   if (scheduler.eos_token_ids.empty())
     for (const int64_t id : c.eos_token_ids)
       scheduler.eos_token_ids.push_back(static_cast<int32_t>(id));
@@ -48,9 +48,16 @@ std::vector<SequenceOutput> LLMEngine::step() {
 
 std::vector<RequestOutput> LLMEngine::generate(std::vector<Request> requests) {
   std::vector<std::string> order;
-  for (Request& request : requests) {
-    order.push_back(request.id);
-    add_request(std::move(request));
+  try {
+    for (Request& request : requests) {
+      add_request(request);
+      order.push_back(request.id);
+    }
+  } catch (const Error&) {
+    // All or nothing: a bad request leaves none of the batch queued.
+    for (const std::string& id : order) scheduler_->abort_request(id);
+    scheduler_->update(StepPlan{}, {});  // takes their aborted outputs
+    throw;
   }
   std::map<std::string, std::vector<SequenceOutput>> done;
   while (has_unfinished())

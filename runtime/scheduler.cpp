@@ -17,6 +17,7 @@ void validate(const SchedulerConfig& config) {
   check(config.max_num_batched_tokens >= 1, "max_num_batched_tokens must be >= 1 (got ",
         config.max_num_batched_tokens, ")");
   check(config.max_num_seqs >= 1, "max_num_seqs must be >= 1 (got ", config.max_num_seqs, ")");
+  check(config.max_model_len >= 0, "max_model_len must be >= 0 (got ", config.max_model_len, ")");
   check(config.recompute_seconds_per_token >= 0 && config.swap_seconds_per_block >= 0,
         "preemption costs must be >= 0 (got ", config.recompute_seconds_per_token, " s/token and ",
         config.swap_seconds_per_block, " s/block)");
@@ -41,6 +42,10 @@ void Scheduler::add_request(Request request) {
   check(request.stop.stop_strings.empty() || detokenize_, "request ", id,
         ": stop strings need a detokenizer");
   const auto prompt_len = static_cast<int64_t>(request.prompt_token_ids.size());
+  check(config_.max_model_len == 0 || request.stop.max_tokens <= config_.max_model_len - prompt_len,
+        "request ", id, ": prompt (", prompt_len, " tokens) + max_tokens (",
+        request.stop.max_tokens, ") exceed the model's context length of ", config_.max_model_len,
+        " tokens (max_position_embeddings)");
   const int64_t block_size = kv_cache_.config().block_size;
   const int64_t pool_blocks = kv_cache_.device_pool().num_allocatable_blocks();
   // Compared before adding: a max_tokens near INT64_MAX must not overflow.

@@ -44,6 +44,9 @@ struct SchedulerConfig {
   double recompute_seconds_per_token = 1e-3;
   double swap_seconds_per_block = 1e-4;
   std::vector<int32_t> eos_token_ids;  // the model's; a request's ignore_eos skips them
+  // The model's context length (max_position_embeddings); 0: no limit.
+  // prompt + max_tokens must fit in it.
+  int64_t max_model_len = 0;
 };
 
 // Throws hive::Error naming the first bad field.

@@ -209,6 +209,28 @@ TEST_P(EngineInvariance, ParallelSamplesMatchIndependentRequests) {
   EXPECT_TRUE(samples_differ) << "the samples of a request should not all be equal";
 }
 
+// generate() takes a batch whole or not at all: a bad request leaves none of
+// the others queued, so the same ids can be submitted again.
+TEST(LLMEngineBatch, ABadRequestLeavesNothingQueued) {
+  CpuBackend cpu;
+  Model model(model_dir("qwen2"), cpu);
+  LLMEngine engine(model, EngineConfig{});
+  Request good;
+  good.id = "good";
+  good.prompt_token_ids = {3, 4, 5};
+  good.stop.max_tokens = 4;
+  Request bad = good;
+  bad.id = "bad";
+  bad.prompt_token_ids = {3, static_cast<int32_t>(model.config().vocab_size)};
+  EXPECT_THROW(engine.generate({good, bad}), Error);
+  EXPECT_FALSE(engine.has_unfinished());
+  const std::vector<RequestOutput> again = engine.generate({good});
+  ASSERT_EQ(again.size(), 1u);
+  ASSERT_EQ(again[0].samples.size(), 1u);
+  EXPECT_EQ(again[0].samples[0].token_ids,
+            LLMEngine(model, EngineConfig{}).generate({good}).at(0).samples.at(0).token_ids);
+}
+
 INSTANTIATE_TEST_SUITE_P(Fixtures, EngineInvariance,
                          ::testing::Values("mistral", "qwen3_moe", "llama", "qwen2", "qwen3",
                                            "mixtral", "qwen2_moe", "bundled/hive-moe-target",

@@ -89,6 +89,17 @@ TEST(LaunchConfig, MistakesNameLineKeyExpectedAndGot) {
   expect_error("model: m\nscheduler: 5\n", "scheduler must be a mapping");
   expect_error("model: m\n  bad: [\n", "test.yaml:");
   expect_error("", "the file must be a mapping");
+  expect_error("model: m\ndevice: cpu\ndevice: cuda\n",
+               "test.yaml:3: key 'device' given twice (first on line 2)");
+  expect_error("model: m\nparallel: {world_size: 2, world_size: 4}\n",
+               "key 'parallel.world_size' given twice");
+  expect_error("model: m\n? [a, b]\n: 1\n", "test.yaml:2: keys must be plain names (got a list)");
+  expect_error("model: m\nkv_cache:\n  memory_budget: 1GiB\n  memory_fraction: 0.5\n",
+               "kv_cache: give memory_budget or memory_fraction, not both");
+  expect_error("model: m\nkv_cache:\n  dtype: bf16\n",
+               "test.yaml:3: kv_cache.dtype: only f32 is supported so far (got 'bf16')");
+  expect_error("model: m\nscheduler:\n  preemption_mode: swap\n",
+               "scheduler.preemption_mode: swap needs kv_cache.swap_space");
 }
 
 }  // namespace

@@ -99,6 +99,18 @@ TEST(KVBudget, BlocksFromBytesOrAFractionOfMemory) {
         << e.what();
   }
   EXPECT_THROW(kv_pool_bytes({0, 1.5}, 4000, 0), Error);
+  try {
+    kv_pool_bytes({int64_t{1} << 40, 0.0}, int64_t{1} << 30, 0);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("1099511627776 bytes exceed the memory there is "
+                                         "(1073741824 bytes)"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(num_swap_blocks(0, block), 0);
+  EXPECT_EQ(num_swap_blocks(4 * block, block), 4);
+  EXPECT_THROW(num_swap_blocks(host_memory_bytes() + 1, block), Error);
   EXPECT_GT(host_memory_bytes(), int64_t{1} << 20);
 }
 
