@@ -129,6 +129,33 @@ TEST(CliRun, ABadPromptLineNamesTheFileAndLine) {
                   " --prompts " + (dir / "prompts.jsonl").string());
   EXPECT_EQ(text.status, 1);
   EXPECT_NE(text.out.find("tokenizer.json"), std::string::npos) << text.out;
+  // Unknown keys, values of the wrong type or range, and a repeated id.
+  struct Case {
+    std::string line, message;
+  };
+  for (const Case& c : {
+           Case{R"({"prompt_ids": [1], "max_token": 9})", ":1: unknown key \"max_token\""},
+           Case{R"({"prompt_ids": [1, 2.9]})", ":1: \"prompt_ids\" holds 2.9, not a token id"},
+           Case{R"({"prompt_ids": [4294967297]})", "holds 4294967297, not a token id"},
+           Case{R"({"prompt_ids": [1], "max_tokens": 2.5})",
+                "\"max_tokens\" must be an integer in [1, 2147483647] (got 2.5)"},
+           Case{R"({"prompt_ids": [1], "temperature": true})",
+                "\"temperature\" must be a number in [0, 1e+06] (got true)"},
+           Case{R"({"prompt_ids": [1], "seed": -1})", "\"seed\" must be an integer in [0, "},
+           Case{R"({"prompt_ids": [1], "top_p": 0})", ":1: top_p must be in (0, 1]"},
+           Case{R"([1, 2])", ":1: expected a JSON object"},
+           Case{R"({"id": "x", "prompt_ids": [1]})"
+                "\n"
+                R"({"id": "x", "prompt_ids": [2]})",
+                ":2: id 'x' is already used on line 1"},
+       }) {
+    std::ofstream(dir / "prompts.jsonl") << c.line << "\n";
+    const Result bad =
+        run_command(test::hive_binary() + " run --config " + (dir / "run.yaml").string() +
+                    " --prompts " + (dir / "prompts.jsonl").string());
+    EXPECT_EQ(bad.status, 1) << c.line;
+    EXPECT_NE(bad.out.find(c.message), std::string::npos) << c.line << "\n" << bad.out;
+  }
 }
 
 }  // namespace

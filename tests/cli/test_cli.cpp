@@ -126,7 +126,7 @@ TEST(Cli, BadInputGetsAClearErrorAndExitCode) {
              "temperature must be >= 0"},
         Case{"generate --model " + model + " --prompt-ids 1 --top-p 0", "top_p must be in (0, 1]"},
         Case{"generate --model " + model + " --prompt-ids 1 --max-tokens 0",
-             "max_tokens must be >= 1"},
+             "--max-tokens must be in [1, 2147483647] (got 0)"},
         Case{"generate --model " + model + " --prompt-ids 1 --bogus 3", "unknown flag --bogus"},
         Case{"generate --model " + model + " --prompt-ids 1 \"some text\"",
              "give text prompts or --prompt-ids/--prompts-file, not both"},
@@ -134,7 +134,28 @@ TEST(Cli, BadInputGetsAClearErrorAndExitCode) {
         Case{"generate --model " + model, "nothing to generate from"},
         Case{"generate --model /nonexistent --prompt-ids 1",
              "/nonexistent/config.json: cannot open"},
-        Case{"inspect --model " + model + " --max-tokens", "unknown flag --max-tokens"}}) {
+        Case{"inspect --model " + model + " --max-tokens", "unknown flag --max-tokens"},
+        Case{"generate --model " + model + " --prompt-ids 1 --block-size 0",
+             "--block-size must be in [1, 65536] (got 0)"},
+        Case{"generate --model " + model + " --prompt-ids 1 --top-k 4294967296",
+             "--top-k must be in [0, 2147483647] (got 4294967296)"},
+        Case{"generate --model " + model + " --prompt-ids 1 --seed -1",
+             "--seed must be in [0, 9223372036854775807] (got -1)"},
+        Case{"generate --model " + model + " --prompt-ids 1 --max-tokens 5 --max-tokens 9",
+             "--max-tokens given twice"},
+        Case{"generate --model " + model + " --prompt-ids", "--prompt-ids needs a value"},
+        Case{"generate --model " + model + " --prompt-ids 1 --kv-budget-mb 8",
+             "--kv-budget-mb applies to several prompts"},
+        Case{"generate --model " + model + " --prompt-ids 1 --prompt-ids 2 --kv-budget-mb 0",
+             "--kv-budget-mb must be in [1, "},
+        // The fixtures' context is 256 tokens.
+        Case{"generate --model " + model + " --prompt-ids 1,2 --max-tokens 300",
+             "prompt (2 tokens) + max_tokens (300) exceed the model's context length of 256"},
+        Case{"generate --model " + model + " --prompt-ids 1 --prompt-ids 2 --max-tokens 300",
+             "request prompt 1: prompt (1 tokens) + max_tokens (300) exceed the model's context"},
+        Case{"generate --model " + model + " --prompt-ids 1 --prompt-ids 2,99999",
+             "request prompt 2: prompt token id 99999 is out of range"},
+        Case{"tokenize --tokenizer " + model + " Hello", "unexpected argument 'Hello'"}}) {
     const Result r = run(c.args);
     EXPECT_EQ(r.status, 1) << c.args << "\n" << r.out;
     EXPECT_NE(r.out.find(c.message), std::string::npos) << c.args << "\n" << r.out;

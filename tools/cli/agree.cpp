@@ -66,7 +66,7 @@ int run_agree(const std::vector<std::string>& argv) {
   const std::string target_dir = args.require("--target");
   const std::string draft_dir = args.require("--draft");
   const std::vector<std::string> prompts = read_prompts(args.require("--prompts"));
-  const int64_t max_tokens = args.get_int("--max-tokens", 32);
+  const int64_t max_tokens = args.get_int("--max-tokens", 32, 1, int64_t{1} << 20);
   check(max_tokens >= 1, "--max-tokens must be >= 1 (got ", max_tokens, ")");
 
   BackendChoice choice = select_backend(args.get("--device", "auto"), Model::required_ops());

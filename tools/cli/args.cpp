@@ -7,13 +7,16 @@
 namespace hive::cli {
 
 Args::Args(const std::vector<std::string>& argv, const std::set<std::string>& valued,
-           const std::set<std::string>& switches) {
+           const std::set<std::string>& switches, Positional positional) {
   for (size_t i = 0; i < argv.size(); ++i) {
     const std::string& arg = argv[i];
     if (arg.rfind("--", 0) != 0) {
+      check(positional == Positional::allowed, "unexpected argument '", arg,
+            "' (this command takes only flags)");
       positional_.push_back(arg);
       continue;
     }
+    check(!has(arg), arg, " given twice");
     if (switches.count(arg)) {
       switches_.insert(arg);
     } else if (valued.count(arg)) {
@@ -36,14 +39,16 @@ std::string Args::require(const std::string& flag) const {
   return it->second;
 }
 
-int64_t Args::get_int(const std::string& flag, int64_t fallback) const {
+int64_t Args::get_int(const std::string& flag, int64_t fallback, int64_t min, int64_t max) const {
   const auto it = values_.find(flag);
   if (it == values_.end()) return fallback;
   int64_t value = 0;
   const std::string& s = it->second;
   const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), value);
+  check(ec != std::errc::result_out_of_range, flag, " is out of range (got '", s, "')");
   check(ec == std::errc() && end == s.data() + s.size(), flag, " must be an integer (got '", s,
         "')");
+  check(value >= min && value <= max, flag, " must be in [", min, ", ", max, "] (got ", value, ")");
   return value;
 }
 

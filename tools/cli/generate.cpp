@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <fstream>
 #include <functional>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <optional>
 
@@ -29,7 +30,8 @@ std::vector<std::string> take_prompt_flags(const std::vector<std::string>& argv,
                                            std::vector<std::string>& prompts) {
   std::vector<std::string> rest;
   for (size_t i = 0; i < argv.size(); ++i) {
-    if (argv[i] == "--prompt-ids" && i + 1 < argv.size()) {
+    if (argv[i] == "--prompt-ids") {
+      check(i + 1 < argv.size(), "--prompt-ids needs a value");
       prompts.push_back(argv[++i]);
     } else {
       rest.push_back(argv[i]);
@@ -71,16 +73,24 @@ int generate_one(Model& model, const std::vector<int32_t>& prompt, const Generat
   return 0;
 }
 
+constexpr int64_t kMaxMiB = int64_t{1} << 30;  // 1 PiB: the shift below cannot overflow
+constexpr int64_t kInt32Max = std::numeric_limits<int32_t>::max();
+
+// The offline engine's settings: they apply to several prompts. One prompt
+// runs alone with a KV cache sized to fit it, so they would do nothing there.
+const std::vector<std::string> kEngineFlags = {"--kv-budget-mb", "--swap-space-mb",
+                                               "--max-num-seqs", "--max-num-batched-tokens",
+                                               "--enable-prefix-caching"};
+
 EngineConfig engine_config(const Args& args) {
   EngineConfig config;
-  config.block_size = static_cast<int32_t>(args.get_int("--block-size", 16));
-  config.kv_budget.bytes = args.get_int("--kv-budget-mb", 64) << 20;
-  config.swap_space_bytes = args.get_int("--swap-space-mb", 0) << 20;
+  config.block_size = static_cast<int32_t>(args.get_int("--block-size", 16, 1, 1 << 16));
+  config.kv_budget.bytes = args.get_int("--kv-budget-mb", 64, 1, kMaxMiB) << 20;
+  config.swap_space_bytes = args.get_int("--swap-space-mb", 0, 0, kMaxMiB) << 20;
   config.enable_prefix_caching = args.has("--enable-prefix-caching");
-  config.scheduler.max_num_seqs = args.get_int("--max-num-seqs", 64);
-  config.scheduler.max_num_batched_tokens = args.get_int("--max-num-batched-tokens", 512);
-  check(config.kv_budget.bytes > 0, "--kv-budget-mb must be >= 1 (got ",
-        args.get("--kv-budget-mb", ""), ")");
+  config.scheduler.max_num_seqs = args.get_int("--max-num-seqs", 64, 1, kInt32Max);
+  config.scheduler.max_num_batched_tokens =
+      args.get_int("--max-num-batched-tokens", 512, 1, kInt32Max);
   return config;
 }
 
@@ -93,7 +103,7 @@ int generate_many(Model& model, const std::vector<std::vector<int32_t>>& prompts
   int64_t prompt_tokens = 0;
   for (size_t i = 0; i < prompts.size(); ++i) {
     Request r;
-    r.id = std::to_string(i);
+    r.id = str_cat("prompt ", i + 1);  // as the CLI's own errors count them
     r.prompt_token_ids = prompts[i];
     r.sampling = options.sampling;
     r.stop.max_tokens = options.max_tokens;
@@ -146,7 +156,7 @@ int run_generate(const std::vector<std::string>& argv) {
                   {"--model", "--prompts-file", "--max-tokens", "--temperature", "--top-k",
                    "--top-p", "--seed", "--device", "--block-size", "--max-num-seqs",
                    "--max-num-batched-tokens", "--kv-budget-mb", "--swap-space-mb"},
-                  {"--ignore-eos", "--enable-prefix-caching", "--chat"});
+                  {"--ignore-eos", "--enable-prefix-caching", "--chat"}, Args::Positional::allowed);
   const std::vector<std::string>& texts = args.positional();
   const bool text_mode = !texts.empty();
   check(!text_mode || (prompt_flags.empty() && !args.has("--prompts-file")),
@@ -172,14 +182,19 @@ int run_generate(const std::vector<std::string>& argv) {
   for (size_t i = 0; i < prompts.size(); ++i)
     check(!prompts[i].empty(), "prompt ", i + 1, " has no tokens");
 
+  if (prompts.size() == 1)
+    for (const std::string& flag : kEngineFlags)
+      check(!args.has(flag), flag,
+            " applies to several prompts; one prompt runs alone with a KV cache sized to fit it");
+
   GenerateOptions options;
-  options.max_tokens = args.get_int("--max-tokens", text_mode ? 64 : 16);
+  options.max_tokens = args.get_int("--max-tokens", text_mode ? 64 : 16, 1, kInt32Max);
   options.sampling.temperature = static_cast<float>(args.get_double("--temperature", 0.0));
-  options.sampling.top_k = static_cast<int>(args.get_int("--top-k", 0));
+  options.sampling.top_k = static_cast<int>(args.get_int("--top-k", 0, 0, kInt32Max));
   options.sampling.top_p = static_cast<float>(args.get_double("--top-p", 1.0));
-  options.sampling.seed = static_cast<uint64_t>(args.get_int("--seed", 0));
+  options.sampling.seed = static_cast<uint64_t>(args.get_int("--seed", 0, 0));
   options.ignore_eos = args.has("--ignore-eos");
-  options.block_size = static_cast<int32_t>(args.get_int("--block-size", 16));
+  options.block_size = static_cast<int32_t>(args.get_int("--block-size", 16, 1, 1 << 16));
   validate(options.sampling);
   const EngineConfig config = engine_config(args);
 

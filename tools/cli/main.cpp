@@ -1,5 +1,7 @@
 // hive: the command-line entry point. Each subcommand lives in its own file.
 #include <cstdio>
+#include <exception>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -19,8 +21,9 @@ constexpr const char* kUsage =
     "           [--max-num-batched-tokens N] [--kv-budget-mb N] [--swap-space-mb N]\n"
     "           [--enable-prefix-caching]\n"
     "           Continues text (streamed; --chat wraps it in the chat template) or token ids,\n"
-    "           with tokens/s. Several prompts run batched, one output line each. The model\n"
-    "           defaults to $HIVE_MODEL, else the bundled models/hive-moe-target.\n"
+    "           with tokens/s. Several prompts run batched, one output line each (the KV and\n"
+    "           scheduler flags are for that case). The model defaults to $HIVE_MODEL, else\n"
+    "           the bundled models/hive-moe-target.\n"
     "  run      --config FILE --prompts FILE\n"
     "           Runs JSON-lines prompts through the actor runtime; prints outputs and stats.\n"
     "  inspect  --model DIR | --devices\n"
@@ -55,6 +58,13 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "hive: unknown command '%s'\n\n%s", command.c_str(), kUsage);
     return 2;
   } catch (const hive::Error& e) {
+    std::fprintf(stderr, "hive %s: error: %s\n", command.c_str(), e.what());
+    return 1;
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "hive %s: error: out of memory\n", command.c_str());
+    return 1;
+  } catch (const std::exception& e) {
+    // Not one of Hive's own checks (a library's): still a message, not an abort.
     std::fprintf(stderr, "hive %s: error: %s\n", command.c_str(), e.what());
     return 1;
   }

@@ -1,12 +1,17 @@
 // hive run: a batch of prompts through the actor runtime, from a YAML launch
 // file. Prompts are JSON lines: {"id": "a", "prompt_ids": [1, 2, 3],
-// "max_tokens": 16, "temperature": 0, "seed": 0, "ignore_eos": false}, or
-// with text instead of ids: {"prompt": "Once upon a time"} (tokenized with
-// the model's tokenizer; "chat": true applies its chat template). Outputs
-// are ids for id prompts and a JSON string for text prompts.
+// "max_tokens": 16, "temperature": 0, "top_k": 0, "top_p": 1, "seed": 0,
+// "ignore_eos": false, "stop_token_ids": [], "priority": 0}, or with text
+// instead of ids: {"prompt": "Once upon a time"} (tokenized with the model's
+// tokenizer; "chat": true applies its chat template). Every key but the
+// prompt is optional; an unknown key, a value of the wrong type or range, or
+// a repeated id is an error naming the file and line. Outputs are ids for id
+// prompts and a JSON string for text prompts.
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
@@ -37,36 +42,113 @@ class LazyTokenizer {
   std::optional<Tokenizer> tokenizer_;
 };
 
+// One prompt line's fields, type- and range-checked; errors name the line.
+class PromptLine {
+ public:
+  PromptLine(const nlohmann::json& j, std::string where) : j_(j), where_(std::move(where)) {
+    check(j.is_object(), where_, ": expected a JSON object (got ", j.dump(), ")");
+    static const std::set<std::string> kKeys = {
+        "id",    "prompt", "prompt_ids", "chat",       "max_tokens",     "temperature",
+        "top_k", "top_p",  "seed",       "ignore_eos", "stop_token_ids", "priority"};
+    for (const auto& [key, value] : j.items())
+      check(kKeys.count(key), where_, ": unknown key \"", key,
+            "\" (expected id, prompt or prompt_ids, chat, max_tokens, temperature, top_k, top_p, "
+            "seed, ignore_eos, stop_token_ids, priority)");
+  }
+  bool has(const char* key) const { return j_.contains(key); }
+  int64_t integer(const char* key, int64_t fallback, int64_t min, int64_t max) const {
+    if (!has(key)) return fallback;
+    const nlohmann::json& v = j_.at(key);
+    const bool fits = v.is_number_integer() &&
+                      (!v.is_number_unsigned() || v.get<uint64_t>() <= uint64_t(INT64_MAX));
+    check(fits && v.get<int64_t>() >= min && v.get<int64_t>() <= max, where_, ": \"", key,
+          "\" must be an integer in [", min, ", ", max, "] (got ", v.dump(), ")");
+    return v.get<int64_t>();
+  }
+  double number(const char* key, double fallback, double min, double max) const {
+    if (!has(key)) return fallback;
+    const nlohmann::json& v = j_.at(key);
+    check(v.is_number() && v.get<double>() >= min && v.get<double>() <= max, where_, ": \"", key,
+          "\" must be a number in [", min, ", ", max, "] (got ", v.dump(), ")");
+    return v.get<double>();
+  }
+  bool boolean(const char* key) const {
+    if (!has(key)) return false;
+    check(j_.at(key).is_boolean(), where_, ": \"", key, "\" must be true or false (got ",
+          j_.at(key).dump(), ")");
+    return j_.at(key).get<bool>();
+  }
+  std::string string(const char* key, std::string fallback) const {
+    if (!has(key)) return fallback;
+    check(j_.at(key).is_string(), where_, ": \"", key, "\" must be a string (got ",
+          j_.at(key).dump(), ")");
+    return j_.at(key).get<std::string>();
+  }
+  std::vector<int32_t> ids(const char* key) const {
+    std::vector<int32_t> ids;
+    if (!has(key)) return ids;
+    const nlohmann::json& v = j_.at(key);
+    check(v.is_array(), where_, ": \"", key, "\" must be an array of token ids (got ", v.dump(),
+          ")");
+    for (const nlohmann::json& id : v) {
+      check(id.is_number_integer() && id.get<int64_t>() >= 0 && id.get<int64_t>() <= INT32_MAX,
+            where_, ": \"", key, "\" holds ", id.dump(),
+            ", not a token id (a non-negative integer)");
+      ids.push_back(id.get<int32_t>());
+    }
+    return ids;
+  }
+
+ private:
+  const nlohmann::json& j_;
+  std::string where_;
+};
+
 std::vector<Request> read_prompts(const std::string& path, LazyTokenizer& tokenizer,
                                   std::set<std::string>& text_ids) {
   std::ifstream in(path);
   check(in.good(), "--prompts: cannot open ", path);
   std::vector<Request> requests;
+  std::map<std::string, int> id_lines;
   std::string line;
   for (int number = 1; std::getline(in, line); ++number) {
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    const std::string where = str_cat(path, ":", number);
+    nlohmann::json j;
     try {
-      const nlohmann::json j = nlohmann::json::parse(line);
-      Request r;
-      r.id = j.value("id", "prompt-" + std::to_string(number));
-      check(j.contains("prompt") != j.contains("prompt_ids"), path, ":", number,
-            ": give \"prompt\" (text) or \"prompt_ids\", not both or neither");
-      if (j.contains("prompt")) {
-        r.prompt_token_ids =
-            encode_prompt(tokenizer.get(), tokenizer.dir(), j.at("prompt").get<std::string>(),
-                          j.value("chat", false));
-        text_ids.insert(r.id);
-      } else {
-        r.prompt_token_ids = j.at("prompt_ids").get<std::vector<int32_t>>();
-      }
-      r.stop.max_tokens = j.value("max_tokens", int64_t{16});
-      r.stop.ignore_eos = j.value("ignore_eos", false);
-      r.sampling.temperature = j.value("temperature", 0.0f);
-      r.sampling.seed = j.value("seed", uint64_t{0});
-      requests.push_back(std::move(r));
+      j = nlohmann::json::parse(line);
     } catch (const nlohmann::json::exception& e) {
-      fail(path, ":", number, ": ", e.what());
+      fail(where, ": ", e.what());
     }
+    const PromptLine p(j, where);
+    Request r;
+    r.id = p.string("id", "prompt-" + std::to_string(number));
+    const auto [seen, fresh] = id_lines.emplace(r.id, number);
+    check(fresh, where, ": id '", r.id, "' is already used on line ", seen->second);
+    check(p.has("prompt") != p.has("prompt_ids"), where,
+          ": give \"prompt\" (text) or \"prompt_ids\", not both or neither");
+    check(p.has("prompt") || !p.has("chat"), where, ": \"chat\" applies to a text \"prompt\"");
+    if (p.has("prompt")) {
+      r.prompt_token_ids = encode_prompt(tokenizer.get(), tokenizer.dir(), p.string("prompt", ""),
+                                         p.boolean("chat"));
+      text_ids.insert(r.id);
+    } else {
+      r.prompt_token_ids = p.ids("prompt_ids");
+    }
+    r.stop.max_tokens = p.integer("max_tokens", 16, 1, INT32_MAX);
+    r.stop.ignore_eos = p.boolean("ignore_eos");
+    r.stop.stop_token_ids = p.ids("stop_token_ids");
+    r.sampling.temperature = static_cast<float>(p.number("temperature", 0.0, 0.0, 1e6));
+    r.sampling.top_k = static_cast<int>(p.integer("top_k", 0, 0, INT32_MAX));
+    r.sampling.top_p = static_cast<float>(p.number("top_p", 1.0, 0.0, 1.0));
+    r.sampling.seed = static_cast<uint64_t>(p.integer("seed", 0, 0, INT64_MAX));
+    r.priority = static_cast<int>(p.integer("priority", 0, INT32_MIN, INT32_MAX));
+    try {
+      validate(r.sampling);
+    } catch (const Error& e) {
+      fail(where, ": ", e.what());
+    }
+    requests.push_back(std::move(r));
   }
   check(!requests.empty(), path, ": no prompts");
   return requests;
