@@ -9,9 +9,11 @@
 //
 // Inside: a CAF actor system with the scheduler actor, one worker actor per
 // rank and the expert actor (scheduler_actor.hpp, worker_actor.hpp,
-// expert_actor.hpp). Streams and callbacks
-// receive TokenEvents: new token ids of one sample as they are sampled, then
-// one finished event per sample (all its ids, the finish reason, or an error).
+// expert_actor.hpp). Streams and callbacks receive TokenEvents: new token ids
+// of one sample as they are sampled, then one finished event per sample (all
+// its ids, the finish reason and, when asked for, the logits; or an error).
+// Every request ends: a worker fault fails the requests that ran on its rank
+// (the others continue), and a stopped engine ends the rest with an error.
 #include <atomic>
 #include <cstdint>
 #include <filesystem>
