@@ -116,7 +116,9 @@ StepPlan Scheduler::schedule() {
   int64_t budget = config_.max_num_batched_tokens;
   if (!schedule_running(plan, budget)) {
     schedule_swapped(plan, budget);
-    schedule_waiting(plan, budget);
+    // Swapped sequences arrived (or rank) before any waiting one: newcomers
+    // taking the blocks they need back could starve them.
+    if (swapped_.empty()) schedule_waiting(plan, budget);
   }
   for (Sequence* child : new_children_) insert_in_order(running_, child);
   new_children_.clear();
@@ -167,7 +169,11 @@ bool Scheduler::schedule_running(StepPlan& plan, int64_t& budget) {
 void Scheduler::schedule_swapped(StepPlan& plan, int64_t& budget) {
   while (!swapped_.empty() && budget > 0) {
     Sequence& seq = *swapped_.front();
-    if (num_seats_taken() + 1 > config_.max_num_seqs || !kv_cache_.can_swap_in(seq.id)) return;
+    // A parent swapped out before its prompt completed still has n - 1
+    // samples to fork: it needs their seats too.
+    if (num_seats_taken() + seq.num_seats() > config_.max_num_seqs ||
+        !kv_cache_.can_swap_in(seq.id))
+      return;
     const std::vector<BlockCopy> copies = kv_cache_.swap_in(seq.id);
     plan.swap_in.insert(plan.swap_in.end(), copies.begin(), copies.end());
     swapped_.pop_front();

@@ -8,9 +8,11 @@
 //        when blocks run out, the last running sequence is preempted (swap to
 //        the host pool or recompute, whichever costs less) until it fits
 //     2. swapped, if nothing was preempted: swapped back in when blocks allow
-//     3. waiting, if nothing was preempted: admitted in policy order while
-//        max_num_seqs, the budget and the blocks allow; a prefix-cache hit
-//        skips its blocks; prompts longer than the budget run in chunks
+//     3. waiting, if nothing was preempted and nothing is left swapped out
+//        (newcomers must not take the blocks a swapped sequence waits for):
+//        admitted in policy order while max_num_seqs, the budget and the
+//        blocks allow; a prefix-cache hit skips its blocks; prompts longer
+//        than the budget run in chunks
 //   update(plan, sampled tokens): advances num_computed_tokens, appends the
 //     sampled tokens, checks stop conditions and frees finished sequences.
 //

@@ -1,6 +1,7 @@
 // Scheduler: the token budget, chunked prefill, max_num_seqs, FCFS and
 // priority order, and both kinds of preemption, step by step with exact runs
 // and block ids. Sequence ids count from 0 in add_request order; block size 4.
+#include <algorithm>
 #include <limits>
 #include <map>
 
@@ -173,6 +174,28 @@ TEST_F(SchedulerTest, SwapPreemptionMovesBlocksToTheHostAndBack) {
   const auto rest = run_to_completion();
   EXPECT_EQ(rest.back().token_ids, (Ids{106, 107, 108, 109, 110, 111, 112, 113}));
   EXPECT_EQ(scheduler->stats().num_preemptions_recompute, 0);
+}
+
+// A newcomer must not take the blocks a swapped-out sequence waits for:
+// nothing is admitted while anything is swapped out, even when the newcomer
+// would fit (here: one free block, c needs one; b needs two to come back).
+TEST_F(SchedulerTest, NothingIsAdmittedWhileASequenceIsSwappedOut) {
+  make(preempting(PreemptionMode::swap), blocks(5, 5));
+  scheduler->add_request(request("a", 7, 8));
+  scheduler->add_request(request("b", 6, 8));
+  for (int i = 0; i < 3; ++i) step();
+  ASSERT_EQ(scheduler->sequence(1).status, SequenceStatus::swapped);
+  ASSERT_EQ(kv->device_pool().num_free_blocks(), 1);
+  scheduler->add_request(request("c", 1, 1));
+  bool b_back = false;
+  while (scheduler->has_unfinished()) {
+    step();
+    b_back = b_back || !last_plan.swap_in.empty();
+    const bool c_ran = std::any_of(last_plan.sequences.begin(), last_plan.sequences.end(),
+                                   [](const ScheduledSequence& s) { return s.seq_id == 2; });
+    EXPECT_TRUE(!c_ran || b_back) << "c ran while b was swapped out";
+  }
+  EXPECT_TRUE(b_back);
 }
 
 TEST_F(SchedulerTest, ByCostSwapsWhileTheHostHasRoomThenRecomputes) {
