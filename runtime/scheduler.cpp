@@ -116,8 +116,9 @@ StepPlan Scheduler::schedule() {
   int64_t budget = config_.max_num_batched_tokens;
   if (!schedule_running(plan, budget)) {
     schedule_swapped(plan, budget);
-    // Swapped sequences arrived (or rank) before any waiting one: newcomers
-    // taking the blocks they need back could starve them.
+    // A swapped sequence came before every waiting one (in arrival or
+    // priority order): newcomers taking the blocks it needs back could
+    // starve it.
     if (swapped_.empty()) schedule_waiting(plan, budget);
   }
   for (Sequence* child : new_children_) insert_in_order(running_, child);

@@ -15,7 +15,6 @@
 // over 150 seeded runs of each model here.
 #include <gtest/gtest.h>
 
-#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <thread>
