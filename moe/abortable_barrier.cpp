@@ -20,6 +20,18 @@ void AbortableBarrier::arrive_and_wait() {
   fail("the rank group was aborted (a peer rank failed)");
 }
 
+void AbortableBarrier::arrive_and_wait_all() {
+  std::unique_lock lock(mutex_);
+  if (++waiting_ == count_) {
+    waiting_ = 0;
+    ++generation_;
+    changed_.notify_all();
+    return;
+  }
+  const uint64_t generation = generation_;
+  changed_.wait(lock, [&] { return generation_ != generation; });
+}
+
 void AbortableBarrier::abort() {
   {
     const std::lock_guard lock(mutex_);

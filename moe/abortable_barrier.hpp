@@ -4,6 +4,11 @@
 // throws hive::Error. In-process ranks meet in such barriers inside every
 // collective; when one rank fails, aborting the group releases its peers
 // instead of leaving them waiting for ever (std::barrier cannot be woken).
+//
+// arrive_and_wait_all() ignores an abort: it returns when all threads have
+// arrived. A collective's second rendezvous uses it, where every rank is
+// known to be on its way and none may leave while a peer still reads its
+// buffers.
 #include <condition_variable>
 #include <cstdint>
 #include <mutex>
@@ -15,6 +20,7 @@ class AbortableBarrier {
   explicit AbortableBarrier(int count) : count_(count), waiting_(0) {}
 
   void arrive_and_wait();
+  void arrive_and_wait_all();
   void abort();
   bool aborted() const;
 

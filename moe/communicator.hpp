@@ -7,6 +7,7 @@
 // communicator's device.
 #include <cstdint>
 #include <span>
+#include <string_view>
 #include <vector>
 
 #include "kernels/tensor.hpp"
@@ -45,5 +46,16 @@ class Communicator {
   // out; a device communicator stages them through its device.
   virtual std::vector<int64_t> exchange_counts(std::span<const int64_t> send_counts);
 };
+
+// Bytes of one row (dim 0) of t: the product of the other dims, so that a
+// tensor of zero rows still has its row size.
+size_t row_bytes(const Tensor& t);
+
+// What one rank can check of an all_to_all on its own: a count per rank, none
+// negative, summing to the rows of send and recv, which are contiguous and
+// share dtype and row size. Throws hive::Error naming `who`.
+void check_all_to_all(std::string_view who, int world_size, const Tensor& send,
+                      std::span<const int64_t> send_counts, const Tensor& recv,
+                      std::span<const int64_t> recv_counts);
 
 }  // namespace hive

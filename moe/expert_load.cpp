@@ -7,13 +7,21 @@
 
 namespace hive {
 
+namespace {
+
+// Checked before any allocation: a negative count must not reach a vector.
+size_t num_counts(int num_layers, int num_experts) {
+  check(num_layers >= 0 && num_experts >= 0, "expert load for ", num_layers, " layers and ",
+        num_experts, " experts");
+  return static_cast<size_t>(num_layers) * static_cast<size_t>(num_experts);
+}
+
+}  // namespace
+
 ExpertLoad::ExpertLoad(int num_layers, int num_experts)
     : num_layers_(num_layers),
       num_experts_(num_experts),
-      load_(static_cast<size_t>(num_layers * num_experts), 0) {
-  check(num_layers >= 0 && num_experts >= 0, "expert load for ", num_layers, " layers and ",
-        num_experts, " experts");
-}
+      load_(num_counts(num_layers, num_experts), 0) {}
 
 void ExpertLoad::add(std::span<const int64_t> delta) {
   if (delta.empty()) return;

@@ -17,9 +17,10 @@
 
 namespace hive {
 
-// weights.experts must be valid for placement.local_experts(comm.rank());
-// the router and the shared expert are replicated. expert_load (optional,
-// [num_experts]) is incremented by the number of this rank's tokens routed
+// weights.experts has one entry per expert (indexed by expert id); those of
+// placement.local_experts(comm.rank()) must be valid, the others are never
+// read. The router and the shared expert are replicated. expert_load
+// (optional, [num_experts]) is incremented by the number of this rank's tokens routed
 // to each expert.
 void moe_forward_expert_parallel(Backend& backend, Communicator& comm,
                                  const ExpertPlacement& placement, const Tensor& x,

@@ -16,11 +16,17 @@ ExpertPlacement::ExpertPlacement(int num_experts, int world_size, PlacementKind 
         num_experts, " experts, ", world_size, " ranks)");
   check(world_size <= num_experts, "expert parallelism over ", world_size, " ranks needs at least ",
         world_size, " experts (got ", num_experts, ")");
-  const int per_rank = (num_experts + world_size - 1) / world_size;
+  // Contiguous blocks as even as can be: the first num_experts % world_size
+  // ranks hold one expert more than the others (5 on 4: 2 1 1 1).
+  const int base = num_experts / world_size, extra = num_experts % world_size;
+  const auto contiguous_rank = [&](int e) {
+    const int in_larger = extra * (base + 1);
+    return e < in_larger ? e / (base + 1) : extra + (e - in_larger) / base;
+  };
   holds_.assign(static_cast<size_t>(world_size),
                 std::vector<bool>(static_cast<size_t>(num_experts)));
   for (int e = 0; e < num_experts; ++e) {
-    const int rank = kind == PlacementKind::contiguous ? e / per_rank : e % world_size;
+    const int rank = kind == PlacementKind::contiguous ? contiguous_rank(e) : e % world_size;
     home_.push_back(rank);
     holds_[static_cast<size_t>(rank)][static_cast<size_t>(e)] = true;
   }

@@ -3,7 +3,10 @@
 // collective is two rendezvous: every rank publishes its buffers, then each
 // reads what it needs from the others' buffers into its own output, then all
 // meet again, so no rank reuses a buffer (or its slot) while a peer may still
-// read it.
+// read it. The ranks check that they agree (the same collective, the same
+// sizes) before anyone reads; an abort or a disagreement is thrown after the
+// second rendezvous, never between the two.
+#include <cstdint>
 #include <memory>
 #include <vector>
 
@@ -24,20 +27,28 @@ class InProcessGroup {
   void abort();
   bool aborted() const { return rendezvous_.aborted(); }
 
+  enum class Op : uint8_t { all_reduce_sum, all_to_all, barrier };
+
  private:
   friend class InProcessCommunicator;
+  // What one rank publishes for a collective.
   struct Slot {
+    Op op = Op::barrier;
     const void* send = nullptr;
     const int64_t* send_counts = nullptr;  // rows per peer, for all_to_all
-    size_t row_bytes = 0;
+    size_t size = 0;                       // all_reduce_sum: elements; all_to_all: bytes per row
+  };
+  // Point to point from one rank to another.
+  struct Pair {
+    const void* data = nullptr;
+    size_t sent_bytes = 0;
+    size_t expected_bytes = 0;
+    std::unique_ptr<AbortableBarrier> barrier;
   };
   int world_size_;
   AbortableBarrier rendezvous_;
   std::vector<Slot> slots_;
-  // Point to point: mailbox[from * world + to] holds the sender's buffer.
-  std::vector<const void*> mailbox_;
-  std::vector<size_t> mailbox_bytes_;
-  std::vector<std::unique_ptr<AbortableBarrier>> pair_barriers_;  // one per (from, to) pair
+  std::vector<Pair> pairs_;  // [from * world + to]
 };
 
 }  // namespace hive

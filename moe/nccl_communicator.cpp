@@ -40,11 +40,8 @@ class NcclCommunicator final : public Communicator {
 
   void all_to_all(const Tensor& send, std::span<const int64_t> send_counts, const Tensor& recv,
                   std::span<const int64_t> recv_counts) override {
-    check(send_counts.size() == static_cast<size_t>(world_size_) &&
-              recv_counts.size() == static_cast<size_t>(world_size_),
-          "nccl all_to_all: counts for ", send_counts.size(), " ranks in a group of ", world_size_);
-    const size_t send_row = send.shape[0] ? send.nbytes() / static_cast<size_t>(send.shape[0]) : 0;
-    const size_t recv_row = recv.shape[0] ? recv.nbytes() / static_cast<size_t>(recv.shape[0]) : 0;
+    check_all_to_all("nccl all_to_all", world_size_, send, send_counts, recv, recv_counts);
+    const size_t send_row = row_bytes(send), recv_row = row_bytes(recv);
     select_device();
     // Point-to-point pairs inside one group call are NCCL's all-to-all.
     check_nccl(ncclGroupStart(), "group start");

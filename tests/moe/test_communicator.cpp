@@ -101,6 +101,121 @@ TEST(Communicator, RejectsCountsForTheWrongWorldSize) {
   });
 }
 
+// Runs body(communicator) on world_size threads and returns each rank's
+// error message ("" where it returned).
+std::vector<std::string> errors_of_ranks(int world_size,
+                                         const std::function<void(Communicator&)>& body) {
+  std::vector<std::string> errors(static_cast<size_t>(world_size));
+  run_ranks(world_size, [&](Communicator& comm) {
+    try {
+      body(comm);
+    } catch (const Error& e) {
+      errors[static_cast<size_t>(comm.rank())] = e.what();
+    }
+  });
+  return errors;
+}
+
+// Ranks that disagree get an error, every one of them, and nothing is read
+// out of bounds (ASan checks the last).
+TEST(Communicator, RanksThatDisagreeAllFailWithoutReadingOutOfBounds) {
+  // all_reduce_sum over 3 floats on rank 0 and 1 on rank 1.
+  for (const std::string& error : errors_of_ranks(2, [](Communicator& comm) {
+         std::vector<float> data(comm.rank() == 0 ? 3 : 1, 1.0f);
+         comm.all_reduce_sum(
+             Tensor::view(data.data(), DType::f32, {static_cast<int64_t>(data.size())}));
+       }))
+    EXPECT_NE(error.find("all_reduce_sum: rank 0 passed 3 elements, rank 1 passed 1"),
+              std::string::npos)
+        << error;
+  // Rows of 4 floats against rows of 2.
+  for (const std::string& error : errors_of_ranks(2, [](Communicator& comm) {
+         const int64_t width = comm.rank() == 0 ? 4 : 2;
+         std::vector<float> send(static_cast<size_t>(2 * width)), recv(send.size());
+         const std::vector<int64_t> counts = {1, 1};
+         comm.all_to_all(Tensor::view(send.data(), DType::f32, {2, width}), counts,
+                         Tensor::view(recv.data(), DType::f32, {2, width}), counts);
+       }))
+    EXPECT_NE(error.find("bytes per row"), std::string::npos) << error;
+  // Different collectives.
+  for (const std::string& error : errors_of_ranks(2, [](Communicator& comm) {
+         float x = 1.0f;
+         if (comm.rank() == 0) comm.all_reduce_sum(Tensor::view(&x, DType::f32, {1}));
+         if (comm.rank() == 1) comm.barrier();
+       }))
+    EXPECT_NE(error.find("collective mismatch: rank 0 called all_reduce_sum, rank 1 called barrier"),
+              std::string::npos)
+        << error;
+  // Rank 1 expects a row that rank 0 does not send: rank 1 fails after rank 0
+  // published a large buffer, and rank 0 must not free it under rank 1's read.
+  const std::vector<std::string> errors = errors_of_ranks(2, [](Communicator& comm) {
+    const int64_t rows = 1 << 16;
+    std::vector<float> send(static_cast<size_t>(rows)), recv(static_cast<size_t>(rows) + 1);
+    const std::vector<int64_t> send_counts =
+        comm.rank() == 0 ? std::vector<int64_t>{0, rows} : std::vector<int64_t>{rows, 0};
+    const std::vector<int64_t> recv_counts =
+        comm.rank() == 0 ? std::vector<int64_t>{0, rows} : std::vector<int64_t>{rows + 1, 0};
+    comm.all_to_all(Tensor::view(send.data(), DType::f32, {rows, 1}), send_counts,
+                    Tensor::view(recv.data(), DType::f32,
+                                 {static_cast<int64_t>(recv.size()) - (comm.rank() == 0), 1}),
+                    recv_counts);
+  });
+  EXPECT_NE(errors[1].find("rank 0 sends 65536 rows to rank 1, which expects 65537"),
+            std::string::npos)
+      << errors[1];
+  // Rank 0's own exchange matched; it carries on (its peer's fault aborts the group).
+  EXPECT_EQ(errors[0], "");
+}
+
+TEST(Communicator, RejectsNegativeCountsAndMismatchedPointToPoint) {
+  for (const std::string& error : errors_of_ranks(1, [](Communicator& comm) {
+         float x = 0.0f;
+         const std::vector<int64_t> counts = {-1};
+         comm.all_to_all(Tensor::view(&x, DType::f32, {0}), counts,
+                         Tensor::view(&x, DType::f32, {0}), counts);
+       }))
+    EXPECT_NE(error.find("negative count"), std::string::npos) << error;
+  const std::vector<std::string> errors = errors_of_ranks(2, [](Communicator& comm) {
+    std::vector<float> data(4);
+    if (comm.rank() == 0) comm.send(Tensor::view(data.data(), DType::f32, {4}), 1);
+    if (comm.rank() == 1) comm.recv(Tensor::view(data.data(), DType::f32, {2}), 0);
+  });
+  EXPECT_NE(errors[0].find("send: rank 0 sent 16 bytes, rank 1 expects 8"), std::string::npos)
+      << errors[0];
+  EXPECT_NE(errors[1].find("recv: rank 0 sent 16 bytes, rank 1 expects 8"), std::string::npos)
+      << errors[1];
+}
+
+// An abort while ranks copy from each other: each rank finishes reading before
+// any leaves, so no buffer is freed under a reader (ASan checks), and the
+// group is aborted for the next collective.
+TEST(Communicator, AnAbortDuringACopyLetsEveryReaderFinish) {
+  for (int round = 0; round < 8; ++round) {
+    InProcessGroup group(2);
+    std::vector<std::thread> ranks;
+    for (int r = 0; r < 2; ++r)
+      ranks.emplace_back([&group, r] {
+        const auto comm = group.communicator(r);
+        const int64_t rows = 1 << 20;
+        try {
+          std::vector<float> send(static_cast<size_t>(2 * rows), 1.0f),
+              recv(static_cast<size_t>(2 * rows));
+          const std::vector<int64_t> counts = {rows, rows};
+          comm->all_to_all(Tensor::view(send.data(), DType::f32, {2 * rows, 1}), counts,
+                           Tensor::view(recv.data(), DType::f32, {2 * rows, 1}), counts);
+          EXPECT_EQ(recv.front(), 1.0f);
+          EXPECT_EQ(recv.back(), 1.0f);
+          comm->barrier();
+        } catch (const Error& e) {
+          EXPECT_NE(std::string(e.what()).find("aborted"), std::string::npos) << e.what();
+        }
+      });
+    group.abort();
+    for (std::thread& t : ranks) t.join();
+    EXPECT_TRUE(group.aborted());
+  }
+}
+
 // A failed rank aborts the group: a peer waiting in a collective (or arriving
 // later; the order is up to the threads) throws instead of hanging, and the
 // group stays aborted.

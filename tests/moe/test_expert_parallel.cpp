@@ -1,11 +1,13 @@
 // Expert parallelism against the single-rank MoE layer, on the MoE fixture
-// checkpoints: world sizes 1, 2, 4 (one rank with no tokens), contiguous and
+// checkpoints: world sizes 1, 2, 3 and 4 (3 does not divide the experts; one
+// rank with no tokens), contiguous and
 // round-robin placement, with and without a replicated hot expert. Each rank
 // gets only its own experts' weights; results must be bit-identical.
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <thread>
+#include <tuple>
 
 #include "kernels/cpu/cpu_backend.hpp"
 #include "kernels/error.hpp"
@@ -51,6 +53,7 @@ TEST_P(ExpertParallelTest, MatchesTheSingleRankLayerExactly) {
   // Tokens per rank; with 4 ranks one of them has none.
   const std::vector<int64_t> split = c.world_size == 1   ? std::vector<int64_t>{13}
                                      : c.world_size == 2 ? std::vector<int64_t>{6, 7}
+                                     : c.world_size == 3 ? std::vector<int64_t>{4, 0, 9}
                                                          : std::vector<int64_t>{5, 0, 6, 2};
   const int64_t total = 13;
   std::mt19937_64 rng(test::test_seed());
@@ -102,6 +105,8 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, ExpertParallelTest,
                          ::testing::Values(Case{"qwen3_moe", 1, PlacementKind::contiguous, false},
                                            Case{"qwen3_moe", 2, PlacementKind::contiguous, false},
                                            Case{"qwen3_moe", 4, PlacementKind::contiguous, false},
+                                           Case{"qwen3_moe", 3, PlacementKind::contiguous, false},
+                                           Case{"qwen3_moe", 3, PlacementKind::round_robin, true},
                                            Case{"qwen3_moe", 4, PlacementKind::round_robin, false},
                                            Case{"qwen3_moe", 4, PlacementKind::round_robin, true},
                                            Case{"mixtral", 2, PlacementKind::round_robin, false},
@@ -127,6 +132,25 @@ TEST(ExpertPlacement, ContiguousAndRoundRobinAndReplicas) {
   EXPECT_EQ(round_robin.target_rank(4, 0), 0);  // served locally now
   EXPECT_EQ(round_robin.target_rank(4, 2), 1);  // others still go home
   EXPECT_THROW(ExpertPlacement(2, 4, PlacementKind::contiguous), Error);
+  // Uneven counts: contiguous blocks differ by at most one expert, and every
+  // rank holds some (ceil-sized blocks left the last rank of 6 on 4 empty).
+  for (const auto& [experts, ranks, sizes] :
+       {std::tuple{5, 4, std::vector<size_t>{2, 1, 1, 1}},
+        std::tuple{6, 4, std::vector<size_t>{2, 2, 1, 1}},
+        std::tuple{60, 16, std::vector<size_t>(12, 4)}}) {
+    const ExpertPlacement placement(experts, ranks, PlacementKind::contiguous);
+    std::vector<size_t> got;
+    std::vector<int> all;
+    for (int r = 0; r < ranks; ++r) {
+      const std::vector<int> local = placement.local_experts(r);
+      got.push_back(local.size());
+      all.insert(all.end(), local.begin(), local.end());
+    }
+    std::vector<size_t> want = sizes;
+    want.resize(static_cast<size_t>(ranks), 3);  // 60 on 16: twelve ranks of 4, four of 3
+    EXPECT_EQ(got, want) << experts << " experts on " << ranks << " ranks";
+    for (int e = 0; e < experts; ++e) EXPECT_EQ(all[static_cast<size_t>(e)], e);
+  }
   EXPECT_THROW(parse_placement_kind("random"), Error);
 }
 

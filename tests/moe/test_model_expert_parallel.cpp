@@ -115,7 +115,22 @@ TEST_P(ModelExpertParallel, SplitsAcrossRanksLikeOneRank) {
       EXPECT_LE(max_diff, 1e-5) << "max |logits difference|";
       std::printf("[ %s ] world %d, %s: max |logits difference| %g\n", GetParam().c_str(), world,
                   kind == PlacementKind::contiguous ? "contiguous" : "round_robin", max_diff);
-      ASSERT_FALSE(run.load.empty()) << "no expert load was counted";
+      // Every token computed in an MoE layer is routed to top_k experts (no
+      // request is preempted here, so each token is computed once: the
+      // prompt and every generated token but the last).
+      int64_t computed = 0;
+      for (const Request& r : requests)
+        computed += static_cast<int64_t>(r.prompt_token_ids.size()) +
+                    static_cast<int64_t>(run.outputs.at(r.id).token_ids.size()) - 1;
+      ASSERT_EQ(run.load.size(), static_cast<size_t>(model.config().num_layers));
+      for (size_t l = 0; l < run.load.size(); ++l) {
+        int64_t routed = 0;
+        for (const int64_t n : run.load[l]) routed += n;
+        EXPECT_EQ(routed, model.config().is_moe_layer(static_cast<int64_t>(l))
+                              ? computed * model.config().num_experts_per_token
+                              : 0)
+            << "layer " << l;
+      }
       if (reference_load.empty()) reference_load = run.load;
       EXPECT_EQ(run.load, reference_load) << "expert load depends on the world size";
     }
