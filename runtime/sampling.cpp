@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
 #include <vector>
 
@@ -16,9 +17,26 @@ void validate(const SamplingParams& p) {
   check(p.top_p > 0.0f && p.top_p <= 1.0f, "top_p must be in (0, 1] (got ", p.top_p, ")");
 }
 
+namespace {
+
+// NaN ranks below every number: it is never chosen while anything else can be.
+bool ranks_before(float a, float b) { return a > b || (std::isnan(b) && !std::isnan(a)); }
+
+void check_some_finite_or_inf(std::span<const float> logits, int32_t best) {
+  const float top = logits[static_cast<size_t>(best)];
+  check(!std::isnan(top) && top != -std::numeric_limits<float>::infinity(),
+        "no token can be sampled: all ", logits.size(), " logits are NaN or -inf");
+}
+
+}  // namespace
+
 int32_t argmax(std::span<const float> logits) {
   check(!logits.empty(), "argmax of no logits");
-  return static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+  int32_t best = 0;
+  for (size_t i = 1; i < logits.size(); ++i)
+    if (ranks_before(logits[i], logits[static_cast<size_t>(best)])) best = static_cast<int32_t>(i);
+  check_some_finite_or_inf(logits, best);
+  return best;
 }
 
 Sampler::Sampler(const SamplingParams& params, int64_t num_sampled)
@@ -30,23 +48,38 @@ Sampler::Sampler(const SamplingParams& params, int64_t num_sampled)
 
 int32_t Sampler::sample(std::span<const float> logits) {
   if (params_.temperature == 0.0f) return argmax(logits);
-  // Candidates in descending logit order (ties: lower id first), cut to top_k.
+  check(!logits.empty(), "sampling from no logits");
+  const auto logit = [&](int32_t id) { return logits[static_cast<size_t>(id)]; };
+  // Candidates in descending logit order (ties: lower id first; NaN last),
+  // cut to top_k, keeping every candidate tied with the k-th (as HF's and
+  // vLLM's top-k mask only logits below the k-th).
   std::vector<int32_t> ids(logits.size());
   std::iota(ids.begin(), ids.end(), 0);
-  const size_t keep =
-      params_.top_k > 0 ? std::min(ids.size(), static_cast<size_t>(params_.top_k)) : ids.size();
-  std::partial_sort(
-      ids.begin(), ids.begin() + static_cast<ptrdiff_t>(keep), ids.end(),
-      [&](int32_t a, int32_t b) {
-        return logits[static_cast<size_t>(a)] > logits[static_cast<size_t>(b)] ||
-               (logits[static_cast<size_t>(a)] == logits[static_cast<size_t>(b)] && a < b);
-      });
+  const auto before = [&](int32_t a, int32_t b) {
+    return ranks_before(logit(a), logit(b)) || (!ranks_before(logit(b), logit(a)) && a < b);
+  };
+  size_t keep = ids.size();
+  if (params_.top_k > 0 && static_cast<size_t>(params_.top_k) < ids.size()) {
+    const auto k = static_cast<ptrdiff_t>(params_.top_k);
+    std::nth_element(ids.begin(), ids.begin() + k - 1, ids.end(), before);
+    const float kth = logit(ids[static_cast<size_t>(k - 1)]);
+    const auto tail = std::partition(ids.begin() + k, ids.end(),
+                                     [&](int32_t id) { return logit(id) == kth; });
+    keep = static_cast<size_t>(tail - ids.begin());
+  }
+  std::sort(ids.begin(), ids.begin() + static_cast<ptrdiff_t>(keep), before);
   ids.resize(keep);
+  check_some_finite_or_inf(logits, ids[0]);
+  // A +inf logit takes all the probability, shared with any other +inf.
+  const bool infinite = std::isinf(logit(ids[0]));
   std::vector<double> probs(keep);
-  const double max_logit = logits[static_cast<size_t>(ids[0])];
+  const double max_logit = logit(ids[0]);
   double total = 0.0;
   for (size_t i = 0; i < keep; ++i) {
-    probs[i] = std::exp((logits[static_cast<size_t>(ids[i])] - max_logit) / params_.temperature);
+    const float l = logit(ids[i]);
+    probs[i] = infinite ? (l == logit(ids[0]) ? 1.0 : 0.0)
+               : std::isnan(l) ? 0.0
+                               : std::exp((l - max_logit) / params_.temperature);
     total += probs[i];
   }
   // Nucleus: the shortest prefix whose probability reaches top_p.

@@ -18,7 +18,8 @@ struct SamplingParams {
 // Throws hive::Error on out-of-range values (temperature < 0, top_p not in (0, 1], top_k < 0).
 void validate(const SamplingParams& params);
 
-// The index of the largest logit; ties go to the lower index.
+// The index of the largest logit; ties go to the lower index. NaN logits are
+// never chosen; logits that are all NaN or -inf are an error.
 int32_t argmax(std::span<const float> logits);
 
 class Sampler {
@@ -28,6 +29,9 @@ class Sampler {
   // (by a worker that was replaced) skips as many draws and continues the
   // same stream.
   explicit Sampler(const SamplingParams& params, int64_t num_sampled = 0);
+  // top_k keeps every token tied with the k-th largest logit. Tokens with a
+  // +inf logit share all the probability; NaN logits get none; logits that
+  // are all NaN or -inf are an error.
   int32_t sample(std::span<const float> logits);
 
  private:

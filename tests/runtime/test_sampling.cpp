@@ -75,6 +75,44 @@ TEST(Sampling, FrequenciesFollowTheTemperedSoftmaxOverTheNucleus) {
   }
 }
 
+// HF's and vLLM's top-k mask only logits below the k-th: a token tied with
+// the k-th stays a candidate.
+TEST(Sampling, TopKKeepsEveryTokenTiedWithTheKth) {
+  const std::vector<float> logits = {1.0f, 1.0f, 1.0f, 0.0f};
+  Sampler sampler({1.0f, 2, 1.0f, 5});
+  std::map<int, int> counts;
+  const int draws = 6000;
+  for (int i = 0; i < draws; ++i) ++counts[sampler.sample(logits)];
+  for (int token = 0; token < 3; ++token)
+    EXPECT_NEAR(counts[token] / double{draws}, 1.0 / 3, 0.03) << "token " << token;
+  EXPECT_EQ(counts[3], 0);
+}
+
+// A +inf logit takes all the probability (shared with other +inf ones); NaN
+// is never chosen; a row with nothing but NaN and -inf is an error, not a
+// token. Before, {inf, 0, -1} sampled token 2, the least likely.
+TEST(Sampling, NonFiniteLogits) {
+  const float inf = INFINITY;
+  for (const float temperature : {0.0f, 1.0f}) {
+    SCOPED_TRACE(testing::Message() << "temperature " << temperature);
+    Sampler sampler({temperature, 0, 0.9f, 3});
+    for (int i = 0; i < 200; ++i) {
+      EXPECT_EQ(sampler.sample(std::vector<float>{inf, 0.0f, -1.0f}), 0);
+      EXPECT_EQ(sampler.sample(std::vector<float>{0.0f, inf, -5.0f, -1.0f}), 1);
+      EXPECT_EQ(sampler.sample(std::vector<float>{NAN, 5.0f, -1.0f}), 1);
+      EXPECT_EQ(sampler.sample(std::vector<float>{-inf, -2.0f, NAN}), 1);
+    }
+    EXPECT_THROW(sampler.sample(std::vector<float>{-inf, -inf, -inf}), Error);
+    EXPECT_THROW(sampler.sample(std::vector<float>{NAN, NAN}), Error);
+    EXPECT_THROW(sampler.sample(std::vector<float>{}), Error);
+  }
+  Sampler sampler({1.0f, 0, 1.0f, 4});
+  std::map<int, int> counts;
+  for (int i = 0; i < 2000; ++i) ++counts[sampler.sample(std::vector<float>{inf, 3.0f, inf})];
+  EXPECT_EQ(counts[1], 0);
+  EXPECT_NEAR(counts[0] / 2000.0, 0.5, 0.05);
+}
+
 TEST(Sampling, RejectsOutOfRangeParameters) {
   EXPECT_THROW(Sampler({-0.5f, 0, 1.0f, 0}), Error);
   EXPECT_THROW(Sampler({1.0f, -1, 1.0f, 0}), Error);
