@@ -47,6 +47,11 @@ std::vector<SequenceOutput> LLMEngine::step() {
 }
 
 std::vector<RequestOutput> LLMEngine::generate(std::vector<Request> requests) {
+  // It steps until nothing is left and returns only its own requests: the
+  // outputs of others would be lost.
+  check(!has_unfinished(),
+        "generate: requests added with add_request() are unfinished; step() them to the end "
+        "first");
   std::vector<std::string> order;
   try {
     for (Request& request : requests) {

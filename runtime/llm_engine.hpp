@@ -56,6 +56,7 @@ class LLMEngine {
   std::vector<SequenceOutput> step();
   bool has_unfinished() const { return scheduler_->has_unfinished(); }
   // Adds the requests and steps until all are done; outputs in request order.
+  // Throws if requests added with add_request() are unfinished.
   std::vector<RequestOutput> generate(std::vector<Request> requests);
 
   // Expert parallelism for this engine's rank (see ModelRunner); every rank

@@ -241,17 +241,38 @@ ModelConfig parse_model_config(const json& j, const std::string& source) {
   return c;
 }
 
-ModelConfig load_model_config(const std::filesystem::path& model_dir) {
-  const auto path = model_dir / "config.json";
+namespace {
+
+json read_json(const std::filesystem::path& path) {
   std::ifstream in(path);
   check(in.good(), path.string(), ": cannot open");
-  json j;
   try {
-    j = json::parse(in);
+    return json::parse(in);
   } catch (const json::exception& e) {
     fail(path.string(), ": not valid JSON: ", e.what());
   }
-  return parse_model_config(j, path.string());
+}
+
+}  // namespace
+
+ModelConfig load_model_config(const std::filesystem::path& model_dir) {
+  const auto path = model_dir / "config.json";
+  ModelConfig c = parse_model_config(read_json(path), path.string());
+  // Checkpoints often list more end-of-sequence ids in generation_config.json
+  // than in config.json (an instruct model's end-of-turn token); HF's
+  // generate() and vLLM stop at those too.
+  const auto generation = model_dir / "generation_config.json";
+  if (std::filesystem::exists(generation)) {
+    const json g = read_json(generation);
+    check(g.is_object(), generation.string(), ": expected a JSON object");
+    for (const int64_t id : Reader(g, generation.string()).integers_or_one("eos_token_id")) {
+      check(id >= 0 && id < c.vocab_size, generation.string(), ": eos_token_id ", id,
+            " is not a token id in [0, ", c.vocab_size, ")");
+      if (std::find(c.eos_token_ids.begin(), c.eos_token_ids.end(), id) == c.eos_token_ids.end())
+        c.eos_token_ids.push_back(id);
+    }
+  }
+  return c;
 }
 
 }  // namespace hive

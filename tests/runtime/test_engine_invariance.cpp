@@ -229,6 +229,17 @@ TEST(LLMEngineBatch, ABadRequestLeavesNothingQueued) {
   ASSERT_EQ(again[0].samples.size(), 1u);
   EXPECT_EQ(again[0].samples[0].token_ids,
             LLMEngine(model, EngineConfig{}).generate({good}).at(0).samples.at(0).token_ids);
+  // generate() returns only its own requests, so it refuses to run over
+  // others still unfinished (their outputs would be lost).
+  engine.add_request(good);
+  Request other = good;
+  other.id = "other";
+  EXPECT_THROW(engine.generate({other}), Error);
+  std::vector<SequenceOutput> finished;
+  while (engine.has_unfinished())
+    for (SequenceOutput& out : engine.step()) finished.push_back(std::move(out));
+  ASSERT_EQ(finished.size(), 1u);
+  EXPECT_EQ(finished[0].request_id, "good");
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, EngineInvariance,

@@ -116,6 +116,8 @@ TEST_P(GoldenTest, OfflineEngineMatchesTransformers) {
     EXPECT_EQ(out.token_ids, ints(t.at("greedy_" + std::to_string(i))));
     const Tensor& ref = t.at("logits_" + std::to_string(i));
     const auto p = static_cast<int64_t>(requests[i].prompt_token_ids.size());
+    ASSERT_EQ(static_cast<int64_t>(out.logits.size()), requests[i].stop.max_tokens)
+        << "one logits row per generated token";
     double max_ref = 0, max_diff = 0;
     for (size_t step = 0; step < out.logits.size(); ++step) {
       const float* row = ref.as<float>() + (p - 1 + static_cast<int64_t>(step)) * vocab;

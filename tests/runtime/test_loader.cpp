@@ -201,6 +201,27 @@ TEST_F(LoaderTest, ConfigIsNotJson) {
   expect_error([&] { Model m(dir, cpu); }, {"config.json", "not valid JSON"});
 }
 
+// generation_config.json may name more end-of-sequence ids than config.json
+// (an instruct model's end-of-turn token): generation stops at all of them.
+TEST_F(LoaderTest, GenerationConfigAddsEndOfSequenceIds) {
+  copy_model("qwen3");
+  const std::vector<int64_t> from_config = load_model_config(dir).eos_token_ids;
+  ASSERT_FALSE(from_config.empty());
+  std::ofstream(dir / "generation_config.json")
+      << json{{"eos_token_id", {from_config[0], 7}}}.dump();
+  std::vector<int64_t> expected = from_config;
+  expected.push_back(7);
+  EXPECT_EQ(load_model_config(dir).eos_token_ids, expected);
+  std::ofstream(dir / "generation_config.json") << json{{"eos_token_id", 1 << 30}}.dump();
+  expect_error([&] { load_model_config(dir); },
+               {"generation_config.json", "eos_token_id 1073741824 is not a token id"});
+  std::ofstream(dir / "generation_config.json") << "{\"eos_token_id\": ";
+  expect_error([&] { load_model_config(dir); }, {"generation_config.json", "not valid JSON"});
+  std::ofstream(dir / "generation_config.json") << json{{"eos_token_id", "x"}}.dump();
+  expect_error([&] { load_model_config(dir); },
+               {"generation_config.json", "'eos_token_id' must be an integer"});
+}
+
 struct BadValue {
   const char* model;
   const char* key;
