@@ -15,6 +15,7 @@
 #include <vector>
 
 #include <caf/actor.hpp>
+#include <caf/meta/load_callback.hpp>
 #include <caf/meta/type_name.hpp>
 #include <caf/typed_actor.hpp>
 
@@ -133,7 +134,14 @@ typename Inspector::result_type inspect(Inspector& f, BlockCopy& x) {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, SamplingParams& x) {
-  return f(caf::meta::type_name("SamplingParams"), x.temperature, x.top_k, x.top_p, x.seed);
+  // The optional seed as a flag and a value.
+  bool seeded = x.seed.has_value();
+  uint64_t seed = x.seed.value_or(0);
+  return f(caf::meta::type_name("SamplingParams"), x.temperature, x.top_k, x.top_p, seeded, seed,
+           caf::meta::load_callback([&]() -> caf::error {
+             x.seed = seeded ? std::optional<uint64_t>(seed) : std::nullopt;
+             return caf::none;
+           }));
 }
 
 template <class Inspector>

@@ -39,8 +39,13 @@ int32_t argmax(std::span<const float> logits) {
   return best;
 }
 
+uint64_t random_seed() {
+  std::random_device device;
+  return (static_cast<uint64_t>(device()) << 32) ^ device();
+}
+
 Sampler::Sampler(const SamplingParams& params, int64_t num_sampled)
-    : params_(params), rng_(params.seed) {
+    : params_(params), rng_(params.seed ? *params.seed : random_seed()) {
   validate(params);
   if (params.temperature != 0.0f && num_sampled > 0)
     rng_.discard(static_cast<unsigned long long>(num_sampled));

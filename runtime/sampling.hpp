@@ -3,6 +3,7 @@
 // temperature, top-k and top-p (nucleus) filtering and a draw from a seeded
 // generator, so a fixed seed gives a fixed output.
 #include <cstdint>
+#include <optional>
 #include <random>
 #include <span>
 
@@ -12,8 +13,14 @@ struct SamplingParams {
   float temperature = 0.0f;  // 0: greedy
   int top_k = 0;             // 0: no limit
   float top_p = 1.0f;        // 1: no limit
-  uint64_t seed = 0;
+  // The generator's seed. None: a random one, drawn once per request when
+  // the scheduler admits it (so a preempted or resumed request keeps its
+  // stream), as vLLM and the OpenAI API treat a missing seed.
+  std::optional<uint64_t> seed;
 };
+
+// A seed from the system's entropy source.
+uint64_t random_seed();
 
 // Throws hive::Error on out-of-range values (temperature < 0, top_p not in (0, 1], top_k < 0).
 void validate(const SamplingParams& params);

@@ -58,6 +58,7 @@ void Scheduler::add_request(Request request) {
         ": prompt + max_tokens = ", max_len,
         " tokens exceed max_num_batched_tokens = ", config_.max_num_batched_tokens,
         " and chunked prefill is off");
+  if (!request.sampling.seed) request.sampling.seed = random_seed();
   auto seq = std::make_unique<Sequence>(
       next_seq_id_++, std::make_shared<const Request>(std::move(request)), next_arrival_++);
   insert_in_order(waiting_, seq.get());
@@ -226,7 +227,7 @@ void Scheduler::add_to_plan(Sequence& seq, int64_t num_tokens, const PrefixHit& 
   if (!plan.sequences.back().needs_logits) return;
   const size_t index = plan.sequences.size() - 1;
   SamplingParams sampling = seq.request->sampling;
-  sampling.seed += static_cast<uint64_t>(seq.sample_index);
+  sampling.seed = *sampling.seed + static_cast<uint64_t>(seq.sample_index);
   plan.samples.push_back(
       {seq.id, index, sampling, seq.request->return_logits, seq.num_output_tokens()});
   if (!seq.forked && seq.request->n > 1) fork_children(seq, index, plan);
@@ -245,7 +246,7 @@ void Scheduler::fork_children(Sequence& parent, size_t scheduled_index, StepPlan
     child->num_cached_tokens = parent.num_cached_tokens;
     kv_cache_.fork(parent.id, child->id);
     SamplingParams sampling = parent.request->sampling;
-    sampling.seed += static_cast<uint64_t>(k);
+    sampling.seed = *sampling.seed + static_cast<uint64_t>(k);
     plan.samples.push_back(
         {child->id, scheduled_index, sampling, parent.request->return_logits, 0});
     new_children_.push_back(child.get());

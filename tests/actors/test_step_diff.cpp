@@ -2,6 +2,12 @@
 // decoder rebuilds the exact plan.
 #include <gtest/gtest.h>
 
+#include <caf/actor_system.hpp>
+#include <caf/actor_system_config.hpp>
+#include <caf/binary_deserializer.hpp>
+#include <caf/binary_serializer.hpp>
+
+#include "actors/messages.hpp"
 #include "actors/step_diff.hpp"
 #include "kernels/error.hpp"
 
@@ -33,6 +39,26 @@ TEST(StepDiff, SendsOnlyNewBlocksAndRebuildsTheTables) {
   EXPECT_EQ(rebuilt.sequences[0].block_table, (std::vector<int32_t>{3, 8}));
   EXPECT_EQ(rebuilt.sequences[1].block_table, (std::vector<int32_t>{5, 9}));
   EXPECT_EQ(rebuilt.sequences[1].num_computed_tokens, 1);
+}
+
+// SamplingParams' optional seed travels as a flag and a value.
+TEST(Messages, SamplingParamsRoundTripWithAndWithoutASeed) {
+  caf::actor_system_config config;
+  caf::actor_system system(config);
+  for (const std::optional<uint64_t> seed : {std::optional<uint64_t>{}, std::optional<uint64_t>{0},
+                                             std::optional<uint64_t>{UINT64_MAX}}) {
+    SamplingParams sent{0.5f, 7, 0.9f, seed};
+    std::vector<char> buffer;
+    caf::binary_serializer sink(system, buffer);
+    ASSERT_FALSE(sink(sent));
+    SamplingParams received{1.0f, 0, 1.0f, 42};
+    caf::binary_deserializer source(system, buffer);
+    ASSERT_FALSE(source(received));
+    EXPECT_EQ(received.seed, seed);
+    EXPECT_EQ(received.temperature, 0.5f);
+    EXPECT_EQ(received.top_k, 7);
+    EXPECT_EQ(received.top_p, 0.9f);
+  }
 }
 
 TEST(StepDiff, ReplacesATableThatChangedInPlace) {

@@ -88,6 +88,13 @@ TEST(Cli, FixedSeedGivesFixedSample) {
   for (const char* seed : {"8", "9", "10"})
     any_differs |= first_line(run(base + seed).out) != first_line(a.out);
   EXPECT_TRUE(any_differs) << "sampling ignores the seed";
+  // Without --seed each run draws a random one.
+  const std::string unseeded = base.substr(0, base.size() - std::string("--seed ").size());
+  const std::string first = first_line(run(unseeded).out);
+  bool unseeded_differs = false;
+  for (int i = 0; i < 3 && !unseeded_differs; ++i)
+    unseeded_differs = first_line(run(unseeded).out) != first;
+  EXPECT_TRUE(unseeded_differs) << "runs without --seed repeat the same sample: " << first;
 }
 
 TEST(Cli, InspectReportsTransformersCounts) {

@@ -190,7 +190,7 @@ TEST_P(EngineInvariance, ParallelSamplesMatchIndependentRequests) {
       Request r = requests[i];
       r.id += str_cat("/", k);
       r.n = 1;
-      r.sampling.seed += static_cast<uint64_t>(k);
+      r.sampling.seed = r.sampling.seed.value_or(0) + static_cast<uint64_t>(k);
       independent.push_back(std::move(r));
     }
   }

@@ -67,6 +67,31 @@ TEST(StopSafeLength, HoldsBackATailThatMayBecomeAStopString) {
   EXPECT_EQ(stop_safe_length("abc", std::vector<std::string>{}), 3u);
 }
 
+// A request without a seed gets a random one when it arrives, kept for its
+// whole life (every step and every sample draws from it), so unseeded
+// requests do not all draw the same stream.
+TEST_F(RequestsTest, ARequestWithoutASeedDrawsARandomOneOnce) {
+  make(plain(), blocks(16));
+  Request a = request("a", 4, 3), b = request("b", 4, 3);
+  a.n = 2;
+  a.sampling.temperature = b.sampling.temperature = 1.0f;
+  scheduler->add_request(a);
+  scheduler->add_request(b);
+  step();
+  std::map<SequenceId, uint64_t> seeds;
+  for (const SampleSlot& slot : last_plan.samples) {
+    ASSERT_TRUE(slot.sampling.seed.has_value());
+    seeds[slot.seq_id] = *slot.sampling.seed;
+  }
+  ASSERT_EQ(seeds.size(), 3u);  // a's two samples and b
+  EXPECT_EQ(seeds.at(2), seeds.at(0) + 1);  // a's second sample: a's seed + 1
+  EXPECT_NE(seeds.at(1), seeds.at(0));      // b's own random seed
+  step();
+  for (const SampleSlot& slot : last_plan.samples)
+    EXPECT_EQ(slot.sampling.seed, seeds.at(slot.seq_id)) << "seq " << slot.seq_id;
+  run_to_completion();
+}
+
 TEST_F(RequestsTest, ParallelSamplesShareThePromptAndCopyOnWrite) {
   make(plain(), blocks(16));
   Request r = request("n3", 6, 3);

@@ -1,6 +1,6 @@
 // hive run: a batch of prompts through the actor runtime, from a YAML launch
 // file. Prompts are JSON lines: {"id": "a", "prompt_ids": [1, 2, 3],
-// "max_tokens": 16, "temperature": 0, "top_k": 0, "top_p": 1, "seed": 0,
+// "max_tokens": 16, "temperature": 0, "top_k": 0, "top_p": 1, "seed": (random),
 // "ignore_eos": false, "stop_token_ids": [], "priority": 0}, or with text
 // instead of ids: {"prompt": "Once upon a time"} (tokenized with the model's
 // tokenizer; "chat": true applies its chat template). Every key but the
@@ -141,7 +141,7 @@ std::vector<Request> read_prompts(const std::string& path, LazyTokenizer& tokeni
     r.sampling.temperature = static_cast<float>(p.number("temperature", 0.0, 0.0, 1e6));
     r.sampling.top_k = static_cast<int>(p.integer("top_k", 0, 0, INT32_MAX));
     r.sampling.top_p = static_cast<float>(p.number("top_p", 1.0, 0.0, 1.0));
-    r.sampling.seed = static_cast<uint64_t>(p.integer("seed", 0, 0, INT64_MAX));
+    if (p.has("seed")) r.sampling.seed = static_cast<uint64_t>(p.integer("seed", 0, 0, INT64_MAX));
     r.priority = static_cast<int>(p.integer("priority", 0, INT32_MIN, INT32_MAX));
     try {
       validate(r.sampling);
