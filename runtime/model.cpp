@@ -171,6 +171,20 @@ void Model::forward(const ForwardBatch& batch, PagedKVCache& cache, const Tensor
           c.vocab_size, ")");
   for (const int32_t row : batch.logits_rows)
     check(row >= 0 && row < n, "forward: logits row ", row, " outside the ", n, " tokens");
+  // Every token needs a position and a cache slot and belongs to exactly one
+  // run: a token outside the runs would leave its attention output unset.
+  check(static_cast<int64_t>(batch.positions.size()) == n &&
+            static_cast<int64_t>(batch.slot_mapping.size()) == n,
+        "forward: ", n, " tokens with ", batch.positions.size(), " positions and ",
+        batch.slot_mapping.size(), " slots");
+  int64_t covered = 0;
+  for (const SequenceRun& run : batch.runs) {
+    check(run.first_token == covered && run.num_tokens >= 1, "forward: the run at token ",
+          run.first_token, " (", run.num_tokens, " tokens) does not follow the previous ones, ",
+          "which end at token ", covered);
+    covered += run.num_tokens;
+  }
+  check(covered == n, "forward: the runs cover ", covered, " of the ", n, " tokens");
 
   DeviceBatch device;
   std::vector<int32_t> tables;

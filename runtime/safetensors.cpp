@@ -119,13 +119,17 @@ void SafetensorsFile::parse_header(size_t header_len) {
           ": shape must be an array of at most ", kMaxDims, " dimensions");
     int64_t dims[kMaxDims] = {};
     uint64_t numel = 1;
+    bool overflow = false;
     for (size_t d = 0; d < shape.size(); ++d) {
       check(shape[d].is_number_unsigned(), tensor, ": shape entries must be non-negative integers");
       const uint64_t extent = shape[d].get<uint64_t>();
       check(extent < (uint64_t{1} << 40), tensor, ": dimension ", extent, " is implausibly large");
       dims[d] = static_cast<int64_t>(extent);
-      numel *= extent;
+      overflow |= __builtin_mul_overflow(numel, extent, &numel);
     }
+    const bool empty = std::find(dims, dims + shape.size(), 0) != dims + shape.size();
+    check(empty || (!overflow && numel <= data_size), tensor,
+          ": shape holds more elements than the file has bytes");
     const json& offsets = entry["data_offsets"];
     check(offsets.is_array() && offsets.size() == 2 && offsets[0].is_number_unsigned() &&
               offsets[1].is_number_unsigned(),
@@ -137,8 +141,14 @@ void SafetensorsFile::parse_header(size_t header_len) {
           " bytes): the file is truncated or corrupt");
     check(end - begin == numel * dtype_size(*dtype), tensor, ": data_offsets span ", end - begin,
           " bytes but shape and dtype need ", numel * dtype_size(*dtype));
-    extents.push_back({begin, end, name});
-    tensors_[name] = Tensor::view(data + begin, *dtype, dims, static_cast<int>(shape.size()));
+    if (begin < end) extents.push_back({begin, end, name});  // an empty tensor overlaps nothing
+    char* bytes = data + begin;
+    if (reinterpret_cast<uintptr_t>(bytes) % dtype_size(*dtype) != 0) {
+      realigned_.push_back(std::make_unique<char[]>(end - begin));
+      std::memcpy(realigned_.back().get(), bytes, end - begin);
+      bytes = realigned_.back().get();
+    }
+    tensors_[name] = Tensor::view(bytes, *dtype, dims, static_cast<int>(shape.size()));
   }
   std::sort(extents.begin(), extents.end(),
             [](const Extent& a, const Extent& b) { return a.begin < b.begin; });

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -33,8 +34,12 @@ class SafetensorsFile {
   std::filesystem::path path_;
   void* mapping_ = nullptr;
   size_t file_size_ = 0;
-  std::map<std::string, Tensor> tensors_;  // views into the mapping
+  std::map<std::string, Tensor> tensors_;  // views into the mapping, or into realigned_
   std::map<std::string, std::string> metadata_;
+  // Copies of tensors whose bytes in the file are not aligned to their
+  // element size (the format does not require it; the kernels read whole
+  // elements).
+  std::vector<std::unique_ptr<char[]>> realigned_;
 };
 
 // Writes tensors (host memory) to a .safetensors file; used by tools and tests.

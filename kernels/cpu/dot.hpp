@@ -4,8 +4,10 @@
 namespace hive::cpu {
 
 // sum_i a[i] * b[i] in f32 with 16 independent partial sums, combined in a
-// fixed order: vectorisable without -ffast-math, and the result depends only
-// on the inputs (not on threads or on which rows are batched together).
+// fixed order: vectorisable without -ffast-math, and on a given machine the
+// result depends only on the inputs (not on threads or on which rows are
+// batched together). The AVX2 clone fuses multiply-adds and the baseline one
+// does not, so two machines may differ in the last bits.
 float dot(const float* a, const float* b, int64_t n);
 
 }  // namespace hive::cpu

@@ -11,6 +11,7 @@
 #include <filesystem>
 
 #include "kernels/cpu/cpu_backend.hpp"
+#include "kernels/error.hpp"
 #include "runtime/llm_engine.hpp"
 #include "runtime/model.hpp"
 #include "runtime/sampling.hpp"
@@ -131,6 +132,38 @@ TEST_P(GoldenTest, OfflineEngineMatchesTransformers) {
   }
   const BlockPool& pool = engine.kv_cache_manager().device_pool();
   EXPECT_EQ(pool.num_free_blocks(), pool.num_allocatable_blocks());
+}
+
+// A hand-built batch must be whole: every token in exactly one run, with a
+// position and a cache slot (a token outside the runs left its attention
+// output unset and its logits garbage).
+TEST(ModelForward, RejectsAnInconsistentBatch) {
+  CpuBackend cpu;
+  Model model(kModels / "qwen3", cpu);
+  PagedKVCache cache(cpu, model.config(), 4, 4, 0);
+  std::vector<float> logits(static_cast<size_t>(model.config().vocab_size));
+  const Tensor out = Tensor::view(logits.data(), DType::f32, {1, model.config().vocab_size});
+  const std::vector<int32_t> tokens = {3, 4, 5}, table = {1};
+  const auto expect_error = [&](const ForwardBatch& batch, const std::string& needle) {
+    try {
+      model.forward(batch, cache, out);
+      ADD_FAILURE() << "no error for: " << needle;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    }
+  };
+  ForwardBatch whole;
+  whole.logits_rows.push_back(whole.add_run(0, tokens, table, 4));
+  model.forward(whole, cache, out);  // the consistent batch runs
+  ForwardBatch short_run = whole;
+  short_run.runs[0].num_tokens = 2;
+  expect_error(short_run, "the runs cover 2 of the 3 tokens");
+  ForwardBatch few_slots = whole;
+  few_slots.slot_mapping.pop_back();
+  expect_error(few_slots, "3 tokens with 3 positions and 2 slots");
+  ForwardBatch gap = whole;
+  gap.runs[0].first_token = 1;
+  expect_error(gap, "does not follow the previous ones");
 }
 
 INSTANTIATE_TEST_SUITE_P(Architectures, GoldenTest,

@@ -125,6 +125,32 @@ TEST_F(LoaderTest, OverlappingTensors) {
   expect_error([&] { SafetensorsFile f(path); }, {path.string(), "'a' and 'b' overlap"});
 }
 
+// A shape whose element count overflows 64 bits wrapped to a byte size that
+// matched its offsets.
+TEST_F(LoaderTest, ShapeWithMoreElementsThanTheFileHasBytes) {
+  const auto path = write_raw(
+      R"({"w":{"dtype":"BF16","shape":[2147483648,4294967296],"data_offsets":[0,0]}})", 0);
+  expect_error([&] { SafetensorsFile f(path); }, {"'w'", "more elements than the file has bytes"});
+}
+
+// The format does not require a tensor's bytes to be aligned to its element
+// size (an odd-length bf16 tensor shifts every later f32 one); such a tensor
+// is copied to aligned memory. An empty tensor may share another's offset.
+TEST_F(LoaderTest, MisalignedAndEmptyTensors) {
+  std::string header = R"({"a":{"dtype":"F32","shape":[4],"data_offsets":[1,17]},)"
+                       R"("e":{"dtype":"F32","shape":[0],"data_offsets":[1,1]}})";
+  while ((8 + header.size() + 1) % 4 != 1) header += ' ';  // a's data at 1 mod 4
+  const auto path = write_raw(header, 17);
+  const SafetensorsFile file(path);
+  const Tensor& a = file.tensors().at("a");
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(a.data) % alignof(float), 0u);
+  float expected = 0;
+  const uint32_t bits = 0x01010101;  // write_raw fills the data with 0x01 bytes
+  std::memcpy(&expected, &bits, sizeof expected);
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(a.as<float>()[i], expected);
+  EXPECT_EQ(file.tensors().at("e").numel(), 0);
+}
+
 TEST_F(LoaderTest, NegativeShape) {
   const auto path = write_raw(R"({"a":{"dtype":"F32","shape":[-1],"data_offsets":[0,0]}})", 0);
   expect_error([&] { SafetensorsFile f(path); }, {"'a'", "non-negative"});
