@@ -47,7 +47,7 @@ FinishReason check_stop(const StopConditions& stop, std::span<const int32_t> eos
     reason = FinishReason::eos;
   else if (contains(stop.stop_token_ids, last))
     reason = FinishReason::stop_token;
-  if (detokenize) {
+  if (detokenize && !stop.stop_strings.empty()) {
     // The text leaves out a final end-of-sequence or stop token.
     text = detokenize(reason == FinishReason::none ? output : output.first(output.size() - 1));
     if (reason != FinishReason::none) return reason;

@@ -41,8 +41,10 @@ std::string_view finish_reason_name(FinishReason reason);
 using Detokenize = std::function<std::string(std::span<const int32_t>)>;
 
 // Checks the stop conditions after a new token was appended to `output`
-// (the generated ids, the new one last). When a detokenizer is given,
-// `text` is set to the output's text; a stop string cuts the text before it.
+// (the generated ids, the new one last). With stop strings (and a
+// detokenizer), `text` is set to the output's text, cut before a stop string
+// found in it; without, nothing is decoded (the text is made once, at the end:
+// decoding the whole output every step is quadratic in its length).
 FinishReason check_stop(const StopConditions& stop, std::span<const int32_t> eos_token_ids,
                         std::span<const int32_t> output, const Detokenize& detokenize,
                         std::string& text);

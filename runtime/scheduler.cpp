@@ -317,6 +317,11 @@ SequenceOutput Scheduler::finish(Sequence& seq, FinishReason reason) {
   out.sample_index = seq.sample_index;
   const std::span<const int32_t> generated = seq.output_token_ids();
   out.token_ids.assign(generated.begin(), generated.end());
+  if (detokenize_ && reason != FinishReason::stop_string) {
+    // The text leaves out a final end-of-sequence or stop token.
+    const bool ends_with_stop = reason == FinishReason::eos || reason == FinishReason::stop_token;
+    seq.output_text = detokenize_(ends_with_stop ? generated.first(generated.size() - 1) : generated);
+  }
   out.text = std::move(seq.output_text);
   out.finish_reason = reason;
   out.num_prompt_tokens = seq.num_prompt_tokens;

@@ -52,6 +52,7 @@ Value tojson(const Value& input, const CallArgs& call) {
 // int(value), else int(float(value)) (so "42.23" gives 42), else the default.
 Value to_int(const Value& input, const CallArgs& call) {
   BoundArgs args("int", call, {"default", "base"});
+  if (input.is_undefined()) raise_undefined(input);  // jinja2's Undefined.__int__ raises
   const Value fallback = args.has(0) ? *args.get(0) : Value::integer(0);
   if (input.is_integer()) return Value::integer(input.as_int());
   std::optional<double> number;
@@ -68,6 +69,7 @@ Value to_int(const Value& input, const CallArgs& call) {
 
 Value to_float(const Value& input, const CallArgs& call) {
   BoundArgs args("float", call, {"default"});
+  if (input.is_undefined()) raise_undefined(input);
   if (input.is_number()) return Value::floating(input.as_double());
   if (input.is_string()) {
     if (auto parsed = parse_python_float(input.as_string())) return Value::floating(*parsed);

@@ -5,6 +5,7 @@
 #include "runtime/chat_template/filter_functions.hpp"
 #include "runtime/chat_template/string_ops.hpp"
 #include "runtime/chat_template/utf8.hpp"
+#include "runtime/chat_template/value_ops.hpp"
 #include "runtime/chat_template/value_text.hpp"
 
 namespace hive::chat_template::filter {
@@ -62,6 +63,10 @@ Value replace(const Value& input, const CallArgs& call) {
 
 Value indent(const Value& input, const CallArgs& call) {
   BoundArgs args("indent", call, {"width", "first", "blank"});
+  // jinja2 appends "\n" to the input: anything but a string fails there.
+  if (input.is_undefined()) raise_undefined(input);
+  check(input.is_string(), "unsupported operand type(s) for +=: '", input.type_name(),
+        "' and 'str'");
   std::string indentation(4, ' ');
   if (const Value* width = args.get(0)) {
     indentation =
@@ -96,6 +101,10 @@ Value center(const Value& input, const CallArgs& call) {
 
 Value truncate(const Value& input, const CallArgs& call) {
   BoundArgs args("truncate", call, {"length", "killwords", "end", "leeway"});
+  // jinja2 takes len() of the input: an Undefined has length 0 and comes
+  // back as it is; None and numbers have no length.
+  if (input.is_undefined()) return input;
+  check(input.is_string(), "object of type '", input.type_name(), "' has no len()");
   const std::u32string text = utf8::to_u32(to_str(input));
   const int64_t length = args.int_or(0, 255);
   const std::u32string end = utf8::to_u32(args.string_or(2, "..."));

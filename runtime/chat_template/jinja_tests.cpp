@@ -126,7 +126,8 @@ bool is_in(const Value& v, const CallArgs& a) {
 bool is_same_as(const Value& v, const CallArgs& a) {
   const Value& other = operand("sameas", a);
   if (v.kind() != other.kind()) return false;
-  if (v.is_sequence() || v.is_dict()) return &v.as_list() == &other.as_list();
+  if (v.is_sequence()) return &v.as_list() == &other.as_list();
+  if (v.is_dict()) return &v.as_dict() == &other.as_dict();
   return equals(v, other);
 }
 

@@ -50,6 +50,10 @@ void Dict::set(Value key, Value value) {
   entries_.emplace_back(std::move(key), std::move(value));
 }
 
+void Dict::append_new(Value key, Value value) {
+  entries_.emplace_back(std::move(key), std::move(value));
+}
+
 Value Value::undefined(std::string hint) {
   return {Kind::undefined, std::make_shared<const std::string>(std::move(hint))};
 }

@@ -39,6 +39,8 @@ class Dict {
   // Python cannot hash (a list, a dict) fails as it does in Python.
   void set(std::string key, Value value);
   void set(Value key, Value value);
+  // Appends a key the caller knows is not present (the keys of a JSON object).
+  void append_new(Value key, Value value);
   const std::vector<Entry>& entries() const { return entries_; }
   size_t size() const { return entries_.size(); }
 

@@ -181,9 +181,13 @@ class JsonWriter {
   std::string& out_;
 };
 
-}  // namespace
+// Messages and tools come from clients: a value nested deeper than this is
+// refused before the recursion here (and in every walk of the Value after
+// it) could exhaust the stack. Python's json stops near 1000.
+constexpr int kMaxJsonDepth = 512;
 
-Value from_json(const nlohmann::ordered_json& json) {
+Value from_json_at(const nlohmann::ordered_json& json, int depth) {
+  check(depth <= kMaxJsonDepth, "a JSON value nested deeper than ", kMaxJsonDepth, " levels");
   using Type = nlohmann::ordered_json::value_t;
   switch (json.type()) {
     case Type::null:
@@ -205,18 +209,24 @@ Value from_json(const nlohmann::ordered_json& json) {
     case Type::array: {
       ValueList items;
       items.reserve(json.size());
-      for (const auto& item : json) items.push_back(from_json(item));
+      for (const auto& item : json) items.push_back(from_json_at(item, depth + 1));
       return Value::list(std::move(items));
     }
     case Type::object: {
       Dict dict;
-      for (const auto& [key, item] : json.items()) dict.set(key, from_json(item));
+      // JSON object keys are unique: no lookup per key (quadratic when wide).
+      for (const auto& [key, item] : json.items())
+        dict.append_new(Value::string(key), from_json_at(item, depth + 1));
       return Value::dict(std::move(dict));
     }
     default:
       fail("unsupported JSON value of type '", json.type_name(), "'");
   }
 }
+
+}  // namespace
+
+Value from_json(const nlohmann::ordered_json& json) { return from_json_at(json, 0); }
 
 std::string to_json(const Value& value, const JsonDumpOptions& options) {
   std::string out;

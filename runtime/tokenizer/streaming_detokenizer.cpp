@@ -4,6 +4,11 @@ namespace hive {
 namespace {
 
 constexpr std::string_view kReplacement = "\xEF\xBF\xBD";
+// A character has at most 4 bytes, so at most 4 tokens can be waiting for
+// the rest of one: a window still ending in U+FFFD after more new tokens
+// than that ends in a real U+FFFD (the model wrote one), and holding it
+// back would stall the stream and re-decode an ever longer window.
+constexpr std::size_t kMaxTokensPerCharacter = 4;
 
 // Where `text` stops agreeing with `prefix`, moved back to a character start.
 std::size_t common_prefix_length(const std::string& prefix, const std::string& text) {
@@ -31,7 +36,10 @@ std::string StreamingDetokenizer::step(int32_t id) {
   }
   ids_.push_back(id);
   const std::string text = tokenizer_.decode(ids_, skip_special_tokens_);
-  if (text.size() <= prefix_.size() || text.ends_with(kReplacement)) return {};
+  const std::size_t num_new = ids_.size() - prefix_index_;
+  if (text.size() <= prefix_.size() ||
+      (text.ends_with(kReplacement) && num_new <= kMaxTokensPerCharacter))
+    return {};
   // A valid window always extends its context; invalid byte-fallback UTF-8
   // can rewrite it, and then only what differs is new (see the header).
   const std::size_t agreed =

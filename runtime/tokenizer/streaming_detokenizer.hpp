@@ -14,6 +14,9 @@
 //   window:  ▁Hello     ▁Hello ▁world     ▁world <0xE4>...    (held: "�" at the end)
 //   emitted: "Hello"    " world"          ""      ""     " 你"
 //
+// A window that still ends in U+FFFD after more than 4 new tokens (more than
+// one character can span) ends in a real U+FFFD and is emitted.
+//
 // The chunks, then finish(), concatenate to decode(all ids). One exception,
 // where Hugging Face's DecodeStream raises instead: byte-fallback ids that
 // are not valid UTF-8 can turn already emitted text into U+FFFD; the stream

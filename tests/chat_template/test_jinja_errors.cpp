@@ -76,6 +76,30 @@ TEST(JinjaErrors, DeepNestingIsRefusedNotACrash) {
   EXPECT_NE(error_of(deep).find("nested too deeply"), std::string::npos);
 }
 
+// Messages come from clients: a value nested 20000 deep (40 KB of JSON) used
+// to overflow the stack while it was converted, whether or not the template
+// read it. A wide object converts in one pass (it was quadratic in its keys).
+TEST(JinjaErrors, DeeplyNestedMessagesAreRefusedNotACrash) {
+  const auto chat = ChatTemplate::from_string("{{ messages | length }}");
+  const std::string deep =
+      R"([{"role": "user", "content": )" + std::string(20000, '[') + std::string(20000, ']') + "}]";
+  try {
+    chat.render_json(deep, false);
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("nested deeper than 512 levels"), std::string::npos)
+        << e.what();
+  }
+  nlohmann::ordered_json wide = nlohmann::ordered_json::object();
+  for (int i = 0; i < 20000; ++i) wide["k" + std::to_string(i)] = i;
+  const auto keys = ChatTemplate::from_string(
+      "{{ messages[0].extra | length }} {{ (messages[0].extra | list)[19999] }}");
+  EXPECT_EQ(keys.render(nlohmann::ordered_json::array(
+                            {{{"role", "user"}, {"content", "x"}, {"extra", wide}}}),
+                        false),
+            "20000 k19999");
+}
+
 TEST(JinjaErrors, ChatInputsAreChecked) {
   const auto chat = ChatTemplate::from_string("{{ messages | length }}");
   EXPECT_THROW(chat.render(nlohmann::ordered_json::array(), false), Error);

@@ -108,6 +108,8 @@ TEST(JinjaExpressions, Tests) {
   EXPECT_EQ(
       render("{{ true is boolean }} {{ true is integer }} {{ 1.0 is float }} {{ none is none }}"),
       "True False True True");
+  EXPECT_EQ(render("{% set a = {'x': 1} %}{{ a is sameas a }} {{ a is sameas {'x': 1} }}"),
+            "True False");
 }
 
 TEST(JinjaExpressions, GlobalFunctions) {
@@ -125,6 +127,19 @@ TEST(JinjaExpressions, UndefinedValuesFailWhenUsed) {
   EXPECT_EQ(error_of("\n{{ msg.role }}", {{"msg", Json::object()}}), "(rendered without error)");
   EXPECT_EQ(error_of("\n  {{ msg.role.upper() }}", {{"msg", Json::object()}}),
             "chat_template:2:14: 'dict object' has no attribute 'role'");
+  // Filters fail on undefined (and on None) as jinja2 does, instead of
+  // rendering a default: an assistant message with only tool calls has no
+  // content, and `message.content | indent(2)` must not silently render "".
+  // Messages checked against jinja2 3.1.6.
+  for (const char* source : {"{{ x | int }}", "{{ x | float }}", "{{ x | int(5) }}",
+                             "{{ x | indent }}"})
+    EXPECT_NE(error_of(source).find("'x' is undefined"), std::string::npos) << source;
+  EXPECT_NE(error_of("{{ none | indent }}")
+                .find("unsupported operand type(s) for +=: 'NoneType' and 'str'"),
+            std::string::npos);
+  EXPECT_NE(error_of("{{ none | truncate }}").find("object of type 'NoneType' has no len()"),
+            std::string::npos);
+  EXPECT_EQ(render("[{{ x | truncate }}]"), "[]");  // Undefined has length 0
 }
 
 }  // namespace

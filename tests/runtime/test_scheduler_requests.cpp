@@ -57,6 +57,28 @@ TEST_F(RequestsTest, StopsOnEosStopTokensStopStringsAndLength) {
   EXPECT_EQ(out["stop_str"].text, "ab");  // "abcd" without the stop string
   EXPECT_EQ(out["length"].finish_reason, FinishReason::length);
   EXPECT_EQ(out["length"].text, "abd");
+  EXPECT_EQ(out["stop_id"].text, "f");  // nor is the stop token
+}
+
+// Without stop strings the output is decoded once, when it finishes; every
+// step decoded the whole output before (quadratic in its length).
+TEST_F(RequestsTest, DecodesTextOnlyWhereAStopStringNeedsIt) {
+  int calls = 0;
+  make(plain(), blocks(64), [&](std::span<const int32_t> tokens) {
+    ++calls;
+    return letters(tokens);
+  });
+  Request plain_request = request("plain", 3, 20), with_stop = request("with_stop", 3, 20);
+  plain_request.stop.ignore_eos = with_stop.stop.ignore_eos = true;
+  with_stop.stop.stop_strings = {"zzz"};
+  scheduler->add_request(plain_request);
+  std::vector<SequenceOutput> out = run_to_completion();
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].text, letters(out[0].token_ids));
+  EXPECT_EQ(calls, 1);
+  scheduler->add_request(with_stop);
+  out = run_to_completion();
+  EXPECT_EQ(calls, 1 + 20 + 1);  // every step, and once at the end
 }
 
 TEST(StopSafeLength, HoldsBackATailThatMayBecomeAStopString) {

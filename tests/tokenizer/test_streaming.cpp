@@ -45,6 +45,28 @@ TEST(StreamingDetokenizer, FinishFlushesAnUnfinishedCharacter) {
   EXPECT_EQ(tokenizer.decode(std::vector<int32_t>{ids[0]}, false), "\xEF\xBF\xBD");
 }
 
+// The model writing U+FFFD itself: held back (it could be half a
+// character) only until more tokens came than one character can span, so
+// the stream keeps flowing. Before, nothing came out until finish().
+TEST(StreamingDetokenizer, EmitsGenuineReplacementCharacters) {
+  for (const char* name : {"qwen3", "sentencepiece_bpe"}) {
+    SCOPED_TRACE(name);
+    const Tokenizer& tokenizer = fixture_tokenizer(name);
+    const std::vector<int32_t> one = tokenizer.encode("\xEF\xBF\xBD", false);
+    std::vector<int32_t> ids;
+    for (int i = 0; i < 40; ++i) ids.insert(ids.end(), one.begin(), one.end());
+    const std::vector<std::string> out = chunks(tokenizer, ids);
+    std::string joined;
+    size_t chunks_before_finish = 0;
+    for (size_t i = 0; i < out.size(); ++i) {
+      joined += out[i];
+      chunks_before_finish += i + 1 < out.size() && !out[i].empty();
+    }
+    EXPECT_EQ(joined, tokenizer.decode(ids, false));
+    EXPECT_GE(chunks_before_finish, 40 * one.size() / 5 - 1);
+  }
+}
+
 TEST(StreamingDetokenizer, KeepsGoingOnInvalidByteFallbackSequences) {
   // "=" as a byte token, then a lone lead byte: Hugging Face's DecodeStream
   // raises here; the stream goes on with valid UTF-8.
