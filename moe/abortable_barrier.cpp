@@ -4,9 +4,13 @@
 
 namespace hive {
 
-void AbortableBarrier::arrive_and_wait() {
+void AbortableBarrier::arrive_and_wait() { arrive(true); }
+
+void AbortableBarrier::arrive_and_wait_all() { arrive(false); }
+
+void AbortableBarrier::arrive(bool abortable) {
   std::unique_lock lock(mutex_);
-  check(!aborted_, "the rank group was aborted (a peer rank failed)");
+  check(!abortable || !aborted_, "the rank group was aborted (a peer rank failed)");
   if (++waiting_ == count_) {
     waiting_ = 0;
     ++generation_;
@@ -14,22 +18,10 @@ void AbortableBarrier::arrive_and_wait() {
     return;
   }
   const uint64_t generation = generation_;
-  changed_.wait(lock, [&] { return aborted_ || generation_ != generation; });
+  changed_.wait(lock, [&] { return (abortable && aborted_) || generation_ != generation; });
   // Released by the last arrival: this phase completed even if an abort came after.
   if (generation_ != generation) return;
   fail("the rank group was aborted (a peer rank failed)");
-}
-
-void AbortableBarrier::arrive_and_wait_all() {
-  std::unique_lock lock(mutex_);
-  if (++waiting_ == count_) {
-    waiting_ = 0;
-    ++generation_;
-    changed_.notify_all();
-    return;
-  }
-  const uint64_t generation = generation_;
-  changed_.wait(lock, [&] { return generation_ != generation; });
 }
 
 void AbortableBarrier::abort() {

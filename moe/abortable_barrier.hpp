@@ -25,6 +25,8 @@ class AbortableBarrier {
   bool aborted() const;
 
  private:
+  void arrive(bool abortable);
+
   mutable std::mutex mutex_;
   std::condition_variable changed_;
   const int count_;
