@@ -1,12 +1,15 @@
 #include "actors/engine.hpp"
 
 #include <algorithm>
+#include <condition_variable>
 #include <cstdio>
+#include <mutex>
 
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
 #include <caf/event_based_actor.hpp>
 #include <caf/scoped_actor.hpp>
+#include <caf/sec.hpp>
 #include <caf/stateful_actor.hpp>
 
 #include "actors/error_text.hpp"
@@ -17,6 +20,52 @@
 #include "runtime/tensor_parallel.hpp"
 
 namespace hive {
+
+namespace detail {
+
+struct EngineRuntime {
+  // Destroyed bottom up: the actor system (waiting for its actors) before the
+  // model and the backend its workers use.
+  std::unique_ptr<Backend> backend;
+  std::shared_ptr<Model> model;
+  std::unique_ptr<caf::actor_system_config> config;
+  std::unique_ptr<caf::actor_system> system;
+};
+
+struct LiveCallbacks {
+  std::mutex mutex;
+  std::condition_variable ended;
+  int count = 0;
+
+  // Held by a callback sink's state: counts the sink until the sink ends.
+  class Token {
+   public:
+    explicit Token(std::shared_ptr<LiveCallbacks> live) : live_(std::move(live)) {
+      const std::lock_guard lock(live_->mutex);
+      ++live_->count;
+    }
+    Token(Token&&) noexcept = default;
+    Token& operator=(Token&&) noexcept = default;
+    ~Token() {
+      if (!live_) return;
+      {
+        const std::lock_guard lock(live_->mutex);
+        --live_->count;
+      }
+      live_->ended.notify_all();
+    }
+
+   private:
+    std::shared_ptr<LiveCallbacks> live_;
+  };
+
+  void wait_until_none() {
+    std::unique_lock lock(mutex);
+    ended.wait(lock, [&] { return count == 0; });
+  }
+};
+
+}  // namespace detail
 
 namespace {
 
@@ -29,23 +78,47 @@ TokenEvent scheduler_stopped(const std::string& request_id, const caf::error& re
 struct CallbackState {
   std::function<void(const TokenEvent&)> on_event;
   int samples_left = 1;
+  std::optional<detail::LiveCallbacks::Token> live;  // released when the sink ends
   static inline const char* name = "hive.callback_sink";
 };
 
 token_sink::behavior_type callback_sink(token_sink::stateful_pointer<CallbackState> self,
                                         std::function<void(const TokenEvent&)> on_event,
-                                        const scheduler_actor& scheduler, std::string request_id,
-                                        int samples) {
+                                        scheduler_actor scheduler, std::string request_id,
+                                        int samples, detail::LiveCallbacks::Token live) {
   self->state.on_event = std::move(on_event);
   self->state.samples_left = samples;
+  self->state.live.emplace(std::move(live));
   self->monitor(scheduler);
-  self->set_down_handler([self, request_id](caf::down_msg& down) {
-    self->state.on_event(scheduler_stopped(request_id, down.reason));
+  // Ends the sink. The monitor must go: the scheduler keeps every monitor
+  // until it ends, and a sink per request would pile up.
+  const auto end = [self, scheduler] {
+    self->demonitor(scheduler.address());
     self->quit();
+  };
+  // Runs the callback; one that throws cancels its request and hears no more.
+  const auto deliver = [self, scheduler, request_id, end](const TokenEvent& event) {
+    try {
+      self->state.on_event(event);
+      return true;
+    } catch (const std::exception& e) {
+      std::fprintf(stderr,
+                   "hive: the callback of request '%s' threw (%s); the request is cancelled\n",
+                   request_id.c_str(), e.what());
+    } catch (...) {
+      std::fprintf(stderr, "hive: the callback of request '%s' threw; the request is cancelled\n",
+                   request_id.c_str());
+    }
+    self->send(scheduler, cancel_atom_v, request_id);
+    end();
+    return false;
+  };
+  self->set_down_handler([request_id, deliver, end](caf::down_msg& down) {
+    if (deliver(scheduler_stopped(request_id, down.reason))) end();
   });
-  return {[self](const TokenEvent& event) {
-    self->state.on_event(event);
-    if (event.finished && (event.sample_index < 0 || --self->state.samples_left == 0)) self->quit();
+  return {[self, deliver, end](const TokenEvent& event) {
+    if (!deliver(event)) return;
+    if (event.finished && (event.sample_index < 0 || --self->state.samples_left == 0)) end();
   }};
 }
 
@@ -132,14 +205,25 @@ SchedulerSetup make_scheduler_setup(std::shared_ptr<Model> model, const EngineCo
 }
 
 TokenStream::TokenStream(caf::actor_system& system, const scheduler_actor& scheduler,
-                         std::string request_id, int num_samples)
-    : self_(std::make_unique<caf::scoped_actor>(system)),
+                         std::string request_id, int num_samples,
+                         std::shared_ptr<const void> keep_alive)
+    : keep_alive_(std::move(keep_alive)),
+      self_(std::make_unique<caf::scoped_actor>(system)),
+      scheduler_(scheduler),
       request_id_(std::move(request_id)),
       samples_left_(std::max(num_samples, 1)) {  // n < 1 still gets its error event
   (*self_)->monitor(scheduler);
 }
+
 TokenStream::TokenStream(TokenStream&&) noexcept = default;
-TokenStream::~TokenStream() = default;
+
+TokenStream::~TokenStream() {
+  if (!self_) return;  // moved from
+  // Nobody will read the rest: stop computing it.
+  if (samples_left_ > 0) caf::anon_send(scheduler_, cancel_atom_v, request_id_);
+  // The scheduler keeps every monitor until it ends (one per request).
+  (*self_)->demonitor(scheduler_.address());
+}
 
 token_sink TokenStream::sink() const {
   return caf::actor_cast<token_sink>(*self_);
@@ -155,15 +239,18 @@ std::optional<TokenEvent> TokenStream::next() {
   return event;
 }
 
-Engine::Engine(const EngineOptions& options) {
+Engine::Engine(const EngineOptions& options)
+    : runtime_(std::make_shared<detail::EngineRuntime>()),
+      callbacks_(std::make_shared<detail::LiveCallbacks>()) {
+  detail::EngineRuntime& rt = *runtime_;
   BackendChoice choice = select_backend(options.device, Model::required_ops());
-  backend_ = std::move(choice.backend);
-  model_ = std::make_shared<Model>(options.model, *backend_);
-  SchedulerSetup setup = make_scheduler_setup(model_, options.engine, options.world_size,
+  rt.backend = std::move(choice.backend);
+  rt.model = std::make_shared<Model>(options.model, *rt.backend);
+  SchedulerSetup setup = make_scheduler_setup(rt.model, options.engine, options.world_size,
                                               options.tensor_parallel_size);
   setup.worker_timeout = options.worker_timeout;
   setup.placement = parse_placement_kind(options.expert_placement);
-  actor_config_ = std::make_unique<caf::actor_system_config>();
+  rt.config = std::make_unique<caf::actor_system_config>();
   // One scheduler thread, work sharing. The scheduler actor, a worker of a
   // single-rank engine, the expert actor and callback sinks take turns on
   // it, so a step's messages are plain queue pushes: waking a sleeping
@@ -172,20 +259,19 @@ Engine::Engine(const EngineOptions& options) {
   // work stealing instead keeps idle threads polling, and a polling thread
   // next to the compute slowed the worker by 30-40 % (docs/benchmarks.md).
   // Workers of a multi-rank engine are detached: each has its own thread.
-  actor_config_->set("scheduler.policy", caf::atom("sharing"));
-  actor_config_->set("scheduler.max-threads", size_t{1});
-  register_message_types(*actor_config_);
-  system_ = std::make_unique<caf::actor_system>(*actor_config_);
-  const ModelConfig& c = model_->config();
-  expert_ = system_->spawn(
+  rt.config->set("scheduler.policy", caf::atom("sharing"));
+  rt.config->set("scheduler.max-threads", size_t{1});
+  register_message_types(*rt.config);
+  rt.system = std::make_unique<caf::actor_system>(*rt.config);
+  const ModelConfig& c = rt.model->config();
+  expert_ = rt.system->spawn(
       expert, ExpertSetup{static_cast<int>(c.num_layers), static_cast<int>(c.num_experts),
                           options.replicate_hot_experts});
   setup.expert = expert_;
-  scheduler_ = system_->spawn(scheduler, std::move(setup));
+  scheduler_ = rt.system->spawn(scheduler, std::move(setup));
 }
 
 Engine::~Engine() {
-  if (shut_down_) return;
   try {
     shutdown(ShutdownMode::fail_in_flight);
   } catch (const std::exception& e) {
@@ -195,17 +281,26 @@ Engine::~Engine() {
   }
 }
 
+caf::actor_system& Engine::system() const {
+  return *runtime_->system;
+}
+
+const ModelConfig& Engine::model_config() const {
+  return runtime_->model->config();
+}
+
 TokenStream Engine::submit(Request request) {
   check(!shut_down_, "submit: the engine is shut down");
-  TokenStream stream(*system_, scheduler_, request.id, request.n);
+  TokenStream stream(system(), scheduler_, request.id, request.n, runtime_);
   caf::anon_send(scheduler_, submit_atom_v, Submission{std::move(request), stream.sink()});
   return stream;
 }
 
 void Engine::submit(Request request, std::function<void(const TokenEvent&)> on_event) {
   check(!shut_down_, "submit: the engine is shut down");
-  token_sink sink = system_->spawn(callback_sink, std::move(on_event), scheduler_, request.id,
-                                   std::max(request.n, 1));
+  token_sink sink =
+      system().spawn(callback_sink, std::move(on_event), scheduler_, request.id,
+                     std::max(request.n, 1), detail::LiveCallbacks::Token(callbacks_));
   caf::anon_send(scheduler_, submit_atom_v, Submission{std::move(request), std::move(sink)});
 }
 
@@ -217,13 +312,24 @@ void Engine::inject_worker_fault(int rank) {
   if (!shut_down_) caf::anon_send(scheduler_, fault_atom_v, rank);
 }
 
+namespace {
+
+// A request to an actor of a stopped engine fails with "request receiver
+// down": say what that means.
+[[noreturn]] void fail_request(const char* what, const caf::error& err) {
+  if (err == caf::sec::request_receiver_down) fail(what, ": the engine is shut down");
+  fail(what, ": ", error_text(err));
+}
+
+}  // namespace
+
 EngineMetrics Engine::metrics() {
   check(!shut_down_, "metrics: the engine is shut down");
-  caf::scoped_actor self(*system_);
+  caf::scoped_actor self(system());
   EngineMetrics metrics;
   self->request(scheduler_, caf::infinite, metrics_atom_v)
       .receive([&](EngineMetrics& m) { metrics = std::move(m); },
-               [&](caf::error& err) { fail("metrics: ", to_string(err)); });
+               [&](caf::error& err) { fail_request("metrics", err); });
   self->request(expert_, caf::infinite, metrics_atom_v)
       .receive(
           [&](ExpertStats& stats) {
@@ -232,19 +338,25 @@ EngineMetrics Engine::metrics() {
             // The expert actor's decision; workers adopt it from the next step.
             metrics.replicated_experts = std::move(stats.replicated);
           },
-          [&](caf::error& err) { fail("metrics: ", to_string(err)); });
+          [&](caf::error& err) { fail_request("metrics", err); });
   return metrics;
 }
 
 int64_t Engine::shutdown(ShutdownMode mode) {
+  const std::lock_guard lock(shutdown_mutex_);  // a concurrent caller waits for this one
   if (shut_down_) return 0;
   shut_down_ = true;
-  caf::scoped_actor self(*system_);
   int64_t failed = 0;
-  self->request(scheduler_, caf::infinite, shutdown_atom_v, mode == ShutdownMode::drain)
-      .receive([&](int64_t n) { failed = n; },
-               [&](caf::error& err) { fail("shutdown: ", to_string(err)); });
-  self->send_exit(expert_, caf::exit_reason::user_shutdown);
+  {
+    caf::scoped_actor self(system());
+    self->request(scheduler_, caf::infinite, shutdown_atom_v, mode == ShutdownMode::drain)
+        .receive([&](int64_t n) { failed = n; },
+                 [&](caf::error& err) { fail_request("shutdown", err); });
+    self->send_exit(expert_, caf::exit_reason::user_shutdown);
+  }
+  // The scheduler sent every request's last event before it answered; the
+  // callbacks run them on the engine's thread after that.
+  callbacks_->wait_until_none();
   return failed;
 }
 

@@ -19,6 +19,7 @@
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 
@@ -33,6 +34,11 @@ class scoped_actor;
 }  // namespace caf
 
 namespace hive {
+
+namespace detail {
+struct EngineRuntime;
+struct LiveCallbacks;
+}  // namespace detail
 
 struct EngineOptions {
   std::filesystem::path model;
@@ -51,12 +57,16 @@ struct EngineOptions {
 EngineOptions engine_options(const LaunchConfig& config);
 
 // The events of one request, in order; next() blocks until one arrives and
-// returns nullopt after every sample finished. Must not outlive its Engine.
+// returns nullopt after every sample finished. Destroying a stream whose
+// request has not finished cancels the request. A stream may outlive its
+// Engine: it keeps the engine's actor system alive, and its request ends with
+// the engine's error.
 class TokenStream {
  public:
   // Ends with an error event should the scheduler actor stop first.
+  // keep_alive: what must outlive the stream's actor (its actor system).
   TokenStream(caf::actor_system& system, const scheduler_actor& scheduler, std::string request_id,
-              int num_samples);
+              int num_samples, std::shared_ptr<const void> keep_alive = {});
   TokenStream(TokenStream&&) noexcept;
   ~TokenStream();
 
@@ -85,7 +95,9 @@ class TokenStream {
   iterator end() { return iterator(); }
 
  private:
+  std::shared_ptr<const void> keep_alive_;  // declared first: destroyed after self_
   std::unique_ptr<caf::scoped_actor> self_;
+  scheduler_actor scheduler_;
   std::string request_id_;
   int samples_left_;
 };
@@ -102,27 +114,33 @@ class Engine {
   // `on_event` runs on the engine's thread, one event at a time, between
   // steps: keep it short (copy the event out), or the next step waits, and
   // never call metrics() or shutdown() from it (they wait for that thread);
-  // cancel() is fine. A TokenStream instead wakes the reading thread for
-  // every event.
+  // cancel() is fine. If it throws, the request is cancelled and it hears
+  // nothing more. A TokenStream instead wakes the reading thread for every
+  // event.
   void submit(Request request, std::function<void(const TokenEvent&)> on_event);
   void cancel(const std::string& request_id);
   // Includes the expert actor's load statistics (MoE models).
   EngineMetrics metrics();
   // drain: finish what was submitted; fail_in_flight: fail it with an error.
-  // Returns the number of requests failed. Later submissions fail at once.
+  // Returns when every callback has run its last event (streams have their
+  // last event queued), with the number of requests failed. Later
+  // submissions fail at once; a second call waits for the first and returns 0.
   int64_t shutdown(ShutdownMode mode = ShutdownMode::drain);
   // Testing: the next step of worker `rank` throws.
   void inject_worker_fault(int rank);
 
-  const ModelConfig& model_config() const { return model_->config(); }
+  const ModelConfig& model_config() const;
 
  private:
-  std::unique_ptr<Backend> backend_;
-  std::shared_ptr<Model> model_;
-  std::unique_ptr<caf::actor_system_config> actor_config_;
-  std::unique_ptr<caf::actor_system> system_;
+  caf::actor_system& system() const;
+
+  // The backend, the model and the actor system, shared with every
+  // TokenStream so that a stream may outlive the Engine.
+  std::shared_ptr<detail::EngineRuntime> runtime_;
+  std::shared_ptr<detail::LiveCallbacks> callbacks_;  // shutdown() waits for them to end
   expert_actor expert_;
   scheduler_actor scheduler_;
+  std::mutex shutdown_mutex_;            // one shutdown at a time; later ones wait
   std::atomic<bool> shut_down_ = false;  // cancel() may run on the engine's thread
 };
 

@@ -4,9 +4,13 @@
 
 namespace hive {
 
-void AbortableBarrier::arrive_and_wait() { arrive(true); }
+void AbortableBarrier::arrive_and_wait() {
+  arrive(true);
+}
 
-void AbortableBarrier::arrive_and_wait_all() { arrive(false); }
+void AbortableBarrier::arrive_and_wait_all() {
+  arrive(false);
+}
 
 void AbortableBarrier::arrive(bool abortable) {
   std::unique_lock lock(mutex_);

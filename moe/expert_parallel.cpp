@@ -74,8 +74,8 @@ void moe_forward_expert_parallel(Backend& backend, Communicator& comm,
   check(placement.world_size() == world && placement.num_experts() == router.num_experts,
         "expert placement for ", placement.num_experts(), " experts on ", placement.world_size(),
         " ranks used with ", router.num_experts, " experts on ", world, " ranks");
-  check(weights.experts.size() == static_cast<size_t>(router.num_experts),
-        "MoE weights for ", weights.experts.size(), " experts, the router has ", router.num_experts);
+  check(weights.experts.size() == static_cast<size_t>(router.num_experts), "MoE weights for ",
+        weights.experts.size(), " experts, the router has ", router.num_experts);
   check(!expert_load || expert_load->size() == static_cast<size_t>(router.num_experts),
         "expert load of ", expert_load ? expert_load->size() : 0, " counts for ",
         router.num_experts, " experts");

@@ -17,9 +17,12 @@ int checked_world_size(int world_size) {
 
 const char* op_name(InProcessGroup::Op op) {
   switch (op) {
-    case InProcessGroup::Op::all_reduce_sum: return "all_reduce_sum";
-    case InProcessGroup::Op::all_to_all: return "all_to_all";
-    case InProcessGroup::Op::barrier: return "barrier";
+    case InProcessGroup::Op::all_reduce_sum:
+      return "all_reduce_sum";
+    case InProcessGroup::Op::all_to_all:
+      return "all_to_all";
+    case InProcessGroup::Op::barrier:
+      return "barrier";
   }
   return "?";
 }
@@ -65,8 +68,8 @@ class InProcessCommunicator final : public Communicator {
       // Check every peer before copying, so a mismatch writes nothing.
       for (int peer = 0; peer < world_size(); ++peer) {
         const int64_t rows = group_.slots_[static_cast<size_t>(peer)].send_counts[rank_];
-        check(rows == recv_counts[static_cast<size_t>(peer)], "all_to_all: rank ", peer,
-              " sends ", rows, " rows to rank ", rank_, ", which expects ",
+        check(rows == recv_counts[static_cast<size_t>(peer)], "all_to_all: rank ", peer, " sends ",
+              rows, " rows to rank ", rank_, ", which expects ",
               recv_counts[static_cast<size_t>(peer)]);
       }
       char* out = static_cast<char*>(recv.data);
@@ -91,8 +94,8 @@ class InProcessCommunicator final : public Communicator {
     pair.barrier->arrive_and_wait();  // the receiver may read
     const size_t expected = pair.expected_bytes;
     pair.barrier->arrive_and_wait_all();  // the receiver has read (or refused)
-    check(data.nbytes() == expected, "send: rank ", rank_, " sent ", data.nbytes(),
-          " bytes, rank ", peer, " expects ", expected);
+    check(data.nbytes() == expected, "send: rank ", rank_, " sent ", data.nbytes(), " bytes, rank ",
+          peer, " expects ", expected);
   }
 
   void recv(const Tensor& data, int peer) override {

@@ -23,7 +23,8 @@ struct StopConditions {
 struct Request {
   std::string id;
   std::vector<int32_t> prompt_token_ids;
-  SamplingParams sampling;  // sample i of n draws with seed sampling.seed + i (a random seed if none)
+  SamplingParams
+      sampling;  // sample i of n draws with seed sampling.seed + i (a random seed if none)
   StopConditions stop;
   int n = 1;         // parallel samples; they share the prompt's KV blocks
   int priority = 0;  // under the priority policy, lower values run first

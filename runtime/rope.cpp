@@ -26,12 +26,10 @@ std::vector<float> rope_inv_freq(const RopeConfig& rope, int64_t head_dim) {
     // between is interpolated smoothly (Llama 3.1's scheme).
     const auto old_len = static_cast<float>(rope.original_max_position_embeddings);
     const auto low = static_cast<float>(rope.low_freq_factor);
-    const auto low_freq_wavelen =
-        static_cast<float>(static_cast<double>(rope.original_max_position_embeddings) /
-                           rope.low_freq_factor);
-    const auto high_freq_wavelen =
-        static_cast<float>(static_cast<double>(rope.original_max_position_embeddings) /
-                           rope.high_freq_factor);
+    const auto low_freq_wavelen = static_cast<float>(
+        static_cast<double>(rope.original_max_position_embeddings) / rope.low_freq_factor);
+    const auto high_freq_wavelen = static_cast<float>(
+        static_cast<double>(rope.original_max_position_embeddings) / rope.high_freq_factor);
     const auto two_pi = static_cast<float>(2 * std::numbers::pi);
     const auto band = static_cast<float>(rope.high_freq_factor - rope.low_freq_factor);
     for (float& f : inv_freq) {

@@ -20,7 +20,9 @@ void validate(const SamplingParams& p) {
 namespace {
 
 // NaN ranks below every number: it is never chosen while anything else can be.
-bool ranks_before(float a, float b) { return a > b || (std::isnan(b) && !std::isnan(a)); }
+bool ranks_before(float a, float b) {
+  return a > b || (std::isnan(b) && !std::isnan(a));
+}
 
 void check_some_finite_or_inf(std::span<const float> logits, int32_t best) {
   const float top = logits[static_cast<size_t>(best)];
@@ -68,8 +70,8 @@ int32_t Sampler::sample(std::span<const float> logits) {
     const auto k = static_cast<ptrdiff_t>(params_.top_k);
     std::nth_element(ids.begin(), ids.begin() + k - 1, ids.end(), before);
     const float kth = logit(ids[static_cast<size_t>(k - 1)]);
-    const auto tail = std::partition(ids.begin() + k, ids.end(),
-                                     [&](int32_t id) { return logit(id) == kth; });
+    const auto tail =
+        std::partition(ids.begin() + k, ids.end(), [&](int32_t id) { return logit(id) == kth; });
     keep = static_cast<size_t>(tail - ids.begin());
   }
   std::sort(ids.begin(), ids.begin() + static_cast<ptrdiff_t>(keep), before);
@@ -82,7 +84,7 @@ int32_t Sampler::sample(std::span<const float> logits) {
   double total = 0.0;
   for (size_t i = 0; i < keep; ++i) {
     const float l = logit(ids[i]);
-    probs[i] = infinite ? (l == logit(ids[0]) ? 1.0 : 0.0)
+    probs[i] = infinite        ? (l == logit(ids[0]) ? 1.0 : 0.0)
                : std::isnan(l) ? 0.0
                                : std::exp((l - max_logit) / params_.temperature);
     total += probs[i];

@@ -320,7 +320,8 @@ SequenceOutput Scheduler::finish(Sequence& seq, FinishReason reason) {
   if (detokenize_ && reason != FinishReason::stop_string) {
     // The text leaves out a final end-of-sequence or stop token.
     const bool ends_with_stop = reason == FinishReason::eos || reason == FinishReason::stop_token;
-    seq.output_text = detokenize_(ends_with_stop ? generated.first(generated.size() - 1) : generated);
+    seq.output_text =
+        detokenize_(ends_with_stop ? generated.first(generated.size() - 1) : generated);
   }
   out.text = std::move(seq.output_text);
   out.finish_reason = reason;

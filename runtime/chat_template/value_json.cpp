@@ -226,7 +226,9 @@ Value from_json_at(const nlohmann::ordered_json& json, int depth) {
 
 }  // namespace
 
-Value from_json(const nlohmann::ordered_json& json) { return from_json_at(json, 0); }
+Value from_json(const nlohmann::ordered_json& json) {
+  return from_json_at(json, 0);
+}
 
 std::string to_json(const Value& value, const JsonDumpOptions& options) {
   std::string out;

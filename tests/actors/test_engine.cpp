@@ -3,7 +3,11 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <limits>
+#include <optional>
+#include <stdexcept>
+#include <thread>
 #include <vector>
 
 #include "actors/engine.hpp"
@@ -146,6 +150,96 @@ TEST(Engine, CancelBeforeParallelSamplesForkEndsEverySample) {
   const EngineMetrics m = engine.metrics();
   EXPECT_EQ(m.num_free_blocks, m.num_blocks);
   EXPECT_EQ(engine.shutdown(), 0);
+}
+
+// Polls metrics until `done` holds (the scheduler works asynchronously).
+template <class Done>
+EngineMetrics wait_for(Engine& engine, Done done) {
+  for (int i = 0; i < 2000; ++i) {
+    const EngineMetrics m = engine.metrics();
+    if (done(m)) return m;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return engine.metrics();
+}
+
+// Nobody reads a dropped stream, or a callback that threw: the request is
+// cancelled and its blocks come back (it ran to max_tokens before).
+TEST(Engine, ADroppedStreamOrAThrowingCallbackCancelsItsRequest) {
+  Engine engine(fixture_options());
+  {
+    TokenStream stream = engine.submit(greedy("dropped", {1, 2, 3}, 250));
+    const std::optional<TokenEvent> first = stream.next();
+    ASSERT_TRUE(first && !first->finished);
+  }
+  engine.submit(greedy("throws", {4, 5, 6}, 250),
+                [](const TokenEvent&) { throw std::runtime_error("callback failed"); });
+  const EngineMetrics m = wait_for(engine, [](const EngineMetrics& s) {
+    return s.num_running == 0 && s.num_waiting == 0 && s.num_free_blocks == s.num_blocks;
+  });
+  EXPECT_EQ(m.num_running, 0);
+  EXPECT_EQ(m.num_free_blocks, m.num_blocks);
+  EXPECT_LT(m.num_generated_tokens, 2 * 250);
+  EXPECT_EQ(engine.shutdown(), 0);
+}
+
+// shutdown(drain) returns after every callback ran its last event, so what
+// the callbacks write may be read (and freed) as soon as it returns.
+TEST(Engine, ShutdownReturnsAfterTheCallbacksRanTheirLastEvents) {
+  for (int round = 0; round < 5; ++round) {
+    Engine engine(fixture_options());
+    std::vector<int> finished(4, 0);  // written by the callbacks, read after shutdown
+    for (int i = 0; i < 4; ++i)
+      engine.submit(greedy("r" + std::to_string(i), {1, 2, static_cast<int32_t>(3 + i)}, 3),
+                    [&finished, i](const TokenEvent& e) {
+                      if (!e.finished) return;
+                      // A slow last event: shutdown() must still wait for it.
+                      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+                      ++finished[static_cast<size_t>(i)];
+                    });
+    EXPECT_EQ(engine.shutdown(ShutdownMode::drain), 0);
+    EXPECT_EQ(finished, std::vector<int>(4, 1)) << "round " << round;
+  }
+}
+
+// Concurrent shutdowns: the second waits for the first, so neither returns
+// while requests are still being drained.
+TEST(Engine, ASecondShutdownWaitsForTheFirst) {
+  Engine engine(fixture_options());
+  std::atomic<bool> finished = false;
+  engine.submit(greedy("slow", {1, 2, 3}, 40), [&](const TokenEvent& e) {
+    if (e.finished) finished = true;
+  });
+  std::thread first([&] { engine.shutdown(ShutdownMode::drain); });
+  std::thread second([&] {
+    engine.shutdown(ShutdownMode::drain);
+    EXPECT_TRUE(finished) << "a shutdown returned before the drain ended";
+  });
+  first.join();
+  second.join();
+  EXPECT_TRUE(finished);
+}
+
+// A stream may outlive its engine: it ends with the engine's error, and
+// destroying the engine does not wait for it (it hung for ever before).
+TEST(Engine, AStreamMayOutliveItsEngine) {
+  std::optional<TokenStream> stream;
+  std::optional<TokenStream> done;
+  {
+    Engine engine(fixture_options());
+    done.emplace(engine.submit(greedy("done", {1, 2}, 2)));
+    while (done->next()) {
+    }
+    stream.emplace(engine.submit(greedy("long", {1, 2, 3}, 200)));
+    const std::optional<TokenEvent> first = stream->next();
+    ASSERT_TRUE(first && !first->finished);
+  }
+  std::optional<TokenEvent> last;
+  while (auto e = stream->next()) last = e;
+  ASSERT_TRUE(last && last->finished);
+  EXPECT_FALSE(last->error.empty());
+  stream.reset();
+  done.reset();
 }
 
 }  // namespace

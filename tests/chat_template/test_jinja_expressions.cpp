@@ -131,8 +131,8 @@ TEST(JinjaExpressions, UndefinedValuesFailWhenUsed) {
   // rendering a default: an assistant message with only tool calls has no
   // content, and `message.content | indent(2)` must not silently render "".
   // Messages checked against jinja2 3.1.6.
-  for (const char* source : {"{{ x | int }}", "{{ x | float }}", "{{ x | int(5) }}",
-                             "{{ x | indent }}"})
+  for (const char* source :
+       {"{{ x | int }}", "{{ x | float }}", "{{ x | int(5) }}", "{{ x | indent }}"})
     EXPECT_NE(error_of(source).find("'x' is undefined"), std::string::npos) << source;
   EXPECT_NE(error_of("{{ none | indent }}")
                 .find("unsupported operand type(s) for +=: 'NoneType' and 'str'"),

@@ -143,8 +143,9 @@ TEST(Communicator, RanksThatDisagreeAllFailWithoutReadingOutOfBounds) {
          if (comm.rank() == 0) comm.all_reduce_sum(Tensor::view(&x, DType::f32, {1}));
          if (comm.rank() == 1) comm.barrier();
        }))
-    EXPECT_NE(error.find("collective mismatch: rank 0 called all_reduce_sum, rank 1 called barrier"),
-              std::string::npos)
+    EXPECT_NE(
+        error.find("collective mismatch: rank 0 called all_reduce_sum, rank 1 called barrier"),
+        std::string::npos)
         << error;
   // Rank 1 expects a row that rank 0 does not send: rank 1 fails after rank 0
   // published a large buffer, and rank 0 must not free it under rank 1's read.

@@ -134,10 +134,9 @@ TEST(ExpertPlacement, ContiguousAndRoundRobinAndReplicas) {
   EXPECT_THROW(ExpertPlacement(2, 4, PlacementKind::contiguous), Error);
   // Uneven counts: contiguous blocks differ by at most one expert, and every
   // rank holds some (ceil-sized blocks left the last rank of 6 on 4 empty).
-  for (const auto& [experts, ranks, sizes] :
-       {std::tuple{5, 4, std::vector<size_t>{2, 1, 1, 1}},
-        std::tuple{6, 4, std::vector<size_t>{2, 2, 1, 1}},
-        std::tuple{60, 16, std::vector<size_t>(12, 4)}}) {
+  for (const auto& [experts, ranks, sizes] : {std::tuple{5, 4, std::vector<size_t>{2, 1, 1, 1}},
+                                              std::tuple{6, 4, std::vector<size_t>{2, 2, 1, 1}},
+                                              std::tuple{60, 16, std::vector<size_t>(12, 4)}}) {
     const ExpertPlacement placement(experts, ranks, PlacementKind::contiguous);
     std::vector<size_t> got;
     std::vector<int> all;

@@ -36,8 +36,8 @@ TEST(Rope, InverseFrequenciesMatchTransformers) {
     rope.high_freq_factor = c.value("high_freq_factor", 4.0);
     rope.original_max_position_embeddings = c.value("original_max_position_embeddings", 8192);
     const auto head_dim = c["head_dim"].get<int64_t>();
-    SCOPED_TRACE(testing::Message() << rope.type << " theta " << rope.theta << " head_dim "
-                                    << head_dim);
+    SCOPED_TRACE(testing::Message()
+                 << rope.type << " theta " << rope.theta << " head_dim " << head_dim);
     const std::vector<float> got = rope_inv_freq(rope, head_dim);
     const auto want = c["inv_freq"].get<std::vector<double>>();
     ASSERT_EQ(got.size(), want.size());

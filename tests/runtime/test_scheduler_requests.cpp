@@ -105,7 +105,7 @@ TEST_F(RequestsTest, ARequestWithoutASeedDrawsARandomOneOnce) {
     ASSERT_TRUE(slot.sampling.seed.has_value());
     seeds[slot.seq_id] = *slot.sampling.seed;
   }
-  ASSERT_EQ(seeds.size(), 3u);  // a's two samples and b
+  ASSERT_EQ(seeds.size(), 3u);              // a's two samples and b
   EXPECT_EQ(seeds.at(2), seeds.at(0) + 1);  // a's second sample: a's seed + 1
   EXPECT_NE(seeds.at(1), seeds.at(0));      // b's own random seed
   step();

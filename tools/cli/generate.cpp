@@ -192,7 +192,8 @@ int run_generate(const std::vector<std::string>& argv) {
   options.sampling.temperature = static_cast<float>(args.get_double("--temperature", 0.0));
   options.sampling.top_k = static_cast<int>(args.get_int("--top-k", 0, 0, kInt32Max));
   options.sampling.top_p = static_cast<float>(args.get_double("--top-p", 1.0));
-  if (args.has("--seed")) options.sampling.seed = static_cast<uint64_t>(args.get_int("--seed", 0, 0));
+  if (args.has("--seed"))
+    options.sampling.seed = static_cast<uint64_t>(args.get_int("--seed", 0, 0));
   options.ignore_eos = args.has("--ignore-eos");
   options.block_size = static_cast<int32_t>(args.get_int("--block-size", 16, 1, 1 << 16));
   validate(options.sampling);
