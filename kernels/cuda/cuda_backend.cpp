@@ -4,6 +4,8 @@
 #include <cuda_runtime.h>
 #include <nccl.h>
 
+#include <filesystem>
+
 #include "kernels/cpu/ops.hpp"
 #include "kernels/cuda/rms_norm.cuh"
 #include "kernels/error.hpp"
@@ -24,14 +26,23 @@ cudaMemcpyKind copy_kind(Device dst, Device src) {
 
 }  // namespace
 
-int cuda_device_count() {
-  int count = 0;
-  if (cudaGetDeviceCount(&count) != cudaSuccess) {
-    cudaGetLastError();  // clear the sticky "no driver" error
-    return 0;
-  }
-  return count;
+CudaDevices query_cuda_devices() {
+  CudaDevices devices;
+  const cudaError_t status = cudaGetDeviceCount(&devices.count);
+  if (status == cudaSuccess) return devices;
+  cudaGetLastError();  // clear the sticky error
+  devices.count = 0;
+  // Without NVIDIA device files there is no GPU to use, whatever the runtime
+  // says (no driver, a stub driver): that is a CPU machine, not a failure.
+  const bool hardware =
+      std::filesystem::exists("/dev/nvidiactl") || std::filesystem::exists("/dev/nvidia0");
+  if (status != cudaErrorNoDevice && hardware)
+    devices.error = str_cat("cudaGetDeviceCount: ", cudaGetErrorString(status),
+                            hardware ? " (NVIDIA device files are present)" : "");
+  return devices;
 }
+
+int cuda_device_count() { return query_cuda_devices().count; }
 
 std::string cuda_library_versions() {
   int runtime = 0;

@@ -8,7 +8,16 @@
 
 namespace hive {
 
-// Number of usable CUDA devices; 0 when there is no driver or no device.
+// The usable CUDA devices. No devices with an empty `error` is a machine
+// without NVIDIA hardware (no device, or no driver and no /dev/nvidia*);
+// `error` says what failed on a machine that has the hardware but cannot
+// use it (a driver that does not match the runtime, ...).
+struct CudaDevices {
+  int count = 0;
+  std::string error;
+};
+CudaDevices query_cuda_devices();
+// query_cuda_devices().count.
 int cuda_device_count();
 // "CUDA runtime 13.0, cuBLAS 13.0.x, NCCL 2.x.y": versions of the libraries
 // linked in, readable without a device.

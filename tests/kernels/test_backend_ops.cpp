@@ -71,8 +71,15 @@ TEST(BackendOps, RmsNorm) {
 }  // namespace hive
 
 // Without a device there is nothing to compare: exit 77, which ctest reports
-// as skipped (SKIP_RETURN_CODE), rather than a pass.
+// as skipped (SKIP_RETURN_CODE), rather than a pass. A device that is there
+// but cannot be used fails.
 int main(int argc, char** argv) {
+#ifdef HIVE_HAVE_CUDA
+  if (const hive::CudaDevices devices = hive::query_cuda_devices(); !devices.error.empty()) {
+    std::printf("CUDA devices are present but unusable: %s\n", devices.error.c_str());
+    return 1;
+  }
+#endif
   if (!hive::device_backend()) {
     std::printf("no device backend on this machine (CUDA devices: 0); skipped\n");
     return 77;

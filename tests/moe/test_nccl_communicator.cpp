@@ -110,7 +110,12 @@ TEST(NcclCommunicator, ExchangesCountsAndRowsAllToAll) {
 }  // namespace hive
 
 int main(int argc, char** argv) {
-  if (hive::cuda_device_count() == 0) {
+  const hive::CudaDevices devices = hive::query_cuda_devices();
+  if (!devices.error.empty()) {
+    std::printf("CUDA devices are present but unusable: %s\n", devices.error.c_str());
+    return 1;
+  }
+  if (devices.count == 0) {
     std::printf("no CUDA device on this machine; skipped\n");
     return 77;
   }
