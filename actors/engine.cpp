@@ -76,9 +76,11 @@ TokenEvent scheduler_stopped(const std::string& request_id, const caf::error& re
 }
 
 struct CallbackState {
+  // Declared first, destroyed last: shutdown() returns only after the
+  // callback (and what it captured) is gone.
+  std::optional<detail::LiveCallbacks::Token> live;
   std::function<void(const TokenEvent&)> on_event;
   int samples_left = 1;
-  std::optional<detail::LiveCallbacks::Token> live;  // released when the sink ends
   static inline const char* name = "hive.callback_sink";
 };
 
@@ -109,7 +111,7 @@ token_sink::behavior_type callback_sink(token_sink::stateful_pointer<CallbackSta
       std::fprintf(stderr, "hive: the callback of request '%s' threw; the request is cancelled\n",
                    request_id.c_str());
     }
-    self->send(scheduler, cancel_atom_v, request_id);
+    self->send(scheduler, cancel_atom_v, request_id, token_sink{self});
     end();
     return false;
   };
@@ -220,7 +222,7 @@ TokenStream::TokenStream(TokenStream&&) noexcept = default;
 TokenStream::~TokenStream() {
   if (!self_) return;  // moved from
   // Nobody will read the rest: stop computing it.
-  if (samples_left_ > 0) caf::anon_send(scheduler_, cancel_atom_v, request_id_);
+  if (samples_left_ > 0) caf::anon_send(scheduler_, cancel_atom_v, request_id_, sink());
   // The scheduler keeps every monitor until it ends (one per request).
   (*self_)->demonitor(scheduler_.address());
 }

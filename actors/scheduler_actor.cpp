@@ -304,6 +304,15 @@ void submit(Self self, Submission& submission) {
   maybe_step(self);
 }
 
+// Aborts request `id`; with a sink, only if the request reports to it.
+void cancel(Self self, const std::string& id, const token_sink* sink) {
+  const auto it = self->state.requests.find(id);
+  if (it == self->state.requests.end() || (sink && it->second.sink != *sink)) return;
+  self->state.ranks[static_cast<size_t>(it->second.rank)].scheduler->abort_request(id);
+  // Mid-step, the abort comes back from the step's update(); else now.
+  if (!self->state.step_in_flight) fail_requests(self, {}, "");
+}
+
 EngineMetrics snapshot(const SchedulerState& st) {
   EngineMetrics m = st.metrics;
   m.world_size = static_cast<int>(st.setup.workers.size());
@@ -347,12 +356,9 @@ scheduler_actor::behavior_type scheduler(Self self, SchedulerSetup setup) {
   });
   return {
       [self](submit_atom, Submission& submission) { submit(self, submission); },
-      [self](cancel_atom, const std::string& id) {
-        const auto it = self->state.requests.find(id);
-        if (it == self->state.requests.end()) return;
-        self->state.ranks[static_cast<size_t>(it->second.rank)].scheduler->abort_request(id);
-        // Mid-step, the abort comes back from the step's update(); else now.
-        if (!self->state.step_in_flight) fail_requests(self, {}, "");
+      [self](cancel_atom, const std::string& id) { cancel(self, id, nullptr); },
+      [self](cancel_atom, const std::string& id, const token_sink& sink) {
+        cancel(self, id, &sink);
       },
       [self](metrics_atom) { return snapshot(self->state); },
       [self](watchdog_atom) { on_watchdog(self); },

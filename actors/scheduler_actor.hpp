@@ -57,6 +57,9 @@ namespace hive {
 using scheduler_actor =
     caf::typed_actor<caf::reacts_to<submit_atom, Submission>,
                      caf::reacts_to<cancel_atom, std::string>,
+                     // Cancel only if the request still reports to this sink (a
+                     // dropped stream must not cancel a newer request of its id).
+                     caf::reacts_to<cancel_atom, std::string, token_sink>,
                      caf::replies_to<metrics_atom>::with<EngineMetrics>,
                      caf::replies_to<shutdown_atom, bool>::with<int64_t>,
                      caf::reacts_to<fault_atom, int>,  // testing: rank's next step throws

@@ -11,7 +11,11 @@
 // Each layer then all-reduces twice (after o_proj and after the FFN/MoE).
 // The activations between layers are identical on every rank, so the router
 // picks the same experts everywhere and every rank computes the same logits.
-// Biases of row-parallel outputs are added by rank 0 only.
+// Biases of row-parallel outputs are added by rank 0 only. Every rank samples
+// the same tokens from those logits only with the same seed: the actor
+// runtime plans once for the group; ranks that each run their own LLMEngine
+// must give every sampled request a seed (a missing one is drawn at random,
+// per engine, and the ranks would diverge).
 //
 // The KV cache of a rank holds only its K/V heads: local_config() is the
 // model config as one rank sees it (heads and intermediate sizes divided),

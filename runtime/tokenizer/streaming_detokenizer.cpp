@@ -5,12 +5,17 @@ namespace {
 
 constexpr std::string_view kReplacement = "\xEF\xBF\xBD";
 // A character has at most 4 bytes, so at most 4 tokens can be waiting for
-// the rest of one: a window still ending in U+FFFD after more new tokens
-// than that ends in a real U+FFFD (the model wrote one), and holding it
+// the rest of one: a window still ending in U+FFFD after more tokens than
+// that changed it ends in a real U+FFFD (the model wrote one), and holding it
 // back would stall the stream and re-decode an ever longer window.
-constexpr std::size_t kMaxTokensPerCharacter = 4;
+constexpr int kMaxTokensPerCharacter = 4;
 
 // Where `text` stops agreeing with `prefix`, moved back to a character start.
+// Whether `text` holds nothing that `prefix` does not already have.
+bool adds_nothing(const std::string& prefix, const std::string& text) {
+  return text.size() <= prefix.size() && prefix.starts_with(text);
+}
+
 std::size_t common_prefix_length(const std::string& prefix, const std::string& text) {
   std::size_t length = 0;
   while (length < prefix.size() && length < text.size() && prefix[length] == text[length]) ++length;
@@ -36,10 +41,18 @@ std::string StreamingDetokenizer::step(int32_t id) {
   }
   ids_.push_back(id);
   const std::string text = tokenizer_.decode(ids_, skip_special_tokens_);
-  const std::size_t num_new = ids_.size() - prefix_index_;
-  if (text.size() <= prefix_.size() ||
-      (text.ends_with(kReplacement) && num_new <= kMaxTokensPerCharacter))
-    return {};
+  if (adds_nothing(prefix_, text)) return {};
+  if (text.ends_with(kReplacement)) {
+    // Only tokens that change the text count (a skipped special token adds
+    // no byte and cannot complete a character).
+    if (text != held_text_) {
+      ++num_held_;
+      held_text_ = text;
+    }
+    if (num_held_ <= kMaxTokensPerCharacter) return {};
+  }
+  num_held_ = 0;
+  held_text_.clear();
   // A valid window always extends its context; invalid byte-fallback UTF-8
   // can rewrite it, and then only what differs is new (see the header).
   const std::size_t agreed =
@@ -55,7 +68,7 @@ std::string StreamingDetokenizer::step(int32_t id) {
 std::string StreamingDetokenizer::finish() {
   const std::string text = tokenizer_.decode(ids_, skip_special_tokens_);
   std::string rest;
-  if (text.size() > prefix_.size()) {
+  if (!adds_nothing(prefix_, text)) {
     const std::size_t agreed =
         text.starts_with(prefix_) ? prefix_.size() : common_prefix_length(prefix_, text);
     rest = text.substr(agreed);
@@ -63,6 +76,8 @@ std::string StreamingDetokenizer::finish() {
   ids_.clear();
   prefix_.clear();
   prefix_index_ = 0;
+  num_held_ = 0;
+  held_text_.clear();
   return rest;
 }
 

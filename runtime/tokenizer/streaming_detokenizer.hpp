@@ -14,8 +14,8 @@
 //   window:  ▁Hello     ▁Hello ▁world     ▁world <0xE4>...    (held: "�" at the end)
 //   emitted: "Hello"    " world"          ""      ""     " 你"
 //
-// A window that still ends in U+FFFD after more than 4 new tokens (more than
-// one character can span) ends in a real U+FFFD and is emitted.
+// A window that still ends in U+FFFD after more than 4 tokens changed it
+// (more than one character can span) ends in a real U+FFFD and is emitted.
 //
 // The chunks, then finish(), concatenate to decode(all ids). One exception,
 // where Hugging Face's DecodeStream raises instead: byte-fallback ids that
@@ -44,6 +44,10 @@ class StreamingDetokenizer {
   std::vector<int32_t> ids_;  // the window: context ids, then pending ones
   std::string prefix_;        // decode of the context ids
   std::size_t prefix_index_ = 0;
+  // While the window ends in U+FFFD: how many tokens changed it, and its
+  // text after the last of them.
+  int num_held_ = 0;
+  std::string held_text_;
 };
 
 }  // namespace hive

@@ -183,6 +183,23 @@ TEST(Engine, ADroppedStreamOrAThrowingCallbackCancelsItsRequest) {
   EXPECT_EQ(engine.shutdown(), 0);
 }
 
+// A stream refused for a duplicate id, dropped unread, must not cancel the
+// request that holds the id (its cancel names its own sink).
+TEST(Engine, ADroppedDuplicateDoesNotCancelTheOriginal) {
+  Engine engine(fixture_options());
+  const Request original = greedy("x", {1, 2, 3}, 30);
+  TokenStream stream = engine.submit(original);
+  { TokenStream duplicate = engine.submit(original); }
+  engine.submit(original, [](const TokenEvent&) { throw std::runtime_error("refused anyway"); });
+  std::vector<int32_t> tokens;
+  std::optional<TokenEvent> last;
+  while (auto e = stream.next()) last = e;
+  ASSERT_TRUE(last && last->finished);
+  EXPECT_EQ(last->reason(), FinishReason::length) << last->error;
+  EXPECT_EQ(last->token_ids, offline(original));
+  EXPECT_EQ(engine.shutdown(), 0);
+}
+
 // shutdown(drain) returns after every callback ran its last event, so what
 // the callbacks write may be read (and freed) as soon as it returns.
 TEST(Engine, ShutdownReturnsAfterTheCallbacksRanTheirLastEvents) {

@@ -2,6 +2,9 @@
 // sizes 1, 2, 3 and 4, every rank on its own thread.
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
+#include <cstdio>
 #include <functional>
 #include <string>
 #include <thread>
@@ -187,34 +190,63 @@ TEST(Communicator, RejectsNegativeCountsAndMismatchedPointToPoint) {
       << errors[1];
 }
 
-// An abort while ranks copy from each other: each rank finishes reading before
-// any leaves, so no buffer is freed under a reader (ASan checks), and the
-// group is aborted for the next collective.
+// An abort while ranks copy from each other: each rank finishes reading
+// before any leaves, so no buffer is freed under a reader (ASan checks; the
+// old protocol freed one here in most runs), and the group is aborted for
+// the next collective. The abort comes later and later over the rounds,
+// from before the ranks enter the collective to after they left it, so it
+// sweeps across the copy (about a millisecond).
 TEST(Communicator, AnAbortDuringACopyLetsEveryReaderFinish) {
-  for (int round = 0; round < 8; ++round) {
+  const int64_t rows = 1 << 20;
+  const int rounds = 40;
+  int thrown_inside = 0, thrown_after = 0;
+  for (int round = 0; round < rounds; ++round) {
     InProcessGroup group(2);
+    std::atomic<bool> go = false;
+    std::atomic<int> entered = 0, left = 0;
+    std::vector<int> outcome(2);  // 1: threw in the collective, 2: after it
     std::vector<std::thread> ranks;
     for (int r = 0; r < 2; ++r)
-      ranks.emplace_back([&group, r] {
+      ranks.emplace_back([&, r] {
         const auto comm = group.communicator(r);
-        const int64_t rows = 1 << 20;
+        std::vector<float> send(static_cast<size_t>(2 * rows), 1.0f),
+            recv(static_cast<size_t>(2 * rows));
+        const std::vector<int64_t> counts = {rows, rows};
+        while (!go) std::this_thread::yield();
+        ++entered;
         try {
-          std::vector<float> send(static_cast<size_t>(2 * rows), 1.0f),
-              recv(static_cast<size_t>(2 * rows));
-          const std::vector<int64_t> counts = {rows, rows};
           comm->all_to_all(Tensor::view(send.data(), DType::f32, {2 * rows, 1}), counts,
                            Tensor::view(recv.data(), DType::f32, {2 * rows, 1}), counts);
-          EXPECT_EQ(recv.front(), 1.0f);
-          EXPECT_EQ(recv.back(), 1.0f);
-          comm->barrier();
         } catch (const Error& e) {
           EXPECT_NE(std::string(e.what()).find("aborted"), std::string::npos) << e.what();
+          outcome[static_cast<size_t>(r)] = 1;
+          return;
         }
+        ++left;
+        EXPECT_EQ(recv.front(), 1.0f);
+        EXPECT_EQ(recv.back(), 1.0f);
+        EXPECT_THROW(
+            {
+              for (;;) comm->barrier();  // until the abort lands
+            },
+            Error);
+        outcome[static_cast<size_t>(r)] = 2;
       });
+    if (round == 0) group.abort();  // before anyone enters
+    go = true;
+    while (entered < 2) std::this_thread::yield();
+    if (round == rounds - 1) {
+      while (left < 2) std::this_thread::yield();  // after both left
+    } else {
+      std::this_thread::sleep_for(std::chrono::microseconds(50 * round));
+    }
     group.abort();
     for (std::thread& t : ranks) t.join();
     EXPECT_TRUE(group.aborted());
+    for (const int o : outcome) (o == 1 ? thrown_inside : thrown_after) += 1;
   }
+  std::printf("abort sweep: %d ranks stopped inside the collective, %d after it\n", thrown_inside,
+              thrown_after);
 }
 
 // A failed rank aborts the group: a peer waiting in a collective (or arriving

@@ -67,6 +67,27 @@ TEST(StreamingDetokenizer, EmitsGenuineReplacementCharacters) {
   }
 }
 
+// Skipped special tokens add no byte: they must not count towards the hold
+// on a partial character (five of them used to release half of "你" as
+// U+FFFD, and the completed character was then dropped).
+TEST(StreamingDetokenizer, SkippedSpecialTokensDoNotReleaseAPartialCharacter) {
+  const Tokenizer& tokenizer = fixture_tokenizer("sentencepiece_bpe");
+  std::vector<int32_t> ids = tokenizer.encode("Hi", false);
+  for (int i = 0; i < 4; ++i) ids.push_back(*tokenizer.token_to_id(i % 2 ? "[INST]" : "</s>"));
+  for (const char* byte : {"<0xE4>", "<0xBD>", "<0xA0>"})
+    ids.push_back(*tokenizer.token_to_id(byte));
+  StreamingDetokenizer stream(tokenizer, true);
+  std::string joined;
+  for (const int32_t id : ids) {
+    const std::string chunk = stream.step(id);
+    EXPECT_EQ(chunk.find("\xEF\xBF\xBD"), std::string::npos) << "a partial character came out";
+    joined += chunk;
+  }
+  joined += stream.finish();
+  EXPECT_EQ(joined, tokenizer.decode(ids, true));
+  EXPECT_EQ(joined, "Hi\xE4\xBD\xA0");
+}
+
 TEST(StreamingDetokenizer, KeepsGoingOnInvalidByteFallbackSequences) {
   // "=" as a byte token, then a lone lead byte: Hugging Face's DecodeStream
   // raises here; the stream goes on with valid UTF-8.
