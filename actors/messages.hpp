@@ -152,7 +152,7 @@ typename Inspector::result_type inspect(Inspector& f, SampleSlot& x) {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, SampledToken& x) {
-  return f(caf::meta::type_name("SampledToken"), x.seq_id, x.token, x.logits);
+  return f(caf::meta::type_name("SampledToken"), x.seq_id, x.token, x.logits, x.error);
 }
 
 template <class Inspector>

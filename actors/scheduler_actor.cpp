@@ -72,13 +72,15 @@ void deliver(Self self, std::vector<SequenceOutput>& outputs, const std::string&
   for (SequenceOutput& out : outputs) {
     const auto it = st.requests.find(out.request_id);
     if (it == st.requests.end()) continue;
+    const std::string& why = out.error.empty() ? error : out.error;
     TokenEvent event = TokenEvent::finish(out.request_id, out.sample_index,
-                                          std::move(out.token_ids), out.finish_reason, error);
+                                          std::move(out.token_ids), out.finish_reason, why);
     event.logits = std::move(out.logits);
     send_event(self, it->second.sink, std::move(event));
+    it->second.failed |= !why.empty();
     if (--it->second.samples_left > 0) continue;
     --st.ranks[static_cast<size_t>(it->second.rank)].num_requests;
-    ++(error.empty() ? st.metrics.num_finished_requests : st.metrics.num_failed_requests);
+    ++(it->second.failed ? st.metrics.num_failed_requests : st.metrics.num_finished_requests);
     st.requests.erase(it);
   }
 }
@@ -156,6 +158,7 @@ void collect_sampled(SchedulerState& st, const RankCore& core,
   const std::unordered_set<SequenceId> alive(running.begin(), running.end());
   for (const SampledToken& token : core.sampled) {
     if (!alive.count(token.seq_id)) continue;  // cancelled while the step ran
+    if (!token.error.empty()) continue;        // it failed: its finished event says why
     const Sequence& seq = core.scheduler->sequence(token.seq_id);
     const auto it = st.requests.find(seq.request->id);
     if (it == st.requests.end()) continue;

@@ -86,6 +86,7 @@ struct TrackedRequest {
   int samples_left = 1;
   bool started = false;  // appeared in a plan: it ran on its rank's workers
   int rank = 0;          // the rank whose scheduler and KV cache hold it
+  bool failed = false;   // a sample ended with an error
 };
 
 // One rank's planning state and its step in flight.

@@ -40,6 +40,7 @@ GenerateResult generate(Model& model, std::span<const int32_t> prompt,
   auto start = Clock::now();
   while (engine.has_unfinished()) {
     const std::vector<SequenceOutput> finished = engine.step();
+    for (const SequenceOutput& out : finished) check(out.error.empty(), out.error);
     for (const SampledToken& sampled : engine.last_sampled()) {
       if (result.tokens.empty()) {
         result.prefill_seconds = std::chrono::duration<double>(Clock::now() - start).count();

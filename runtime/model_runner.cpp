@@ -38,7 +38,13 @@ std::vector<SampledToken> ModelRunner::run(const StepPlan& plan) {
                                             static_cast<size_t>(vocab));
     Sampler& sampler =
         samplers_.try_emplace(slot.seq_id, slot.sampling, slot.num_sampled).first->second;
-    SampledToken token{slot.seq_id, sampler.sample(row_logits), {}};
+    SampledToken token{slot.seq_id, -1, {}, {}};
+    try {
+      token.token = sampler.sample(row_logits);
+    } catch (const Error& e) {
+      // This sequence's logits are unusable; the batch's others are not.
+      token.error = e.what();
+    }
     if (slot.return_logits) token.logits.assign(row_logits.begin(), row_logits.end());
     sampled.push_back(std::move(token));
   }

@@ -296,6 +296,11 @@ std::vector<SequenceOutput> Scheduler::update(const StepPlan& plan,
     const auto it = sequences_.find(token.seq_id);
     if (it == sequences_.end()) continue;
     Sequence& seq = *it->second;
+    if (!token.error.empty()) {
+      finished.push_back(finish(seq, FinishReason::aborted));
+      finished.back().error = token.error;
+      continue;
+    }
     seq.token_ids.push_back(token.token);
     if (!token.logits.empty()) seq.logits.push_back(token.logits);
     const FinishReason reason = check_stop(seq.request->stop, config_.eos_token_ids,

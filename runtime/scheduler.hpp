@@ -90,6 +90,9 @@ struct SampledToken {
   SequenceId seq_id = 0;
   int32_t token = 0;
   std::vector<float> logits;  // when the slot asked for them
+  // Non-empty: no token could be sampled (logits all NaN or -inf); the
+  // sequence fails with this error, the rest of the batch goes on.
+  std::string error;
 };
 
 // A finished (or aborted) sequence.
@@ -102,6 +105,7 @@ struct SequenceOutput {
   int64_t num_prompt_tokens = 0;
   int64_t num_cached_tokens = 0;
   std::vector<std::vector<float>> logits;
+  std::string error;  // non-empty: the sequence failed (finish_reason aborted)
 };
 
 struct SchedulerStats {

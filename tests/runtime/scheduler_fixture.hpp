@@ -56,7 +56,7 @@ class SchedulerFixture : public ::testing::Test {
     last_plan = scheduler->schedule();
     std::vector<SampledToken> sampled;
     for (const SampleSlot& slot : last_plan.samples)
-      sampled.push_back({slot.seq_id, next_token(scheduler->sequence(slot.seq_id)), {}});
+      sampled.push_back({slot.seq_id, next_token(scheduler->sequence(slot.seq_id)), {}, {}});
     return scheduler->update(last_plan, sampled);
   }
 

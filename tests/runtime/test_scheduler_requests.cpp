@@ -114,6 +114,31 @@ TEST_F(RequestsTest, ARequestWithoutASeedDrawsARandomOneOnce) {
   run_to_completion();
 }
 
+// A sequence whose logits could not be sampled (all NaN) fails alone, with
+// the sampler's error; the other sequences of the batch go on.
+TEST_F(RequestsTest, ASequenceThatCouldNotBeSampledFailsAlone) {
+  make(plain(), blocks(16));
+  scheduler->add_request(request("bad", 4, 5));
+  scheduler->add_request(request("good", 4, 5, 20));
+  last_plan = scheduler->schedule();
+  std::vector<SampledToken> sampled;
+  for (const SampleSlot& slot : last_plan.samples) {
+    const bool bad = scheduler->sequence(slot.seq_id).request->id == "bad";
+    sampled.push_back({slot.seq_id, bad ? -1 : 7, {}, bad ? "no token can be sampled" : ""});
+  }
+  const std::vector<SequenceOutput> out = scheduler->update(last_plan, sampled);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].request_id, "bad");
+  EXPECT_EQ(out[0].finish_reason, FinishReason::aborted);
+  EXPECT_EQ(out[0].error, "no token can be sampled");
+  EXPECT_TRUE(out[0].token_ids.empty());
+  const std::vector<SequenceOutput> rest = run_to_completion();
+  ASSERT_EQ(rest.size(), 1u);
+  EXPECT_EQ(rest[0].request_id, "good");
+  EXPECT_EQ(rest[0].finish_reason, FinishReason::length);
+  EXPECT_EQ(rest[0].token_ids.size(), 5u);
+}
+
 TEST_F(RequestsTest, ParallelSamplesShareThePromptAndCopyOnWrite) {
   make(plain(), blocks(16));
   Request r = request("n3", 6, 3);

@@ -116,7 +116,12 @@ int generate_many(Model& model, const std::vector<std::vector<int32_t>>& prompts
   const std::vector<RequestOutput> outputs = engine.generate(std::move(requests));
   const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
   int64_t generated = 0;
+  int failed = 0;
   for (const RequestOutput& out : outputs) {
+    if (const std::string& error = out.samples.at(0).error; !error.empty()) {
+      std::fprintf(stderr, "hive: %s failed: %s\n", out.request_id.c_str(), error.c_str());
+      ++failed;
+    }
     const std::vector<int32_t>& ids = out.samples.at(0).token_ids;
     if (tokenizer) {
       const std::string text = tokenizer->decode(ids, /*skip_special_tokens=*/true);
@@ -145,7 +150,7 @@ int generate_many(Model& model, const std::vector<std::vector<int32_t>>& prompts
                static_cast<long long>(stats.kv_cache.prefix_queried_tokens),
                static_cast<long long>(stats.scheduler.num_preemptions_swap),
                static_cast<long long>(stats.scheduler.num_preemptions_recompute));
-  return 0;
+  return failed == 0 ? 0 : 1;
 }
 
 }  // namespace
