@@ -63,7 +63,7 @@ struct TokenEvent {
   std::vector<int32_t> token_ids;  // new since the last event (all of them when finished)
   bool finished = false;
   uint8_t finish_reason = 0;  // a FinishReason
-  std::string error;          // non-empty: the request failed
+  std::string error;          // non-empty: the request (sample_index -1) or this sample failed
   // Finished events of a request with return_logits: one row per generated
   // token, as LLMEngine returns them.
   std::vector<std::vector<float>> logits;
@@ -103,7 +103,7 @@ struct EngineMetrics {
   int64_t num_steps = 0;
   int64_t num_generated_tokens = 0;
   int64_t num_finished_requests = 0;
-  int64_t num_failed_requests = 0;  // by a worker fault or a shutdown
+  int64_t num_failed_requests = 0;  // a sample ended with an error (fault, shutdown, sampling)
   int64_t num_worker_restarts = 0;
   int64_t num_running = 0;
   int64_t num_waiting = 0;

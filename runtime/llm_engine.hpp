@@ -66,7 +66,8 @@ class LLMEngine {
   EngineStats stats() const;
   const Scheduler& scheduler() const { return *scheduler_; }
   const KVCacheManager& kv_cache_manager() const { return *kv_cache_manager_; }
-  // The tokens sampled by the last step (streaming to a caller).
+  // The tokens sampled by the last step (streaming to a caller); an entry
+  // with an error has no token (token -1), and its sequence failed.
   const std::vector<SampledToken>& last_sampled() const { return last_sampled_; }
 
  private:

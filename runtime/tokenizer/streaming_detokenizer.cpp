@@ -9,6 +9,10 @@ constexpr std::string_view kReplacement = "\xEF\xBF\xBD";
 // that changed it ends in a real U+FFFD (the model wrote one), and holding it
 // back would stall the stream and re-decode an ever longer window.
 constexpr int kMaxTokensPerCharacter = 4;
+// However many tokens add nothing (skipped special tokens after a lone lead
+// byte), the window is emitted at this length: each step decodes the whole
+// window, so an unbounded one would make the stream quadratic.
+constexpr std::size_t kMaxHeldTokens = 32;
 
 // Where `text` stops agreeing with `prefix`, moved back to a character start.
 // Whether `text` holds nothing that `prefix` does not already have.
@@ -49,7 +53,8 @@ std::string StreamingDetokenizer::step(int32_t id) {
       ++num_held_;
       held_text_ = text;
     }
-    if (num_held_ <= kMaxTokensPerCharacter) return {};
+    if (num_held_ <= kMaxTokensPerCharacter && ids_.size() - prefix_index_ <= kMaxHeldTokens)
+      return {};
   }
   num_held_ = 0;
   held_text_.clear();

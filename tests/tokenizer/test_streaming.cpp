@@ -88,6 +88,29 @@ TEST(StreamingDetokenizer, SkippedSpecialTokensDoNotReleaseAPartialCharacter) {
   EXPECT_EQ(joined, "Hi\xE4\xBD\xA0");
 }
 
+// A lone lead byte followed by many skipped special tokens: the held
+// character is given up (as U+FFFD) once the window holds 32 tokens, rather
+// than held while the window grows with every token.
+TEST(StreamingDetokenizer, AHeldCharacterIsGivenUpAfter32Tokens) {
+  const Tokenizer& tokenizer = fixture_tokenizer("sentencepiece_bpe");
+  std::vector<int32_t> ids = tokenizer.encode("Hi", false);
+  const size_t lead = ids.size();
+  ids.push_back(*tokenizer.token_to_id("<0xE4>"));
+  for (int i = 0; i < 100; ++i) ids.push_back(*tokenizer.token_to_id("</s>"));
+  StreamingDetokenizer stream(tokenizer, true);
+  std::string joined;
+  size_t released_at = 0;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    const std::string chunk = stream.step(ids[i]);
+    if (i >= lead && !chunk.empty() && released_at == 0) released_at = i;
+    joined += chunk;
+  }
+  joined += stream.finish();
+  EXPECT_GT(released_at, lead);
+  EXPECT_LE(released_at - lead, 32u);
+  EXPECT_EQ(joined, tokenizer.decode(ids, true));
+}
+
 TEST(StreamingDetokenizer, KeepsGoingOnInvalidByteFallbackSequences) {
   // "=" as a byte token, then a lone lead byte: Hugging Face's DecodeStream
   // raises here; the stream goes on with valid UTF-8.
