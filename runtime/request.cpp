@@ -47,17 +47,15 @@ FinishReason check_stop(const StopConditions& stop, std::span<const int32_t> eos
     reason = FinishReason::eos;
   else if (contains(stop.stop_token_ids, last))
     reason = FinishReason::stop_token;
+  if (reason != FinishReason::none) return reason;  // its text is made when it finishes
   if (detokenize && !stop.stop_strings.empty()) {
-    // The text leaves out a final end-of-sequence or stop token.
-    text = detokenize(reason == FinishReason::none ? output : output.first(output.size() - 1));
-    if (reason != FinishReason::none) return reason;
+    text = detokenize(output);
     const size_t cut = find_stop_string(text, stop.stop_strings);
     if (cut != std::string_view::npos) {
       text.resize(cut);
       return FinishReason::stop_string;
     }
   }
-  if (reason != FinishReason::none) return reason;
   if (static_cast<int64_t>(output.size()) >= stop.max_tokens) return FinishReason::length;
   return FinishReason::none;
 }

@@ -43,9 +43,10 @@ using Detokenize = std::function<std::string(std::span<const int32_t>)>;
 
 // Checks the stop conditions after a new token was appended to `output`
 // (the generated ids, the new one last). With stop strings (and a
-// detokenizer), `text` is set to the output's text, cut before a stop string
-// found in it; without, nothing is decoded (the text is made once, at the end:
-// decoding the whole output every step is quadratic in its length).
+// detokenizer), an output not ended by an end-of-sequence or stop token is
+// decoded into `text`, cut before a stop string found in it; otherwise
+// nothing is decoded (the scheduler makes the text once, when the sequence
+// finishes: decoding the whole output every step is quadratic).
 FinishReason check_stop(const StopConditions& stop, std::span<const int32_t> eos_token_ids,
                         std::span<const int32_t> output, const Detokenize& detokenize,
                         std::string& text);

@@ -119,15 +119,15 @@ void SafetensorsFile::parse_header(size_t header_len) {
           ": shape must be an array of at most ", kMaxDims, " dimensions");
     int64_t dims[kMaxDims] = {};
     uint64_t numel = 1;
-    bool overflow = false;
+    bool overflow = false, empty = false;
     for (size_t d = 0; d < shape.size(); ++d) {
       check(shape[d].is_number_unsigned(), tensor, ": shape entries must be non-negative integers");
       const uint64_t extent = shape[d].get<uint64_t>();
       check(extent < (uint64_t{1} << 40), tensor, ": dimension ", extent, " is implausibly large");
       dims[d] = static_cast<int64_t>(extent);
       overflow |= __builtin_mul_overflow(numel, extent, &numel);
+      empty |= extent == 0;
     }
-    const bool empty = std::find(dims, dims + shape.size(), 0) != dims + shape.size();
     check(empty || (!overflow && numel <= data_size), tensor,
           ": shape holds more elements than the file has bytes");
     const json& offsets = entry["data_offsets"];
