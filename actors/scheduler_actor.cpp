@@ -72,7 +72,8 @@ void deliver(Self self, std::vector<SequenceOutput>& outputs, const std::string&
   for (SequenceOutput& out : outputs) {
     const auto it = st.requests.find(out.request_id);
     if (it == st.requests.end()) continue;
-    const std::string& why = out.error.empty() ? error : out.error;
+    const std::string why =
+        !out.error.empty() ? out.error : (it->second.cancelled ? std::string() : error);
     TokenEvent event = TokenEvent::finish(out.request_id, out.sample_index,
                                           std::move(out.token_ids), out.finish_reason, why);
     event.logits = std::move(out.logits);
@@ -229,18 +230,36 @@ void arm_watchdog(Self self, caf::actor_clock::duration_type delay) {
   self->delayed_send(self, delay, watchdog_atom_v);
 }
 
-// The step deadline timer fired: a step past its deadline is a fault of the
-// first rank that has not replied; one still within it re-arms the timer.
+// The step deadline timer fired. A step still within its deadline re-arms
+// it; one past it is checked once more behind the messages already queued,
+// since its replies may be among them (a single-rank engine's worker runs on
+// the scheduler's thread, so a step that overran queues its reply after the
+// timer that fired meanwhile).
 void on_watchdog(Self self) {
   SchedulerState& st = self->state;
   st.watchdog_armed = false;
   if (!st.step_in_flight) return;
   const auto now = self->clock().now();
   if (now < st.step_deadline) return arm_watchdog(self, st.step_deadline - now);
-  size_t rank = 0;
-  while (rank + 1 < st.replied.size() && st.replied[rank]) ++rank;
-  handle_fault(self, str_cat("worker rank ", rank, " timed out in step ", st.step_id),
-               static_cast<int>(rank));
+  self->send(self, watchdog_atom_v, st.step_id);
+}
+
+// Step `step_id` is past its deadline with every queued reply read: a fault
+// of the one worker that has not answered. When several have not, which one
+// held up the others (ranks wait for each other in collectives) is unknown,
+// and so the requests of every rank fail.
+void on_overdue(Self self, int64_t step_id) {
+  SchedulerState& st = self->state;
+  if (!st.step_in_flight || step_id != st.step_id) return;
+  std::vector<size_t> silent;
+  for (size_t w = 0; w < st.replied.size(); ++w)
+    if (!st.replied[w]) silent.push_back(w);
+  if (silent.size() == 1)
+    return handle_fault(self, str_cat("worker rank ", silent[0], " timed out in step ", step_id),
+                        static_cast<int>(silent[0]));
+  std::string ranks;
+  for (const size_t w : silent) ranks += str_cat(ranks.empty() ? "" : ", ", w);
+  handle_fault(self, str_cat("worker ranks ", ranks, " timed out in step ", step_id), -1);
 }
 
 void maybe_step(Self self) {
@@ -311,6 +330,7 @@ void submit(Self self, Submission& submission) {
 void cancel(Self self, const std::string& id, const token_sink* sink) {
   const auto it = self->state.requests.find(id);
   if (it == self->state.requests.end() || (sink && it->second.sink != *sink)) return;
+  it->second.cancelled = true;
   self->state.ranks[static_cast<size_t>(it->second.rank)].scheduler->abort_request(id);
   // Mid-step, the abort comes back from the step's update(); else now.
   if (!self->state.step_in_flight) fail_requests(self, {}, "");
@@ -365,6 +385,7 @@ scheduler_actor::behavior_type scheduler(Self self, SchedulerSetup setup) {
       },
       [self](metrics_atom) { return snapshot(self->state); },
       [self](watchdog_atom) { on_watchdog(self); },
+      [self](watchdog_atom, int64_t step_id) { on_overdue(self, step_id); },
       [self](fault_atom, int rank) {
         auto& workers = self->state.workers;
         if (rank >= 0 && rank < static_cast<int>(workers.size()))
@@ -377,8 +398,10 @@ scheduler_actor::behavior_type scheduler(Self self, SchedulerSetup setup) {
         st.shutdown_promises.push_back(promise);
         if (!drain) {
           std::vector<std::string> ids;
-          for (const auto& [id, tracked] : st.requests) ids.push_back(id);
-          st.num_failed_at_shutdown += static_cast<int64_t>(ids.size());
+          for (const auto& [id, tracked] : st.requests) {
+            ids.push_back(id);
+            if (!tracked.cancelled) ++st.num_failed_at_shutdown;  // a cancelled one ends as such
+          }
           fail_requests(self, ids, "the engine shut down with the request in flight");
         }
         check_drained(self);

@@ -62,8 +62,9 @@ using scheduler_actor =
                      caf::reacts_to<cancel_atom, std::string, token_sink>,
                      caf::replies_to<metrics_atom>::with<EngineMetrics>,
                      caf::replies_to<shutdown_atom, bool>::with<int64_t>,
-                     caf::reacts_to<fault_atom, int>,  // testing: rank's next step throws
-                     caf::reacts_to<watchdog_atom>>;   // internal: the step deadline timer
+                     caf::reacts_to<fault_atom, int>,          // testing: rank's next step throws
+                     caf::reacts_to<watchdog_atom>,            // internal: the step deadline timer
+                     caf::reacts_to<watchdog_atom, int64_t>>;  // internal: step id past it
 
 struct SchedulerSetup {
   KVCacheConfig kv_cache;
@@ -71,6 +72,9 @@ struct SchedulerSetup {
   std::vector<WorkerSpec> workers;  // one per rank, rank order
   bool detached_workers = false;    // each worker on its own thread (needed for > 1 rank)
   int tensor_parallel_size = 1;     // workers per planning rank (1, or all of them)
+  // A step not answered by then is a fault. A single-rank engine's worker
+  // shares the scheduler's thread, so there it bounds only how late a reply
+  // may be, not how long a hung step can block the engine.
   std::chrono::milliseconds worker_timeout{60000};
   int64_t vocab_size = 0;  // prompt token ids are checked against it
   int num_experts = 0;
@@ -84,9 +88,10 @@ struct SchedulerSetup {
 struct TrackedRequest {
   token_sink sink;
   int samples_left = 1;
-  bool started = false;  // appeared in a plan: it ran on its rank's workers
-  int rank = 0;          // the rank whose scheduler and KV cache hold it
-  bool failed = false;   // a sample ended with an error
+  bool started = false;    // appeared in a plan: it ran on its rank's workers
+  int rank = 0;            // the rank whose scheduler and KV cache hold it
+  bool failed = false;     // a sample ended with an error
+  bool cancelled = false;  // its owner cancelled it: a fault or a shutdown is not its error
 };
 
 // One rank's planning state and its step in flight.

@@ -7,6 +7,8 @@
 #include <functional>
 #include <map>
 #include <sstream>
+#include <stdexcept>
+#include <vector>
 
 #include "kernels/error.hpp"
 
@@ -42,7 +44,13 @@ class Section {
   void optional(const std::string& key,
                 const std::function<void(const YAML::Node&, const std::string&)>& read) {
     used_.insert({key, true});
-    if (const YAML::Node value = node_[key]) read(value, qualified(key));
+    for (const auto& entry : node_) {
+      if (entry.first.Scalar() != key) continue;
+      // An empty value's own position is wherever the next token starts.
+      check(!entry.second.IsNull(), where(entry.first), qualified(key),
+            ": expected a value (got nothing)");
+      return read(entry.second, qualified(key));
+    }
   }
   void required(const std::string& key,
                 const std::function<void(const YAML::Node&, const std::string&)>& read) {
@@ -91,8 +99,15 @@ struct Reader {
           ")");
     return node.Scalar();
   }
+  // A number or a boolean must be written plainly: a quoted "80" is a string.
+  std::string plain(const YAML::Node& node, const std::string& key, const char* expected) const {
+    std::string text = scalar(node, key, expected);
+    check(node.Tag() != "!", at(node), key, ": expected ", expected, " (got the quoted string '",
+          text, "')");
+    return text;
+  }
   int64_t integer(const YAML::Node& node, const std::string& key, int64_t min, int64_t max) const {
-    const std::string text = scalar(node, key, "an integer");
+    const std::string text = plain(node, key, "an integer");
     int64_t value = 0;
     std::istringstream in(text);
     check(static_cast<bool>(in >> value) && in.eof(), at(node), key, ": expected an integer (got '",
@@ -102,7 +117,7 @@ struct Reader {
     return value;
   }
   double number(const YAML::Node& node, const std::string& key, double min, double max) const {
-    const std::string text = scalar(node, key, "a number");
+    const std::string text = plain(node, key, "a number");
     double value = 0;
     std::istringstream in(text);
     check(static_cast<bool>(in >> value) && in.eof() && std::isfinite(value), at(node), key,
@@ -112,7 +127,7 @@ struct Reader {
     return value;
   }
   bool boolean(const YAML::Node& node, const std::string& key) const {
-    const std::string text = scalar(node, key, "true or false");
+    const std::string text = plain(node, key, "true or false");
     if (text == "true") return true;
     if (text == "false") return false;
     fail(at(node), key, ": expected true or false (got '", text, "')");
@@ -142,23 +157,34 @@ std::optional<int64_t> parse_byte_size(const std::string& text) {
   static const std::map<std::string, double> units = {
       {"", 1},     {"B", 1},        {"KB", 1e3},        {"MB", 1e6},
       {"GB", 1e9}, {"KiB", 1024.0}, {"MiB", 1048576.0}, {"GiB", 1073741824.0}};
-  size_t used = 0;
-  double value = 0;
+  // Decimal digits with an optional fraction, then the unit: no sign, space,
+  // exponent or hexadecimal, which std::stod would also take.
+  const std::string number = text.substr(0, text.find_first_not_of("0123456789."));
+  if (number.find_first_of("0123456789") == std::string::npos ||
+      number.find('.') != number.rfind('.'))
+    return std::nullopt;
+  const auto unit = units.find(text.substr(number.size()));
+  if (unit == units.end()) return std::nullopt;
+  double bytes = 0;
   try {
-    value = std::stod(text, &used);
-  } catch (const std::exception&) {
+    bytes = std::stod(number) * unit->second;
+  } catch (const std::out_of_range&) {
     return std::nullopt;
   }
-  const auto unit = units.find(text.substr(used));
-  if (unit == units.end() || !std::isfinite(value) || value < 0) return std::nullopt;
-  return static_cast<int64_t>(value * unit->second);
+  // 2^63 is the first double past int64_t's range.
+  if (!(bytes < 9223372036854775808.0)) return std::nullopt;
+  return static_cast<int64_t>(bytes);
 }
 
 LaunchConfig parse_launch_config(const std::string& yaml_text, const std::string& source,
                                  const std::filesystem::path& base_dir) {
   YAML::Node root;
   try {
-    root = YAML::Load(yaml_text);
+    const std::vector<YAML::Node> documents = YAML::LoadAll(yaml_text);
+    check(documents.size() <= 1, source, ":",
+          documents.size() > 1 ? documents[1].Mark().line + 1 : 0,
+          ": a second YAML document; the file describes one runtime");
+    if (!documents.empty()) root = documents[0];
   } catch (const YAML::Exception& e) {
     fail(source, ":", e.mark.line + 1, ": not valid YAML: ", e.msg);
   }
@@ -167,6 +193,7 @@ LaunchConfig parse_launch_config(const std::string& yaml_text, const std::string
   Section top(root, "", source);
   const auto path = [&](const YAML::Node& n, const std::string& key) {
     const std::filesystem::path p = r.scalar(n, key, "a path");
+    check(!p.empty(), r.at(n), key, ": expected a path (got an empty string)");
     return p.is_absolute() ? p : (base_dir / p).lexically_normal();
   };
   top.required("model", [&](auto& n, auto& k) { config.model = path(n, k); });
@@ -192,10 +219,17 @@ LaunchConfig parse_launch_config(const std::string& yaml_text, const std::string
       p.replicate_hot_experts = static_cast<int>(r.integer(n, k, 0, 1024));
     });
     s.reject_unknown_keys();
-    check(p.world_size % p.expert_parallel_size == 0 && p.world_size % p.tensor_parallel_size == 0,
-          s.where(node), name, ": expert_parallel_size (", p.expert_parallel_size,
-          ") and tensor_parallel_size (", p.tensor_parallel_size, ") must divide world_size (",
-          p.world_size, ")");
+    // The two layouts Hive runs (docs/architecture.md): data-parallel ranks
+    // with the experts spread over all of them, or one tensor-parallel model.
+    const int world = p.world_size, tp = p.tensor_parallel_size;
+    if (!node["expert_parallel_size"]) p.expert_parallel_size = tp == 1 ? world : 1;
+    const int ep = p.expert_parallel_size;
+    check((tp == 1 && ep == world) || (tp == world && ep == 1), s.where(node), name,
+          ": world_size ", world, " with expert_parallel_size ", ep, " and tensor_parallel_size ",
+          tp,
+          ": the ranks are either data parallel with the experts spread over all of them "
+          "(expert_parallel_size = world_size, tensor_parallel_size 1) or one tensor-parallel "
+          "model (tensor_parallel_size = world_size, expert_parallel_size 1)");
   });
   top.optional("kv_cache", [&](auto& node, auto& name) {
     Section s(node, name, source);
@@ -206,8 +240,10 @@ LaunchConfig parse_launch_config(const std::string& yaml_text, const std::string
     s.optional("memory_budget", [&](auto& n, auto& k) { kv.memory_budget_bytes = r.bytes(n, k); });
     s.optional("memory_fraction",
                [&](auto& n, auto& k) { kv.memory_fraction = r.number(n, k, 0.01, 1.0); });
+    std::string dtype_at;
     s.optional("dtype", [&](auto& n, auto& k) {
       kv.dtype = r.choice(n, k, {"f32", "bf16", "f16"});
+      dtype_at = r.at(n);
     });
     s.optional("enable_prefix_caching",
                [&](auto& n, auto& k) { kv.enable_prefix_caching = r.boolean(n, k); });
@@ -216,9 +252,10 @@ LaunchConfig parse_launch_config(const std::string& yaml_text, const std::string
     check(!(node["memory_budget"] && node["memory_fraction"]), s.where(node), name,
           ": give memory_budget or memory_fraction, not both");
     // Quantized KV is a later step; until then the key only takes f32.
-    check(kv.dtype == "f32", s.where(node["dtype"]), name,
+    check(kv.dtype == "f32", dtype_at, name,
           ".dtype: only f32 is supported so far (got '", kv.dtype, "')");
   });
+  std::string preemption_mode_at = source + ": ";
   top.optional("scheduler", [&](auto& node, auto& name) {
     Section s(node, name, source);
     SchedulerLimits& sc = config.scheduler;
@@ -235,6 +272,7 @@ LaunchConfig parse_launch_config(const std::string& yaml_text, const std::string
     });
     s.optional("preemption_mode", [&](auto& n, auto& k) {
       sc.preemption_mode = r.choice(n, k, {"by_cost", "recompute", "swap"});
+      preemption_mode_at = r.at(n);
     });
     s.reject_unknown_keys();
   });
@@ -260,8 +298,9 @@ LaunchConfig parse_launch_config(const std::string& yaml_text, const std::string
     s.reject_unknown_keys();
   });
   top.reject_unknown_keys();
-  check(config.scheduler.preemption_mode != "swap" || config.kv_cache.swap_space_bytes > 0, source,
-        ": scheduler.preemption_mode: swap needs kv_cache.swap_space (a host pool to swap to)");
+  check(config.scheduler.preemption_mode != "swap" || config.kv_cache.swap_space_bytes > 0,
+        preemption_mode_at,
+        "scheduler.preemption_mode: swap needs kv_cache.swap_space (a host pool to swap to)");
   return config;
 }
 

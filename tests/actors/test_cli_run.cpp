@@ -144,6 +144,10 @@ TEST(CliRun, ABadPromptLineNamesTheFileAndLine) {
            Case{R"({"prompt_ids": [1], "seed": -1})", "\"seed\" must be an integer in [0, "},
            Case{R"({"prompt_ids": [1], "top_p": 0})", ":1: top_p must be in (0, 1]"},
            Case{R"([1, 2])", ":1: expected a JSON object"},
+           Case{R"({"prompt_ids": []})", ":1: the prompt has no tokens"},
+           Case{R"({"id": "", "prompt_ids": [1]})", ":1: \"id\" must not be empty"},
+           Case{R"({"prompt_ids": [1, 2000000000]})",
+                ":1: prompt token id 2000000000 is out of range [0, "},
            Case{R"({"id": "x", "prompt_ids": [1]})"
                 "\n"
                 R"({"id": "x", "prompt_ids": [2]})",

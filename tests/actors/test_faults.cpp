@@ -60,7 +60,9 @@ CAF_TEST(a worker that does not answer in time is treated as failed) {
   // The plan is in the worker's mailbox; fire the request's timeout first.
   CAF_CHECK_EQUAL(trigger_timeouts(), 1u);
   CAF_REQUIRE(sched.prioritize(scheduler_hdl));
-  sched.run_once();
+  sched.run_once();  // the timer: the step is checked again behind the queued messages
+  CAF_REQUIRE(sched.prioritize(scheduler_hdl));
+  sched.run_once();  // that check, with the worker still busy
   run();
   const TokenEvent* failed = finished_event("r");
   CAF_REQUIRE(failed != nullptr);
@@ -70,6 +72,41 @@ CAF_TEST(a worker that does not answer in time is treated as failed) {
   submit(again);
   run();
   CAF_CHECK_EQUAL(streamed("again"), reference(again));
+}
+
+CAF_TEST(a reply queued behind the deadline timer that fired while the step ran counts) {
+  // A single-rank engine's worker runs on the scheduler's thread: a step
+  // that overruns its deadline queues its reply after the timer's message.
+  const Request r = make_request("r", {6, 6, 6}, 4);
+  submit(r);
+  expect((submit_atom, Submission), from(self).to(scheduler_hdl).with(_, _));
+  CAF_CHECK_EQUAL(trigger_timeouts(), 1u);
+  CAF_REQUIRE(sched.prioritize(worker_hdl()));
+  sched.run_once();  // the step; its reply now waits behind the timer
+  run();
+  CAF_CHECK_EQUAL(streamed("r"), reference(r));
+  const TokenEvent* done = finished_event("r");
+  CAF_REQUIRE(done != nullptr);
+  CAF_CHECK_EQUAL(done->error, "");
+  CAF_CHECK_EQUAL(metrics().num_worker_restarts, 0);
+}
+
+CAF_TEST(a request cancelled in a step that fails ends cancelled and not failed) {
+  self->send(scheduler_hdl, fault_atom_v, 0);
+  run();  // the worker's next step throws
+  submit(make_request("r", {3, 1, 4, 1, 5}, 8));
+  expect((submit_atom, Submission), from(self).to(scheduler_hdl).with(_, _));
+  self->send(scheduler_hdl, cancel_atom_v, std::string("r"));
+  expect((cancel_atom, std::string), from(self).to(scheduler_hdl).with(_, _));
+  run();
+  const TokenEvent* done = finished_event("r");
+  CAF_REQUIRE(done != nullptr);
+  CAF_CHECK(done->reason() == FinishReason::aborted);
+  CAF_CHECK_EQUAL(done->error, "");
+  const EngineMetrics m = metrics();
+  CAF_CHECK_EQUAL(m.num_worker_restarts, 1);
+  CAF_CHECK_EQUAL(m.num_failed_requests, 0);
+  CAF_CHECK_EQUAL(m.num_free_blocks, m.num_blocks);
 }
 
 CAF_TEST(steps that each end before their deadline never time out) {
@@ -151,6 +188,58 @@ CAF_TEST(a scheduler that stops ends the streams of its requests and stops its w
   self->receive([&](caf::down_msg& down) { worker_stopped = down.source == worker.address(); },
                 caf::after(std::chrono::seconds(0)) >> [] {});
   CAF_CHECK(worker_stopped);
+}
+
+CAF_TEST_FIXTURE_SCOPE_END()
+
+namespace {
+
+// Two data-parallel ranks of a dense model (no collectives), whose workers
+// the test runs by hand (not detached).
+struct TwoRankFixture : test_coordinator_fixture<ActorConfig> {
+  CpuBackend cpu;
+  std::shared_ptr<Model> model =
+      std::make_shared<Model>(std::string(HIVE_TEST_DATA) + "/models/llama", cpu);
+  token_sink sink = sys.spawn<Collector>();
+  scheduler_actor scheduler_hdl;
+
+  TwoRankFixture() {
+    SchedulerSetup setup = make_scheduler_setup(model, small_engine_config(), 2);
+    setup.detached_workers = false;
+    scheduler_hdl = sys.spawn(scheduler, std::move(setup));
+    run();
+  }
+  SchedulerState& scheduler_state() {
+    return deref<scheduler_actor::stateful_base<SchedulerState>>(scheduler_hdl).state;
+  }
+};
+
+}  // namespace
+
+CAF_TEST_FIXTURE_SCOPE(two_rank_fault_tests, TwoRankFixture)
+
+CAF_TEST(a step that two ranks leave unanswered fails the requests of both) {
+  // Step 1 computes "a" on rank 0; step 2 both "a" and "b" (rank 1).
+  for (const char* id : {"a", "b"}) {
+    self->send(scheduler_hdl, submit_atom_v, Submission{make_request(id, {1, 2, 3}, 4), sink});
+    expect((submit_atom, Submission), from(self).to(scheduler_hdl).with(_, _));
+  }
+  run_until([&] { return scheduler_state().step_id == 2; });
+  // Neither worker has answered step 2: which one held it up is not known.
+  CAF_CHECK_EQUAL(trigger_timeouts(), 1u);
+  CAF_REQUIRE(sched.prioritize(scheduler_hdl));
+  sched.run_once();
+  CAF_REQUIRE(sched.prioritize(scheduler_hdl));
+  sched.run_once();
+  run();
+  const auto& events = deref<token_sink::stateful_base<CollectorState>>(sink).state.events;
+  for (const std::string id : {"a", "b"}) {
+    const auto done = std::find_if(events.begin(), events.end(), [&](const TokenEvent& e) {
+      return e.request_id == id && e.finished;
+    });
+    CAF_REQUIRE(done != events.end());
+    CAF_CHECK_EQUAL(done->error, "worker ranks 0, 1 timed out in step 2");
+  }
 }
 
 CAF_TEST_FIXTURE_SCOPE_END()

@@ -59,6 +59,16 @@ TEST(LaunchConfig, ByteSizes) {
   EXPECT_EQ(parse_byte_size("4096"), 4096);
   EXPECT_FALSE(parse_byte_size("12 parsecs").has_value());
   EXPECT_FALSE(parse_byte_size("-1MiB").has_value());
+  // Only decimal digits and one point: std::stod would also take these.
+  for (const char* bad : {" 5MiB", "0x10MiB", "1e3", "inf", "nan", ".", "1.2.3", "+5", "5 MiB"})
+    EXPECT_FALSE(parse_byte_size(bad).has_value()) << bad;
+  EXPECT_EQ(parse_byte_size(".5KiB"), 512);
+  // Past int64_t: refused, not undefined behaviour.
+  EXPECT_FALSE(parse_byte_size("1e19").has_value());
+  EXPECT_FALSE(parse_byte_size("9223372036854775808").has_value());
+  EXPECT_FALSE(parse_byte_size("10000000000GiB").has_value());
+  EXPECT_FALSE(parse_byte_size(std::string(400, '9')).has_value());
+  EXPECT_EQ(parse_byte_size("8GiB"), int64_t{8} << 30);
 }
 
 TEST(LaunchConfig, MistakesNameLineKeyExpectedAndGot) {
@@ -78,9 +88,14 @@ TEST(LaunchConfig, MistakesNameLineKeyExpectedAndGot) {
                "test.yaml:3: kv_cache.memory_budget: expected a positive size such as 512MiB");
   expect_error("model: m\nkv_cache:\n  memory_fraction: 1.5\n",
                "kv_cache.memory_fraction: must be in [0.01, 1]");
-  expect_error(
-      "model: m\nparallel:\n  world_size: 4\n  expert_parallel_size: 3\n",
-      "parallel: expert_parallel_size (3) and tensor_parallel_size (1) must divide world_size (4)");
+  expect_error("model: m\nparallel:\n  world_size: 4\n  expert_parallel_size: 3\n",
+               "test.yaml:3: parallel: world_size 4 with expert_parallel_size 3 and "
+               "tensor_parallel_size 1: the ranks are either data parallel");
+  // Data-parallel ranks always spread the experts over all of them.
+  expect_error("model: m\nparallel: {world_size: 4, expert_parallel_size: 1}\n",
+               "world_size 4 with expert_parallel_size 1 and tensor_parallel_size 1");
+  expect_error("model: m\nparallel: {world_size: 4, tensor_parallel_size: 2}\n",
+               "world_size 4 with expert_parallel_size 1 and tensor_parallel_size 2");
   expect_error("model: m\nserver:\n  port: 70000\n",
                "test.yaml:3: server.port: must be in [1, 65535] (got 70000)");
   expect_error("model: m\nspeculative:\n  num_speculative_tokens: 4\n",
@@ -99,7 +114,32 @@ TEST(LaunchConfig, MistakesNameLineKeyExpectedAndGot) {
   expect_error("model: m\nkv_cache:\n  dtype: bf16\n",
                "test.yaml:3: kv_cache.dtype: only f32 is supported so far (got 'bf16')");
   expect_error("model: m\nscheduler:\n  preemption_mode: swap\n",
-               "scheduler.preemption_mode: swap needs kv_cache.swap_space");
+               "test.yaml:3: scheduler.preemption_mode: swap needs kv_cache.swap_space");
+}
+
+TEST(LaunchConfig, EmptyQuotedAndExtraValuesAreRefused) {
+  // An empty value is reported on its key's line, not on the next token's.
+  expect_error("model: m\nparallel:\n\n\n",
+               "test.yaml:2: parallel: expected a value (got nothing)");
+  expect_error("model: m\nkv_cache:\n  block_size:\n  swap_space: 1GiB\n",
+               "test.yaml:3: kv_cache.block_size: expected a value (got nothing)");
+  expect_error("model: m\nserver:\n  port: \"80\"\n",
+               "test.yaml:3: server.port: expected an integer (got the quoted string '80')");
+  expect_error("model: m\nkv_cache:\n  enable_prefix_caching: 'true'\n",
+               "test.yaml:3: kv_cache.enable_prefix_caching: expected true or false (got the "
+               "quoted string 'true')");
+  expect_error("model: ''\n", "test.yaml:1: model: expected a path (got an empty string)");
+  expect_error("model: m\n---\nmodel: n\n", "test.yaml:3: a second YAML document");
+  // A quoted string value stays a string.
+  EXPECT_EQ(parse("model: m\nserver: {api_key: '123'}\n").server.api_key, "123");
+}
+
+TEST(LaunchConfig, ParallelLayouts) {
+  const LaunchConfig ep = parse("model: m\nparallel: {world_size: 4}\n");
+  EXPECT_EQ(ep.parallel.expert_parallel_size, 4);  // the default: experts over all ranks
+  const LaunchConfig tp = parse("model: m\nparallel: {world_size: 2, tensor_parallel_size: 2}\n");
+  EXPECT_EQ(tp.parallel.expert_parallel_size, 1);
+  EXPECT_EQ(parse("model: m\n").parallel.expert_parallel_size, 1);
 }
 
 }  // namespace

@@ -19,6 +19,7 @@
 
 #include "actors/engine.hpp"
 #include "kernels/error.hpp"
+#include "runtime/model_config.hpp"
 #include "tools/cli/args.hpp"
 #include "tools/cli/commands.hpp"
 #include "tools/cli/text_prompt.hpp"
@@ -105,7 +106,7 @@ class PromptLine {
 };
 
 std::vector<Request> read_prompts(const std::string& path, LazyTokenizer& tokenizer,
-                                  std::set<std::string>& text_ids) {
+                                  int64_t vocab_size, std::set<std::string>& text_ids) {
   std::ifstream in(path);
   check(in.good(), "--prompts: cannot open ", path);
   std::vector<Request> requests;
@@ -123,6 +124,7 @@ std::vector<Request> read_prompts(const std::string& path, LazyTokenizer& tokeni
     const PromptLine p(j, where);
     Request r;
     r.id = p.string("id", "prompt-" + std::to_string(number));
+    check(!r.id.empty(), where, ": \"id\" must not be empty");
     const auto [seen, fresh] = id_lines.emplace(r.id, number);
     check(fresh, where, ": id '", r.id, "' is already used on line ", seen->second);
     check(p.has("prompt") != p.has("prompt_ids"), where,
@@ -135,6 +137,10 @@ std::vector<Request> read_prompts(const std::string& path, LazyTokenizer& tokeni
     } else {
       r.prompt_token_ids = p.ids("prompt_ids");
     }
+    check(!r.prompt_token_ids.empty(), where, ": the prompt has no tokens");
+    for (const int32_t id : r.prompt_token_ids)
+      check(id < vocab_size, where, ": prompt token id ", id, " is out of range [0, ", vocab_size,
+            ")");
     r.stop.max_tokens = p.integer("max_tokens", 16, 1, INT32_MAX);
     r.stop.ignore_eos = p.boolean("ignore_eos");
     r.stop.stop_token_ids = p.ids("stop_token_ids");
@@ -178,7 +184,12 @@ int run_run(const std::vector<std::string>& argv) {
   const LaunchConfig config = load_launch_config(args.require("--config"));
   LazyTokenizer tokenizer(config.model);
   std::set<std::string> text_ids;  // requests whose output prints as text
-  std::vector<Request> requests = read_prompts(args.require("--prompts"), tokenizer, text_ids);
+  std::vector<Request> requests = read_prompts(
+      args.require("--prompts"), tokenizer, load_model_config(config.model).vocab_size, text_ids);
+  if (!config.speculative.draft_model.empty())
+    std::fprintf(stderr,
+                 "note: the config's speculative section is not used yet; running without a "
+                 "draft model\n");
   Engine engine(config);
   const auto start = std::chrono::steady_clock::now();
   std::vector<std::pair<std::string, TokenStream>> streams;
