@@ -17,12 +17,11 @@ uint64_t mix(uint64_t x) {
 
 }  // namespace
 
-BlockHash hash_block(BlockHash parent, std::span<const int32_t> token_ids,
-                     std::span<const uint64_t> extra_keys) {
-  uint64_t h = mix(parent ^ 0x9e3779b97f4a7c15ULL);
-  for (const uint64_t key : extra_keys) h = mix(h ^ key);
-  h = mix(h ^ token_ids.size());
-  for (const int32_t token : token_ids) h = mix(h ^ static_cast<uint32_t>(token));
+BlockHash hash_key(const BlockKey& key) {
+  uint64_t h = mix(static_cast<uint64_t>(key.parent) ^ 0x9e3779b97f4a7c15ULL);
+  for (const uint64_t extra : key.extra_keys) h = mix(h ^ extra);
+  h = mix(h ^ key.token_ids.size());
+  for (const int32_t token : key.token_ids) h = mix(h ^ static_cast<uint32_t>(token));
   return h;
 }
 
@@ -75,7 +74,7 @@ std::vector<int32_t> FreeBlockQueue::to_vector() const {
 
 BlockPool::BlockPool(int32_t num_blocks)
     : ref_counts_(static_cast<size_t>(std::max(num_blocks, 0)), 0),
-      hashes_(static_cast<size_t>(std::max(num_blocks, 0))),
+      entries_(static_cast<size_t>(std::max(num_blocks, 0))),
       free_block_queue_(std::max(num_blocks, 0)) {
   check(num_blocks >= 2, "a block pool needs >= 2 blocks, the null block and one more (got ",
         num_blocks, ")");
@@ -92,9 +91,10 @@ int32_t BlockPool::ref_count(int32_t block) const {
   return ref_counts_[static_cast<size_t>(block)];
 }
 
-std::optional<BlockHash> BlockPool::block_hash(int32_t block) const {
-  check_block(block, "block_hash");
-  return hashes_[static_cast<size_t>(block)];
+std::optional<int64_t> BlockPool::block_entry(int32_t block) const {
+  check_block(block, "block_entry");
+  const std::optional<Entry>& entry = entries_[static_cast<size_t>(block)];
+  return entry ? std::optional<int64_t>(entry->id) : std::nullopt;
 }
 
 std::vector<int32_t> BlockPool::allocate(int32_t n) {
@@ -104,9 +104,9 @@ std::vector<int32_t> BlockPool::allocate(int32_t n) {
   for (int32_t& block : blocks) {
     block = free_block_queue_.pop_front();
     const auto b = static_cast<size_t>(block);
-    if (hashes_[b]) {
-      cached_blocks_.erase(*hashes_[b]);
-      hashes_[b].reset();
+    if (entries_[b]) {
+      cached_blocks_.erase(entries_[b]->hash);
+      entries_[b].reset();
       ++num_evictions_;
     }
     ref_counts_[b] = 1;
@@ -132,19 +132,27 @@ void BlockPool::release(std::span<const int32_t> blocks) {
   }
 }
 
-std::optional<int32_t> BlockPool::cached_block(BlockHash hash) const {
-  const auto it = cached_blocks_.find(hash);
+std::optional<BlockPool::CachedBlock> BlockPool::cached_block(const BlockKey& key) const {
+  const auto it = cached_blocks_.find(hash_key(key));
   if (it == cached_blocks_.end()) return std::nullopt;
-  return it->second;
+  const Entry& entry = *entries_[static_cast<size_t>(it->second)];
+  if (entry.key != key) return std::nullopt;  // a collision, not a hit
+  return CachedBlock{it->second, entry.id};
 }
 
-void BlockPool::cache_block(int32_t block, BlockHash hash) {
+std::optional<int64_t> BlockPool::cache_block(int32_t block, BlockKey key) {
   check_block(block, "cache_block");
   const auto b = static_cast<size_t>(block);
   check(ref_counts_[b] > 0, "block pool: caching free block ", block);
-  if (hashes_[b] || cached_blocks_.count(hash)) return;
-  hashes_[b] = hash;
+  if (entries_[b]) return entries_[b]->key == key ? std::optional(entries_[b]->id) : std::nullopt;
+  const BlockHash hash = hash_key(key);
+  if (const auto it = cached_blocks_.find(hash); it != cached_blocks_.end()) {
+    const Entry& other = *entries_[static_cast<size_t>(it->second)];
+    return other.key == key ? std::optional(other.id) : std::nullopt;
+  }
+  entries_[b] = Entry{next_entry_++, hash, std::move(key)};
   cached_blocks_.emplace(hash, block);
+  return entries_[b]->id;
 }
 
 }  // namespace hive

@@ -25,13 +25,22 @@
 
 namespace hive {
 
-// Chained hash of a full block: parent block's hash, its token ids, and the
-// request's extra keys (anything else that changes the K/V, e.g. a cache salt).
-using BlockHash = uint64_t;
-inline constexpr BlockHash kRootBlockHash = 0x6a09e667f3bcc908ULL;  // parent of block 0
+// What a full block's K/V depend on: the cache entry of the block before it
+// (kRootEntry for a sequence's first block), its token ids and the request's
+// extra keys (anything else that changes the K/V, e.g. a cache salt). A hit
+// compares the whole key, not just its hash: a 64-bit hash can be made to
+// collide on purpose, and a forged hit would hand one request K/V computed
+// from another's tokens.
+inline constexpr int64_t kRootEntry = 0;
+struct BlockKey {
+  int64_t parent = kRootEntry;
+  std::vector<int32_t> token_ids;
+  std::vector<uint64_t> extra_keys;
+  bool operator==(const BlockKey&) const = default;
+};
 
-BlockHash hash_block(BlockHash parent, std::span<const int32_t> token_ids,
-                     std::span<const uint64_t> extra_keys);
+using BlockHash = uint64_t;
+BlockHash hash_key(const BlockKey& key);
 
 // A doubly linked list of block ids with O(1) push_back, pop_front and remove.
 class FreeBlockQueue {
@@ -62,7 +71,6 @@ class BlockPool {
   int32_t num_allocatable_blocks() const { return num_blocks() - 1; }
   int32_t num_free_blocks() const { return free_block_queue_.size(); }
   int32_t ref_count(int32_t block) const;
-  std::optional<BlockHash> block_hash(int32_t block) const;
   // Free block ids from the next to be reused to the last.
   std::vector<int32_t> free_block_queue() const { return free_block_queue_.to_vector(); }
   int64_t num_evictions() const { return num_evictions_; }
@@ -77,19 +85,36 @@ class BlockPool {
   // free queue in the order given. Null entries are skipped.
   void release(std::span<const int32_t> blocks);
 
-  // Prefix cache: the block holding the tokens that hash to `hash`, if any.
-  std::optional<int32_t> cached_block(BlockHash hash) const;
-  // Records that `block` (full, in use) holds the tokens hashing to `hash`.
-  // When another block already holds them, the cache keeps that one.
-  void cache_block(int32_t block, BlockHash hash);
+  // Prefix cache: a cache entry (an id never reused) names one block's
+  // contents; the entries after it name it as their parent.
+  struct CachedBlock {
+    int32_t block = 0;
+    int64_t entry = 0;
+  };
+  // The block holding exactly `key`, if any.
+  std::optional<CachedBlock> cached_block(const BlockKey& key) const;
+  // Records that `block` (full, in use) holds `key` and returns the entry
+  // that now names those contents: this block's, or that of another block
+  // already holding them (the cache keeps that one). nullopt when a
+  // different key has the same hash: the block stays out of the cache.
+  std::optional<int64_t> cache_block(int32_t block, BlockKey key);
+  // The entry of a cached block.
+  std::optional<int64_t> block_entry(int32_t block) const;
 
  private:
   void check_block(int32_t block, const char* what) const;
 
+  struct Entry {
+    int64_t id = 0;
+    BlockHash hash = 0;
+    BlockKey key;
+  };
+
   std::vector<int32_t> ref_counts_;
-  std::vector<std::optional<BlockHash>> hashes_;
+  std::vector<std::optional<Entry>> entries_;  // per block, while it is cached
   FreeBlockQueue free_block_queue_;
   std::unordered_map<BlockHash, int32_t> cached_blocks_;
+  int64_t next_entry_ = kRootEntry + 1;
   int64_t num_evictions_ = 0;
 };
 

@@ -48,19 +48,24 @@ int64_t KVCacheManager::blocks_for(int64_t num_tokens) const {
   return (num_tokens + config_.block_size - 1) / config_.block_size;
 }
 
+BlockKey KVCacheManager::block_key(const Sequence& seq, int64_t parent, size_t index) const {
+  const auto block_size = static_cast<size_t>(config_.block_size);
+  const std::span<const int32_t> tokens =
+      std::span<const int32_t>(seq.token_ids).subspan(index * block_size, block_size);
+  return BlockKey{parent, {tokens.begin(), tokens.end()}, seq.request->cache_extra_keys};
+}
+
 PrefixHit KVCacheManager::find_cached_prefix(const Sequence& seq) const {
   PrefixHit hit;
   if (!config_.enable_prefix_caching) return hit;
-  const std::span<const int32_t> tokens = seq.token_ids;
-  const size_t block_size = static_cast<size_t>(config_.block_size);
   const int64_t max_blocks = (seq.num_tokens() - 1) / config_.block_size;
-  BlockHash hash = kRootBlockHash;
+  int64_t parent = kRootEntry;
   for (int64_t b = 0; b < max_blocks; ++b) {
-    hash = hash_block(hash, tokens.subspan(static_cast<size_t>(b) * block_size, block_size),
-                      seq.request->cache_extra_keys);
-    const std::optional<int32_t> block = device_pool_.cached_block(hash);
-    if (!block) break;
-    hit.blocks.push_back(*block);
+    const auto cached = device_pool_.cached_block(block_key(seq, parent, static_cast<size_t>(b)));
+    if (!cached) break;
+    hit.blocks.push_back(cached->block);
+    hit.entries.push_back(cached->entry);
+    parent = cached->entry;
   }
   hit.num_tokens = static_cast<int64_t>(hit.blocks.size()) * config_.block_size;
   return hit;
@@ -105,8 +110,11 @@ std::vector<BlockCopy> KVCacheManager::allocate(const Sequence& seq, int64_t num
     stats_.prefix_queried_tokens += seq.num_tokens();
     stats_.prefix_hit_tokens += hit.num_tokens;
   }
+  check(hit.entries.size() == hit.blocks.size(), "KV cache: a prefix hit of ", hit.blocks.size(),
+        " blocks has ", hit.entries.size(), " entries");
   device_pool_.add_reference(hit.blocks);
   t.blocks.insert(t.blocks.end(), hit.blocks.begin(), hit.blocks.end());
+  t.entries.insert(t.entries.end(), hit.entries.begin(), hit.entries.end());
   release_outside_window(t, num_computed);
 
   std::vector<BlockCopy> copies;
@@ -140,17 +148,21 @@ void KVCacheManager::release_outside_window(Table& t, int64_t num_computed) {
   }
 }
 
+int64_t KVCacheManager::cache_block(const Sequence& seq, const Table& t, size_t index) {
+  const int64_t parent = index == 0 ? kRootEntry : t.entries[index - 1];
+  // A block released outside the sliding window keeps the entry it had.
+  if (t.blocks[index] == BlockPool::kNullBlock) return t.entries.at(index);
+  if (parent == kNoEntry) return kNoEntry;
+  return device_pool_.cache_block(t.blocks[index], block_key(seq, parent, index))
+      .value_or(kNoEntry);
+}
+
 void KVCacheManager::cache_full_blocks(const Sequence& seq, Table& t, int64_t num_tokens) {
   if (!config_.enable_prefix_caching) return;
-  const auto block_size = static_cast<size_t>(config_.block_size);
-  const std::span<const int32_t> tokens = seq.token_ids;
-  const auto num_full = static_cast<size_t>(num_tokens) / block_size;
-  while (t.hashes.size() < num_full) {
-    const size_t i = t.hashes.size();
-    const BlockHash parent = i == 0 ? kRootBlockHash : t.hashes[i - 1];
-    t.hashes.push_back(hash_block(parent, tokens.subspan(i * block_size, block_size),
-                                  seq.request->cache_extra_keys));
-    if (t.blocks[i] != BlockPool::kNullBlock) device_pool_.cache_block(t.blocks[i], t.hashes[i]);
+  const auto num_full = static_cast<size_t>(num_tokens / config_.block_size);
+  while (t.entries.size() < num_full) {
+    const size_t i = t.entries.size();
+    t.entries.push_back(t.blocks[i] == BlockPool::kNullBlock ? kNoEntry : cache_block(seq, t, i));
   }
 }
 
@@ -197,11 +209,11 @@ std::vector<BlockCopy> KVCacheManager::swap_out(SequenceId seq) {
   return copies;
 }
 
-std::vector<BlockCopy> KVCacheManager::swap_in(SequenceId seq) {
-  check(can_swap_in(seq), "KV cache: sequence ", seq, " cannot be swapped in (",
+std::vector<BlockCopy> KVCacheManager::swap_in(const Sequence& seq) {
+  check(can_swap_in(seq.id), "KV cache: sequence ", seq.id, " cannot be swapped in (",
         device_pool_.num_free_blocks(), " free device blocks)");
-  Table& t = tables_.at(seq);
-  const std::vector<int32_t> device = device_pool_.allocate(num_held_blocks(seq));
+  Table& t = tables_.at(seq.id);
+  const std::vector<int32_t> device = device_pool_.allocate(num_held_blocks(seq.id));
   const std::vector<int32_t> tail_first(t.blocks.rbegin(), t.blocks.rend());
   std::vector<BlockCopy> copies;
   for (int32_t& block : t.blocks) {
@@ -211,9 +223,9 @@ std::vector<BlockCopy> KVCacheManager::swap_in(SequenceId seq) {
   }
   host_pool_->release(tail_first);
   t.on_host = false;
-  // The restored blocks hold the same tokens: make them hittable again.
-  for (size_t i = 0; i < t.hashes.size(); ++i)
-    if (t.blocks[i] != BlockPool::kNullBlock) device_pool_.cache_block(t.blocks[i], t.hashes[i]);
+  // The restored blocks hold the same tokens: make them hittable again (an
+  // entry of theirs still cached elsewhere is kept).
+  for (size_t i = 0; i < t.entries.size(); ++i) t.entries[i] = cache_block(seq, t, i);
   stats_.swapped_in_blocks += static_cast<int64_t>(copies.size());
   return copies;
 }

@@ -17,8 +17,9 @@
 //   - a partly filled last block with ref count > 1 (shared by a fork) is
 //     replaced by a fresh copy before this sequence appends to it;
 //   - new blocks cover the positions up to num_computed + num_new;
-//   - with prefix caching, every block that becomes full gets its chained
-//     hash registered, so later requests can hit it;
+//   - with prefix caching, every block that becomes full is registered
+//     under its key (the entry of the block before it, its tokens), so later
+//     requests can hit it;
 //   - with a sliding window, blocks that no future query can see are
 //     released and replaced by the null block.
 //
@@ -53,7 +54,8 @@ struct BlockCopy {
 };
 
 struct PrefixHit {
-  std::vector<int32_t> blocks;  // full cached blocks from the start of the sequence
+  std::vector<int32_t> blocks;   // full cached blocks from the start of the sequence
+  std::vector<int64_t> entries;  // their prefix-cache entries
   int64_t num_tokens = 0;
 };
 
@@ -98,7 +100,7 @@ class KVCacheManager {
   bool can_swap_out(SequenceId seq) const;
   std::vector<BlockCopy> swap_out(SequenceId seq);  // device block -> host block
   bool can_swap_in(SequenceId seq) const;
-  std::vector<BlockCopy> swap_in(SequenceId seq);  // host block -> device block
+  std::vector<BlockCopy> swap_in(const Sequence& seq);  // host block -> device block
 
   bool has_blocks(SequenceId seq) const { return tables_.count(seq) != 0; }
   std::span<const int32_t> block_table(SequenceId seq) const;
@@ -108,7 +110,9 @@ class KVCacheManager {
  private:
   struct Table {
     std::vector<int32_t> blocks;
-    std::vector<BlockHash> hashes;   // of the full blocks, in order
+    // Per full block, in order: the prefix-cache entry naming its contents,
+    // kNoEntry where it could not be cached (and so nothing after it).
+    std::vector<int64_t> entries;
     size_t num_released_blocks = 0;  // leading entries replaced by the null block
     bool on_host = false;
   };
@@ -117,6 +121,10 @@ class KVCacheManager {
   int64_t blocks_for(int64_t num_tokens) const;
   bool needs_copy_on_write(const Table& table, int64_t num_computed) const;
   void release_outside_window(Table& table, int64_t num_computed);
+  static constexpr int64_t kNoEntry = -1;
+  BlockKey block_key(const Sequence& seq, int64_t parent, size_t index) const;
+  // The entry of full block `index` of `table`, caching its block if needed.
+  int64_t cache_block(const Sequence& seq, const Table& table, size_t index);
   void cache_full_blocks(const Sequence& seq, Table& table, int64_t num_tokens);
 
   KVCacheConfig config_;

@@ -176,7 +176,7 @@ void Scheduler::schedule_swapped(StepPlan& plan, int64_t& budget) {
     if (num_seats_taken() + seq.num_seats() > config_.max_num_seqs ||
         !kv_cache_.can_swap_in(seq.id))
       return;
-    const std::vector<BlockCopy> copies = kv_cache_.swap_in(seq.id);
+    const std::vector<BlockCopy> copies = kv_cache_.swap_in(seq);
     plan.swap_in.insert(plan.swap_in.end(), copies.begin(), copies.end());
     swapped_.pop_front();
     seq.status = SequenceStatus::running;

@@ -64,40 +64,78 @@ TEST_F(BlockPoolTest, ReferencesKeepABlockOutOfTheFreeQueue) {
   EXPECT_EQ(pool.free_block_queue(), (Ids{3, 4, 6, 7, 1, 2, 5}));
 }
 
+BlockKey key(int64_t parent, Ids tokens) {
+  return BlockKey{parent, std::move(tokens), {}};
+}
+
 TEST_F(BlockPoolTest, CachedBlocksStayHittableUntilReusedThenAreEvicted) {
   const Ids a = pool.allocate(2);  // 1, 2
-  pool.cache_block(1, 111);
-  pool.cache_block(2, 222);
-  EXPECT_EQ(pool.cached_block(111), 1);
-  // Another block with the same contents: the cache keeps the first.
+  const std::optional<int64_t> first = pool.cache_block(1, key(kRootEntry, {1, 2}));
+  ASSERT_TRUE(first.has_value());
+  const std::optional<int64_t> second = pool.cache_block(2, key(*first, {3, 4}));
+  ASSERT_TRUE(second.has_value());
+  EXPECT_NE(*first, *second);
+  EXPECT_EQ(pool.cached_block(key(kRootEntry, {1, 2}))->block, 1);
+  EXPECT_EQ(pool.cached_block(key(*first, {3, 4}))->entry, *second);
+  // The same tokens after another parent are other contents.
+  EXPECT_FALSE(pool.cached_block(key(*second, {3, 4})).has_value());
+  // Another block with the same contents: the cache keeps the first, and
+  // names its entry.
   const Ids dup = pool.allocate(1);  // 3
-  pool.cache_block(dup[0], 111);
-  EXPECT_EQ(pool.cached_block(111), 1);
-  EXPECT_FALSE(pool.block_hash(3).has_value());
+  EXPECT_EQ(pool.cache_block(dup[0], key(kRootEntry, {1, 2})), first);
+  EXPECT_EQ(pool.cached_block(key(kRootEntry, {1, 2}))->block, 1);
+  EXPECT_FALSE(pool.block_entry(3).has_value());
   pool.release(dup);
   pool.release(Ids{2, 1});
   EXPECT_EQ(pool.free_block_queue(), (Ids{4, 5, 6, 7, 3, 2, 1}));
-  EXPECT_EQ(pool.cached_block(222), 2);  // free but still cached
-  EXPECT_EQ(pool.block_hash(2), BlockHash{222});
+  EXPECT_EQ(pool.cached_block(key(*first, {3, 4}))->block, 2);  // free but still cached
+  EXPECT_EQ(pool.block_entry(2), second);
   const Ids next = pool.allocate(5);  // 4, 5, 6, 7, 3: no cached block reused yet
   EXPECT_EQ(pool.num_evictions(), 0);
   const Ids evicting = pool.allocate(1);  // block 2, the least recently freed cached one
   EXPECT_EQ(evicting, (Ids{2}));
   EXPECT_EQ(pool.num_evictions(), 1);
-  EXPECT_FALSE(pool.cached_block(222).has_value());
-  EXPECT_EQ(pool.cached_block(111), 1);
+  EXPECT_FALSE(pool.cached_block(key(*first, {3, 4})).has_value());
+  EXPECT_EQ(pool.cached_block(key(kRootEntry, {1, 2}))->block, 1);
+  // Cached again, the same contents get a new entry: blocks cached after
+  // the evicted one named it as their parent, and none of them can be hit.
+  EXPECT_NE(pool.cache_block(2, key(*first, {3, 4})), second);
   pool.release(next);
   pool.release(evicting);
 }
 
-TEST(BlockHash, ChainsParentTokensAndExtraKeys) {
-  const std::vector<int32_t> tokens = {1, 2, 3, 4};
-  const std::vector<uint64_t> none, salt = {7};
-  const BlockHash h = hash_block(kRootBlockHash, tokens, none);
-  EXPECT_EQ(h, hash_block(kRootBlockHash, tokens, none));
-  EXPECT_NE(h, hash_block(h, tokens, none));  // same tokens, different parent
-  EXPECT_NE(h, hash_block(kRootBlockHash, tokens, salt));
-  EXPECT_NE(h, hash_block(kRootBlockHash, std::vector<int32_t>{1, 2, 4, 3}, none));
+// splitmix64's finaliser, as hash_key chains it.
+uint64_t mix(uint64_t x) {
+  x ^= x >> 30;
+  x *= 0xbf58476d1ce4e5b9ULL;
+  x ^= x >> 27;
+  x *= 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+TEST_F(BlockPoolTest, AKeyThatOnlySharesTheHashIsNeitherHitNorCached) {
+  // The 64-bit hash is not secret: a second extra key can cancel the
+  // difference in the first, so two requests' blocks collide on purpose.
+  const uint64_t start = mix(static_cast<uint64_t>(kRootEntry) ^ 0x9e3779b97f4a7c15ULL);
+  const BlockKey honest{kRootEntry, {1, 2, 3, 4}, {11, 22}};
+  const BlockKey forged{kRootEntry, {1, 2, 3, 4}, {33, mix(start ^ 11) ^ 22 ^ mix(start ^ 33)}};
+  ASSERT_EQ(hash_key(honest), hash_key(forged));
+  ASSERT_NE(honest, forged);
+  const Ids blocks = pool.allocate(2);
+  ASSERT_TRUE(pool.cache_block(blocks[0], forged).has_value());
+  EXPECT_FALSE(pool.cached_block(honest).has_value());
+  EXPECT_FALSE(pool.cache_block(blocks[1], honest).has_value());
+  EXPECT_FALSE(pool.block_entry(blocks[1]).has_value());
+  EXPECT_EQ(pool.cached_block(forged)->block, blocks[0]);
+  pool.release(blocks);
+}
+
+TEST(BlockKey, HashCoversParentTokensAndExtraKeys) {
+  const BlockKey k{kRootEntry, {1, 2, 3, 4}, {}};
+  EXPECT_EQ(hash_key(k), hash_key(BlockKey{kRootEntry, {1, 2, 3, 4}, {}}));
+  EXPECT_NE(hash_key(k), hash_key(BlockKey{7, {1, 2, 3, 4}, {}}));
+  EXPECT_NE(hash_key(k), hash_key(BlockKey{kRootEntry, {1, 2, 3, 4}, {7}}));
+  EXPECT_NE(hash_key(k), hash_key(BlockKey{kRootEntry, {1, 2, 4, 3}, {}}));
 }
 
 TEST(BlockPoolErrors, NeedsANullBlockAndOneMore) {

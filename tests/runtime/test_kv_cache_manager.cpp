@@ -283,7 +283,7 @@ TEST_F(KVCacheManagerTest, SwapOutAndInMovesBlocksBetweenPools) {
   run(b);
   EXPECT_FALSE(kv->can_swap_out(b.id));  // 5 blocks, 1 free host block
   ASSERT_TRUE(kv->can_swap_in(a.id));
-  EXPECT_EQ(kv->swap_in(a.id), (Copies{{1, 9}, {2, 3}, {3, 2}}));
+  EXPECT_EQ(kv->swap_in(a), (Copies{{1, 9}, {2, 3}, {3, 2}}));
   EXPECT_EQ(table(a), (Ids{9, 3, 2}));
   EXPECT_EQ(kv->host_pool()->free_block_queue(), (Ids{4, 3, 2, 1}));
   EXPECT_EQ(kv->stats().swapped_in_blocks, 3);
