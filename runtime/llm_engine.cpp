@@ -42,7 +42,19 @@ void LLMEngine::add_request(Request request) {
 
 std::vector<SequenceOutput> LLMEngine::step() {
   const StepPlan plan = scheduler_->schedule();
-  last_sampled_ = runner_->run(plan);
+  try {
+    last_sampled_ = runner_->run(plan);
+  } catch (...) {
+    // The plan's bookkeeping ran ahead of K/V that was never written (blocks
+    // allocated and cached, forked samples counted as computed). As when the
+    // actor engine replaces a failed worker, every unfinished sequence is
+    // computed again from its tokens, on an empty cache and a fresh runner
+    // (samplers resume from their sample counts); the caller may step again.
+    scheduler_->recompute_all();
+    runner_ = std::make_unique<ModelRunner>(model_, *kv_cache_);
+    last_sampled_.clear();
+    throw;
+  }
   return scheduler_->update(plan, last_sampled_);
 }
 
@@ -65,8 +77,15 @@ std::vector<RequestOutput> LLMEngine::generate(std::vector<Request> requests) {
     throw;
   }
   std::map<std::string, std::vector<SequenceOutput>> done;
-  while (has_unfinished())
-    for (SequenceOutput& out : step()) done[out.request_id].push_back(std::move(out));
+  try {
+    while (has_unfinished())
+      for (SequenceOutput& out : step()) done[out.request_id].push_back(std::move(out));
+  } catch (...) {
+    // A failed step fails the batch: none of it stays queued.
+    for (const std::string& id : order) scheduler_->abort_request(id);
+    scheduler_->update(StepPlan{}, {});
+    throw;
+  }
   std::vector<RequestOutput> outputs;
   for (const std::string& id : order) {
     std::vector<SequenceOutput>& samples = done[id];

@@ -4,7 +4,7 @@
 
 namespace hive {
 
-class CpuBackend final : public Backend {
+class CpuBackend : public Backend {
  public:
   std::string_view name() const override { return "cpu"; }
   Device device() const override { return Device::cpu; }

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <filesystem>
 #include <map>
+#include <utility>
 
 #include "kernels/cpu/cpu_backend.hpp"
 #include "kernels/error.hpp"
@@ -240,6 +241,67 @@ TEST(LLMEngineBatch, ABadRequestLeavesNothingQueued) {
     for (SequenceOutput& out : engine.step()) finished.push_back(std::move(out));
   ASSERT_EQ(finished.size(), 1u);
   EXPECT_EQ(finished[0].request_id, "good");
+}
+
+// The CPU backend, with a switch that makes the next forward pass fail.
+class FailingBackend : public CpuBackend {
+ public:
+  bool fail_next = false;
+  void embedding(const Tensor& table, const Tensor& ids, const Tensor& out) override {
+    if (std::exchange(fail_next, false)) fail("injected backend failure");
+    CpuBackend::embedding(table, ids, out);
+  }
+};
+
+// A step that throws leaves the engine as if the step had not run: stepping
+// on finishes every request with the tokens of a run without the failure,
+// and the prefix cache holds nothing the failed step did not write.
+TEST(LLMEngineFaults, AFailedStepIsComputedAgainAndGenerateFailsWhole) {
+  FailingBackend backend;
+  Model model(model_dir("qwen3_moe"), backend);
+  EngineConfig config;
+  config.block_size = 4;
+  config.enable_prefix_caching = true;
+  std::vector<Request> requests(2);
+  for (size_t i = 0; i < requests.size(); ++i) {
+    requests[i].id = str_cat("r", i);
+    requests[i].prompt_token_ids = {3, 4, 5, 6, 7, 8, 9, 10, 11, 12};
+    requests[i].stop.max_tokens = 6;
+    requests[i].stop.ignore_eos = true;
+  }
+  requests[1].n = 2;  // the failed step is the one that forks its samples
+  requests[1].sampling = {1.0f, 0, 1.0f, uint64_t{77}};
+  CpuBackend cpu;
+  Model reference_model(model_dir("qwen3_moe"), cpu);
+  const std::vector<RequestOutput> want = LLMEngine(reference_model, config).generate(requests);
+
+  LLMEngine engine(model, config);
+  for (const Request& r : requests) engine.add_request(r);
+  backend.fail_next = true;
+  EXPECT_THROW(engine.step(), Error);
+  std::map<std::string, std::vector<SequenceOutput>> done;
+  for (int i = 0; i < 100 && engine.has_unfinished(); ++i)
+    for (SequenceOutput& out : engine.step()) done[out.request_id].push_back(std::move(out));
+  ASSERT_FALSE(engine.has_unfinished());
+  for (const RequestOutput& r : want) {
+    std::vector<SequenceOutput>& got = done[r.request_id];
+    ASSERT_EQ(got.size(), r.samples.size()) << r.request_id;
+    std::sort(got.begin(), got.end(),
+              [](const auto& a, const auto& b) { return a.sample_index < b.sample_index; });
+    for (size_t s = 0; s < got.size(); ++s)
+      EXPECT_EQ(got[s].token_ids, r.samples[s].token_ids) << r.request_id << " sample " << s;
+  }
+  // The same prompt again hits the cache, which holds only written blocks.
+  EXPECT_EQ(engine.generate({requests[0]}).at(0).samples.at(0).token_ids,
+            want[0].samples[0].token_ids);
+  // generate() fails whole: nothing stays queued, and it can run again.
+  backend.fail_next = true;
+  EXPECT_THROW(engine.generate(requests), Error);
+  EXPECT_FALSE(engine.has_unfinished());
+  const std::vector<RequestOutput> again = engine.generate(requests);
+  for (size_t i = 0; i < want.size(); ++i)
+    for (size_t s = 0; s < want[i].samples.size(); ++s)
+      EXPECT_EQ(again[i].samples.at(s).token_ids, want[i].samples[s].token_ids);
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, EngineInvariance,
