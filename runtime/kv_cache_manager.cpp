@@ -187,8 +187,11 @@ bool KVCacheManager::can_swap_out(SequenceId seq) const {
   return host_pool_ && !table(seq).on_host && num_held_blocks(seq) <= host_pool_->num_free_blocks();
 }
 
-bool KVCacheManager::can_swap_in(SequenceId seq) const {
-  return table(seq).on_host && num_held_blocks(seq) <= device_pool_.num_free_blocks();
+bool KVCacheManager::can_swap_in(const Sequence& seq, int64_t num_new_tokens) const {
+  const Table& t = table(seq.id);
+  const int64_t growth = std::max<int64_t>(0, blocks_for(seq.num_computed_tokens + num_new_tokens) -
+                                                  static_cast<int64_t>(t.blocks.size()));
+  return t.on_host && num_held_blocks(seq.id) + growth <= device_pool_.num_free_blocks();
 }
 
 std::vector<BlockCopy> KVCacheManager::swap_out(SequenceId seq) {
@@ -210,7 +213,7 @@ std::vector<BlockCopy> KVCacheManager::swap_out(SequenceId seq) {
 }
 
 std::vector<BlockCopy> KVCacheManager::swap_in(const Sequence& seq) {
-  check(can_swap_in(seq.id), "KV cache: sequence ", seq.id, " cannot be swapped in (",
+  check(can_swap_in(seq, 0), "KV cache: sequence ", seq.id, " cannot be swapped in (",
         device_pool_.num_free_blocks(), " free device blocks)");
   Table& t = tables_.at(seq.id);
   const std::vector<int32_t> device = device_pool_.allocate(num_held_blocks(seq.id));

@@ -99,7 +99,9 @@ class KVCacheManager {
   // Swapping preempts a sequence by moving its blocks to the host pool.
   bool can_swap_out(SequenceId seq) const;
   std::vector<BlockCopy> swap_out(SequenceId seq);  // device block -> host block
-  bool can_swap_in(SequenceId seq) const;
+  // Room for the sequence's blocks and for its next num_new_tokens: one
+  // swapped in without room to go on would only be swapped out again.
+  bool can_swap_in(const Sequence& seq, int64_t num_new_tokens) const;
   std::vector<BlockCopy> swap_in(const Sequence& seq);  // host block -> device block
 
   bool has_blocks(SequenceId seq) const { return tables_.count(seq) != 0; }

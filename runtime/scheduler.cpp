@@ -117,10 +117,7 @@ StepPlan Scheduler::schedule() {
   int64_t budget = config_.max_num_batched_tokens;
   if (!schedule_running(plan, budget)) {
     schedule_swapped(plan, budget);
-    // A swapped sequence came before every waiting one (in arrival or
-    // priority order): newcomers taking the blocks it needs back could
-    // starve it.
-    if (swapped_.empty()) schedule_waiting(plan, budget);
+    schedule_waiting(plan, budget);
   }
   for (Sequence* child : new_children_) insert_in_order(running_, child);
   new_children_.clear();
@@ -173,16 +170,16 @@ void Scheduler::schedule_swapped(StepPlan& plan, int64_t& budget) {
     Sequence& seq = *swapped_.front();
     // A parent swapped out before its prompt completed still has n - 1
     // samples to fork: it needs their seats too.
+    const int64_t num_tokens = std::min(seq.num_uncomputed_tokens(), budget);
     if (num_seats_taken() + seq.num_seats() > config_.max_num_seqs ||
-        !kv_cache_.can_swap_in(seq.id))
+        !kv_cache_.can_swap_in(seq, num_tokens))
       return;
     const std::vector<BlockCopy> copies = kv_cache_.swap_in(seq);
     plan.swap_in.insert(plan.swap_in.end(), copies.begin(), copies.end());
     swapped_.pop_front();
     seq.status = SequenceStatus::running;
     insert_in_order(running_, &seq);
-    const int64_t num_tokens = std::min(seq.num_uncomputed_tokens(), budget);
-    if (num_tokens > 0 && kv_cache_.can_allocate(seq, num_tokens)) {
+    if (num_tokens > 0) {
       add_to_plan(seq, num_tokens, {}, plan);
       budget -= num_tokens;
     }
@@ -192,6 +189,9 @@ void Scheduler::schedule_swapped(StepPlan& plan, int64_t& budget) {
 void Scheduler::schedule_waiting(StepPlan& plan, int64_t& budget) {
   while (!waiting_.empty() && budget > 0) {
     Sequence& seq = *waiting_.front();
+    // Admission follows the policy's order across both queues: a newcomer
+    // behind a swapped sequence must not take the blocks it needs back.
+    if (!swapped_.empty() && !seq.runs_before(*swapped_.front(), by_priority())) return;
     if (num_seats_taken() + seq.num_seats() > config_.max_num_seqs) return;
     const PrefixHit hit = kv_cache_.find_cached_prefix(seq);
     const int64_t remaining = seq.num_tokens() - hit.num_tokens;

@@ -7,9 +7,11 @@
 //     1. running, in policy order: each gets min(uncomputed, budget) tokens;
 //        when blocks run out, the last running sequence is preempted (swap to
 //        the host pool or recompute, whichever costs less) until it fits
-//     2. swapped, if nothing was preempted: swapped back in when blocks allow
-//     3. waiting, if nothing was preempted and nothing is left swapped out
-//        (newcomers must not take the blocks a swapped sequence waits for):
+//     2. swapped, if nothing was preempted: swapped back in, in policy order,
+//        when the blocks allow it to run its next tokens at once
+//     3. waiting, if nothing was preempted, and only those ahead of every
+//        sequence still swapped out in policy order (a newcomer behind one
+//        must not take the blocks it waits for):
 //        admitted in policy order while max_num_seqs, the budget and the
 //        blocks allow; a prefix-cache hit skips its blocks; prompts longer
 //        than the budget run in chunks

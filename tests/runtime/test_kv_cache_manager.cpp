@@ -282,7 +282,11 @@ TEST_F(KVCacheManagerTest, SwapOutAndInMovesBlocksBetweenPools) {
   Sequence& b = seq(2, iota(0, 20));  // 5 device blocks: 4..8
   run(b);
   EXPECT_FALSE(kv->can_swap_out(b.id));  // 5 blocks, 1 free host block
-  ASSERT_TRUE(kv->can_swap_in(a.id));
+  ASSERT_TRUE(kv->can_swap_in(a, 0));
+  // 4 free blocks: its 3 and one more hold 16 tokens, a 17th needs a fifth.
+  ASSERT_EQ(kv->device_pool().num_free_blocks(), 4);
+  EXPECT_TRUE(kv->can_swap_in(a, 6));
+  EXPECT_FALSE(kv->can_swap_in(a, 7));
   EXPECT_EQ(kv->swap_in(a), (Copies{{1, 9}, {2, 3}, {3, 2}}));
   EXPECT_EQ(table(a), (Ids{9, 3, 2}));
   EXPECT_EQ(kv->host_pool()->free_block_queue(), (Ids{4, 3, 2, 1}));

@@ -198,6 +198,65 @@ TEST_F(SchedulerTest, NothingIsAdmittedWhileASequenceIsSwappedOut) {
   EXPECT_TRUE(b_back);
 }
 
+// Under the priority policy the order holds across the queues: a newcomer
+// ahead of the swapped sequence (here: b, priority 5) is admitted at once.
+TEST_F(SchedulerTest, ANewcomerAheadOfASwappedSequenceIsAdmitted) {
+  SchedulerConfig config = preempting(PreemptionMode::swap);
+  config.policy = SchedulingPolicy::priority;
+  make(config, blocks(5, 5));
+  scheduler->add_request(request("a", 7, 8));
+  Request b = request("b", 6, 8);
+  b.priority = 5;
+  scheduler->add_request(b);
+  for (int i = 0; i < 3; ++i) step();
+  ASSERT_EQ(scheduler->sequence(1).status, SequenceStatus::swapped);
+  ASSERT_EQ(kv->device_pool().num_free_blocks(), 1);
+  scheduler->add_request(request("c", 1, 1));  // priority 0, one block
+  step();
+  EXPECT_EQ(runs(), (Runs{{0, 9, 1}, {2, 0, 1}}));
+  EXPECT_EQ(scheduler->sequence(1).status, SequenceStatus::swapped);
+  run_to_completion();
+}
+
+// A sequence comes back from the host only with room for its next tokens,
+// and runs in the step that brings it back: it never goes out again without
+// having computed anything.
+TEST_F(SchedulerTest, ASwappedInSequenceRunsInTheStepThatBringsItBack) {
+  SchedulerConfig config = preempting(PreemptionMode::swap);
+  config.policy = SchedulingPolicy::priority;
+  make(config, blocks(13, 13));
+  scheduler->add_request(request("a", 20, 28));
+  Request l = request("l", 24, 8);
+  l.priority = 5;
+  scheduler->add_request(l);
+  // Finished sequences are gone from the scheduler.
+  const auto swapped = [&](SequenceId id) {
+    try {
+      return scheduler->sequence(id).status == SequenceStatus::swapped;
+    } catch (const Error&) {
+      return false;
+    }
+  };
+  int swap_ins = 0;
+  for (int i = 0; i < 200 && scheduler->has_unfinished(); ++i) {
+    if (i == 3) scheduler->add_request(request("h", 3, 2));
+    std::vector<SequenceId> were_swapped;
+    for (const SequenceId id : {0, 1})
+      if (swapped(id)) were_swapped.push_back(id);
+    step();
+    for (const SequenceId id : were_swapped) {
+      if (swapped(id)) continue;
+      ++swap_ins;
+      EXPECT_TRUE(std::any_of(last_plan.sequences.begin(), last_plan.sequences.end(),
+                              [&](const ScheduledSequence& s) { return s.seq_id == id; }))
+          << "sequence " << id << " came back in step " << i << " without running";
+    }
+  }
+  EXPECT_FALSE(scheduler->has_unfinished());
+  EXPECT_GE(swap_ins, 1);
+  EXPECT_LE(scheduler->stats().num_preemptions_swap, 2);
+}
+
 TEST_F(SchedulerTest, ByCostSwapsWhileTheHostHasRoomThenRecomputes) {
   SchedulerConfig config = preempting(PreemptionMode::by_cost);
   config.recompute_seconds_per_token = 1e-3;
