@@ -132,13 +132,7 @@ EngineOptions engine_options(const LaunchConfig& config) {
   options.device = config.device == "auto" ? "cpu" : config.device;
   const ParallelConfig& parallel = config.parallel;
   const int tp = parallel.tensor_parallel_size;
-  check(tp == 1 || (tp == parallel.world_size && parallel.expert_parallel_size == 1),
-        "parallel.tensor_parallel_size ", tp, " must be 1 or world_size (", parallel.world_size,
-        ") with expert_parallel_size 1: the ranks are either data parallel with experts spread "
-        "over them, or one tensor-parallel model (docs/architecture.md)");
-  check(parallel.expert_parallel_size == 1 || parallel.expert_parallel_size == parallel.world_size,
-        "parallel.expert_parallel_size ", parallel.expert_parallel_size,
-        " must be 1 or world_size (", parallel.world_size, "): experts spread over all ranks");
+  check_parallel_layout(parallel, "parallel: ");
   options.world_size = parallel.world_size;
   options.tensor_parallel_size = tp;
   options.expert_placement = parallel.expert_placement;

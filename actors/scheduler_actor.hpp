@@ -73,8 +73,10 @@ struct SchedulerSetup {
   bool detached_workers = false;    // each worker on its own thread (needed for > 1 rank)
   int tensor_parallel_size = 1;     // workers per planning rank (1, or all of them)
   // A step not answered by then is a fault. A single-rank engine's worker
-  // shares the scheduler's thread, so there it bounds only how late a reply
-  // may be, not how long a hung step can block the engine.
+  // shares the scheduler's thread: there a step that runs is always
+  // answered (its reply is read before the deadline is checked again), and
+  // a step that hangs blocks the engine; the deadline catches only a worker
+  // that never ran the step.
   std::chrono::milliseconds worker_timeout{60000};
   int64_t vocab_size = 0;  // prompt token ids are checked against it
   int num_experts = 0;

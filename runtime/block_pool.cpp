@@ -1,5 +1,7 @@
 #include "runtime/block_pool.hpp"
 
+#include <algorithm>
+
 #include "kernels/error.hpp"
 
 namespace hive {
@@ -105,7 +107,9 @@ std::vector<int32_t> BlockPool::allocate(int32_t n) {
     block = free_block_queue_.pop_front();
     const auto b = static_cast<size_t>(block);
     if (entries_[b]) {
-      cached_blocks_.erase(entries_[b]->hash);
+      const auto [first, last] = cached_blocks_.equal_range(entries_[b]->hash);
+      cached_blocks_.erase(
+          std::find_if(first, last, [&](const auto& e) { return e.second == block; }));
       entries_[b].reset();
       ++num_evictions_;
     }
@@ -133,23 +137,24 @@ void BlockPool::release(std::span<const int32_t> blocks) {
 }
 
 std::optional<BlockPool::CachedBlock> BlockPool::cached_block(const BlockKey& key) const {
-  const auto it = cached_blocks_.find(hash_key(key));
-  if (it == cached_blocks_.end()) return std::nullopt;
-  const Entry& entry = *entries_[static_cast<size_t>(it->second)];
-  if (entry.key != key) return std::nullopt;  // a collision, not a hit
-  return CachedBlock{it->second, entry.id};
+  const auto [first, last] = cached_blocks_.equal_range(hash_key(key));
+  for (auto it = first; it != last; ++it) {
+    const Entry& entry = *entries_[static_cast<size_t>(it->second)];
+    if (entry.key == key) return CachedBlock{it->second, entry.id};
+  }
+  return std::nullopt;
 }
 
-std::optional<int64_t> BlockPool::cache_block(int32_t block, BlockKey key) {
+int64_t BlockPool::cache_block(int32_t block, BlockKey key) {
   check_block(block, "cache_block");
   const auto b = static_cast<size_t>(block);
   check(ref_counts_[b] > 0, "block pool: caching free block ", block);
-  if (entries_[b]) return entries_[b]->key == key ? std::optional(entries_[b]->id) : std::nullopt;
-  const BlockHash hash = hash_key(key);
-  if (const auto it = cached_blocks_.find(hash); it != cached_blocks_.end()) {
-    const Entry& other = *entries_[static_cast<size_t>(it->second)];
-    return other.key == key ? std::optional(other.id) : std::nullopt;
+  if (entries_[b]) {
+    check(entries_[b]->key == key, "block pool: block ", block, " is cached with other contents");
+    return entries_[b]->id;
   }
+  if (const std::optional<CachedBlock> same = cached_block(key)) return same->entry;
+  const BlockHash hash = hash_key(key);
   entries_[b] = Entry{next_entry_++, hash, std::move(key)};
   cached_blocks_.emplace(hash, block);
   return entries_[b]->id;

@@ -95,9 +95,9 @@ class BlockPool {
   std::optional<CachedBlock> cached_block(const BlockKey& key) const;
   // Records that `block` (full, in use) holds `key` and returns the entry
   // that now names those contents: this block's, or that of another block
-  // already holding them (the cache keeps that one). nullopt when a
-  // different key has the same hash: the block stays out of the cache.
-  std::optional<int64_t> cache_block(int32_t block, BlockKey key);
+  // already holding them (the cache keeps that one). Keys that share a hash
+  // are all kept: a forged collision cannot keep other contents out.
+  int64_t cache_block(int32_t block, BlockKey key);
   // The entry of a cached block.
   std::optional<int64_t> block_entry(int32_t block) const;
 
@@ -113,7 +113,7 @@ class BlockPool {
   std::vector<int32_t> ref_counts_;
   std::vector<std::optional<Entry>> entries_;  // per block, while it is cached
   FreeBlockQueue free_block_queue_;
-  std::unordered_map<BlockHash, int32_t> cached_blocks_;
+  std::unordered_multimap<BlockHash, int32_t> cached_blocks_;
   int64_t next_entry_ = kRootEntry + 1;
   int64_t num_evictions_ = 0;
 };

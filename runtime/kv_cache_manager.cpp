@@ -153,8 +153,7 @@ int64_t KVCacheManager::cache_block(const Sequence& seq, const Table& t, size_t 
   // A block released outside the sliding window keeps the entry it had.
   if (t.blocks[index] == BlockPool::kNullBlock) return t.entries.at(index);
   if (parent == kNoEntry) return kNoEntry;
-  return device_pool_.cache_block(t.blocks[index], block_key(seq, parent, index))
-      .value_or(kNoEntry);
+  return device_pool_.cache_block(t.blocks[index], block_key(seq, parent, index));
 }
 
 void KVCacheManager::cache_full_blocks(const Sequence& seq, Table& t, int64_t num_tokens) {

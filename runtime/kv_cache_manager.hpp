@@ -113,7 +113,8 @@ class KVCacheManager {
   struct Table {
     std::vector<int32_t> blocks;
     // Per full block, in order: the prefix-cache entry naming its contents,
-    // kNoEntry where it could not be cached (and so nothing after it).
+    // kNoEntry for a block released before it was cached (and so for every
+    // block after it).
     std::vector<int64_t> entries;
     size_t num_released_blocks = 0;  // leading entries replaced by the null block
     bool on_host = false;

@@ -2,6 +2,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <charconv>
 #include <cmath>
 #include <fstream>
 #include <functional>
@@ -153,6 +154,19 @@ struct Reader {
 
 }  // namespace
 
+int check_parallel_layout(const ParallelConfig& parallel, const std::string& where) {
+  const int world = parallel.world_size, tp = parallel.tensor_parallel_size;
+  const int ep = parallel.expert_parallel_size != 0 ? parallel.expert_parallel_size
+                 : tp == 1                          ? world
+                                                    : 1;
+  check((tp == 1 && ep == world) || (tp == world && ep == 1), where, "world_size ", world,
+        " with expert_parallel_size ", ep, " and tensor_parallel_size ", tp,
+        ": the ranks are either data parallel with the experts spread over all of them "
+        "(expert_parallel_size = world_size, tensor_parallel_size 1) or one tensor-parallel "
+        "model (tensor_parallel_size = world_size, expert_parallel_size 1)");
+  return ep;
+}
+
 std::optional<int64_t> parse_byte_size(const std::string& text) {
   static const std::map<std::string, double> units = {
       {"", 1},     {"B", 1},        {"KB", 1e3},        {"MB", 1e6},
@@ -165,6 +179,15 @@ std::optional<int64_t> parse_byte_size(const std::string& text) {
     return std::nullopt;
   const auto unit = units.find(text.substr(number.size()));
   if (unit == units.end()) return std::nullopt;
+  if (number.find('.') == std::string::npos) {
+    // A whole number is exact, up to int64_t's last value.
+    int64_t whole = 0, product = 0;
+    const auto [end, error] = std::from_chars(number.data(), number.data() + number.size(), whole);
+    if (error != std::errc() ||
+        __builtin_mul_overflow(whole, static_cast<int64_t>(unit->second), &product))
+      return std::nullopt;
+    return product;
+  }
   double bytes = 0;
   try {
     bytes = std::stod(number) * unit->second;
@@ -180,7 +203,11 @@ LaunchConfig parse_launch_config(const std::string& yaml_text, const std::string
                                  const std::filesystem::path& base_dir) {
   YAML::Node root;
   try {
-    const std::vector<YAML::Node> documents = YAML::LoadAll(yaml_text);
+    // Empty documents (a trailing "---") are nothing; a second real one is
+    // a mistake.
+    std::vector<YAML::Node> documents;
+    for (const YAML::Node& document : YAML::LoadAll(yaml_text))
+      if (!document.IsNull()) documents.push_back(document);
     check(documents.size() <= 1, source, ":",
           documents.size() > 1 ? documents[1].Mark().line + 1 : 0,
           ": a second YAML document; the file describes one runtime");
@@ -219,17 +246,7 @@ LaunchConfig parse_launch_config(const std::string& yaml_text, const std::string
       p.replicate_hot_experts = static_cast<int>(r.integer(n, k, 0, 1024));
     });
     s.reject_unknown_keys();
-    // The two layouts Hive runs (docs/architecture.md): data-parallel ranks
-    // with the experts spread over all of them, or one tensor-parallel model.
-    const int world = p.world_size, tp = p.tensor_parallel_size;
-    if (!node["expert_parallel_size"]) p.expert_parallel_size = tp == 1 ? world : 1;
-    const int ep = p.expert_parallel_size;
-    check((tp == 1 && ep == world) || (tp == world && ep == 1), s.where(node), name,
-          ": world_size ", world, " with expert_parallel_size ", ep, " and tensor_parallel_size ",
-          tp,
-          ": the ranks are either data parallel with the experts spread over all of them "
-          "(expert_parallel_size = world_size, tensor_parallel_size 1) or one tensor-parallel "
-          "model (tensor_parallel_size = world_size, expert_parallel_size 1)");
+    check_parallel_layout(p, str_cat(s.where(node), name, ": "));
   });
   top.optional("kv_cache", [&](auto& node, auto& name) {
     Section s(node, name, source);
@@ -252,8 +269,8 @@ LaunchConfig parse_launch_config(const std::string& yaml_text, const std::string
     check(!(node["memory_budget"] && node["memory_fraction"]), s.where(node), name,
           ": give memory_budget or memory_fraction, not both");
     // Quantized KV is a later step; until then the key only takes f32.
-    check(kv.dtype == "f32", dtype_at, name,
-          ".dtype: only f32 is supported so far (got '", kv.dtype, "')");
+    check(kv.dtype == "f32", dtype_at, name, ".dtype: only f32 is supported so far (got '",
+          kv.dtype, "')");
   });
   std::string preemption_mode_at = source + ": ";
   top.optional("scheduler", [&](auto& node, auto& name) {

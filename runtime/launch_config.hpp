@@ -22,7 +22,7 @@ namespace hive {
 
 struct ParallelConfig {
   int world_size = 1;                           // ranks (devices, or CPU ranks in one process)
-  int expert_parallel_size = 1;                 // ranks the experts are spread over
+  int expert_parallel_size = 0;                 // ranks the experts are spread over; 0: default
   int tensor_parallel_size = 1;                 // ranks attention and dense layers are split over
   std::string expert_placement = "contiguous";  // contiguous | round_robin
   int replicate_hot_experts = 0;  // copies of the most-loaded experts kept on every rank
@@ -70,6 +70,14 @@ struct LaunchConfig {
 LaunchConfig parse_launch_config(const std::string& yaml_text, const std::string& source,
                                  const std::filesystem::path& base_dir);
 LaunchConfig load_launch_config(const std::filesystem::path& path);
+
+// The two layouts Hive runs (docs/architecture.md): data-parallel ranks with
+// the experts spread over all of them (tensor_parallel_size 1,
+// expert_parallel_size world_size), or one tensor-parallel model
+// (tensor_parallel_size world_size, expert_parallel_size 1). Returns the
+// expert_parallel_size, its default (0) resolved; any other layout throws
+// hive::Error, its message prefixed with `where`.
+int check_parallel_layout(const ParallelConfig& parallel, const std::string& where);
 
 // "512MiB", "2GiB", "1.5GB", "4096" -> bytes; nullopt when malformed.
 std::optional<int64_t> parse_byte_size(const std::string& text);

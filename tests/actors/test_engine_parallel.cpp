@@ -144,12 +144,18 @@ TEST(EngineTensorParallel, LaunchFilesMixingTensorAndExpertParallelismAreRejecte
     engine_options(config);
     FAIL() << "expected an error";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("tensor_parallel_size 2 must be 1 or world_size (4)"),
+    EXPECT_NE(std::string(e.what()).find("parallel: world_size 4 with expert_parallel_size 1 and "
+                                         "tensor_parallel_size 2: the ranks are either"),
               std::string::npos)
         << e.what();
   }
   config.parallel.tensor_parallel_size = 4;
   EXPECT_EQ(engine_options(config).tensor_parallel_size, 4);
+  // Data-parallel ranks spread the experts over all of them; nothing else.
+  config.parallel.tensor_parallel_size = 1;
+  EXPECT_EQ(engine_options(config).world_size, 4);
+  config.parallel.expert_parallel_size = 2;
+  EXPECT_THROW(engine_options(config), Error);
 }
 
 // In-process CPU ranks share the host's memory: a memory fraction is for the

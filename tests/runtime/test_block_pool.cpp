@@ -70,36 +70,36 @@ BlockKey key(int64_t parent, Ids tokens) {
 
 TEST_F(BlockPoolTest, CachedBlocksStayHittableUntilReusedThenAreEvicted) {
   const Ids a = pool.allocate(2);  // 1, 2
-  const std::optional<int64_t> first = pool.cache_block(1, key(kRootEntry, {1, 2}));
-  ASSERT_TRUE(first.has_value());
-  const std::optional<int64_t> second = pool.cache_block(2, key(*first, {3, 4}));
-  ASSERT_TRUE(second.has_value());
-  EXPECT_NE(*first, *second);
+  const int64_t first = pool.cache_block(1, key(kRootEntry, {1, 2}));
+  const int64_t second = pool.cache_block(2, key(first, {3, 4}));
+  EXPECT_NE(first, second);
   EXPECT_EQ(pool.cached_block(key(kRootEntry, {1, 2}))->block, 1);
-  EXPECT_EQ(pool.cached_block(key(*first, {3, 4}))->entry, *second);
+  EXPECT_EQ(pool.cached_block(key(first, {3, 4}))->entry, second);
   // The same tokens after another parent are other contents.
-  EXPECT_FALSE(pool.cached_block(key(*second, {3, 4})).has_value());
+  EXPECT_FALSE(pool.cached_block(key(second, {3, 4})).has_value());
   // Another block with the same contents: the cache keeps the first, and
   // names its entry.
   const Ids dup = pool.allocate(1);  // 3
   EXPECT_EQ(pool.cache_block(dup[0], key(kRootEntry, {1, 2})), first);
   EXPECT_EQ(pool.cached_block(key(kRootEntry, {1, 2}))->block, 1);
   EXPECT_FALSE(pool.block_entry(3).has_value());
+  // A cached block is never cached again with other contents.
+  EXPECT_THROW(pool.cache_block(1, key(kRootEntry, {9, 9})), Error);
   pool.release(dup);
   pool.release(Ids{2, 1});
   EXPECT_EQ(pool.free_block_queue(), (Ids{4, 5, 6, 7, 3, 2, 1}));
-  EXPECT_EQ(pool.cached_block(key(*first, {3, 4}))->block, 2);  // free but still cached
+  EXPECT_EQ(pool.cached_block(key(first, {3, 4}))->block, 2);  // free but still cached
   EXPECT_EQ(pool.block_entry(2), second);
   const Ids next = pool.allocate(5);  // 4, 5, 6, 7, 3: no cached block reused yet
   EXPECT_EQ(pool.num_evictions(), 0);
   const Ids evicting = pool.allocate(1);  // block 2, the least recently freed cached one
   EXPECT_EQ(evicting, (Ids{2}));
   EXPECT_EQ(pool.num_evictions(), 1);
-  EXPECT_FALSE(pool.cached_block(key(*first, {3, 4})).has_value());
+  EXPECT_FALSE(pool.cached_block(key(first, {3, 4})).has_value());
   EXPECT_EQ(pool.cached_block(key(kRootEntry, {1, 2}))->block, 1);
   // Cached again, the same contents get a new entry: blocks cached after
   // the evicted one named it as their parent, and none of them can be hit.
-  EXPECT_NE(pool.cache_block(2, key(*first, {3, 4})), second);
+  EXPECT_NE(pool.cache_block(2, key(first, {3, 4})), second);
   pool.release(next);
   pool.release(evicting);
 }
@@ -113,21 +113,29 @@ uint64_t mix(uint64_t x) {
   return x ^ (x >> 31);
 }
 
-TEST_F(BlockPoolTest, AKeyThatOnlySharesTheHashIsNeitherHitNorCached) {
+TEST_F(BlockPoolTest, KeysThatShareAHashAreKeptApart) {
   // The 64-bit hash is not secret: a second extra key can cancel the
   // difference in the first, so two requests' blocks collide on purpose.
+  // Neither may hit the other's block, nor keep it out of the cache.
   const uint64_t start = mix(static_cast<uint64_t>(kRootEntry) ^ 0x9e3779b97f4a7c15ULL);
   const BlockKey honest{kRootEntry, {1, 2, 3, 4}, {11, 22}};
   const BlockKey forged{kRootEntry, {1, 2, 3, 4}, {33, mix(start ^ 11) ^ 22 ^ mix(start ^ 33)}};
   ASSERT_EQ(hash_key(honest), hash_key(forged));
   ASSERT_NE(honest, forged);
   const Ids blocks = pool.allocate(2);
-  ASSERT_TRUE(pool.cache_block(blocks[0], forged).has_value());
+  const int64_t forged_entry = pool.cache_block(blocks[0], forged);
   EXPECT_FALSE(pool.cached_block(honest).has_value());
-  EXPECT_FALSE(pool.cache_block(blocks[1], honest).has_value());
-  EXPECT_FALSE(pool.block_entry(blocks[1]).has_value());
+  const int64_t honest_entry = pool.cache_block(blocks[1], honest);
+  EXPECT_NE(honest_entry, forged_entry);
+  EXPECT_EQ(pool.cached_block(honest)->block, blocks[1]);
   EXPECT_EQ(pool.cached_block(forged)->block, blocks[0]);
-  pool.release(blocks);
+  // Evicting one leaves the other.
+  pool.release(Ids{blocks[0]});
+  const Ids reused = pool.allocate(pool.num_free_blocks());
+  EXPECT_FALSE(pool.cached_block(forged).has_value());
+  EXPECT_EQ(pool.cached_block(honest)->block, blocks[1]);
+  pool.release(reused);
+  pool.release(Ids{blocks[1]});
 }
 
 TEST(BlockKey, HashCoversParentTokensAndExtraKeys) {

@@ -254,8 +254,8 @@ class FailingBackend : public CpuBackend {
 };
 
 // A step that throws leaves the engine as if the step had not run: stepping
-// on finishes every request with the tokens of a run without the failure,
-// and the prefix cache holds nothing the failed step did not write.
+// on finishes every request with the tokens of a run without the failure
+// (the cache, with the blocks the failed step never wrote, is emptied).
 TEST(LLMEngineFaults, AFailedStepIsComputedAgainAndGenerateFailsWhole) {
   FailingBackend backend;
   Model model(model_dir("qwen3_moe"), backend);
@@ -291,9 +291,11 @@ TEST(LLMEngineFaults, AFailedStepIsComputedAgainAndGenerateFailsWhole) {
     for (size_t s = 0; s < got.size(); ++s)
       EXPECT_EQ(got[s].token_ids, r.samples[s].token_ids) << r.request_id << " sample " << s;
   }
-  // The same prompt again hits the cache, which holds only written blocks.
+  // The same prompt again hits the blocks computed after the failure.
+  const int64_t hits = engine.stats().kv_cache.prefix_hit_tokens;
   EXPECT_EQ(engine.generate({requests[0]}).at(0).samples.at(0).token_ids,
             want[0].samples[0].token_ids);
+  EXPECT_EQ(engine.stats().kv_cache.prefix_hit_tokens - hits, 8);  // 2 of its 3 blocks
   // generate() fails whole: nothing stays queued, and it can run again.
   backend.fail_next = true;
   EXPECT_THROW(engine.generate(requests), Error);

@@ -69,6 +69,10 @@ TEST(LaunchConfig, ByteSizes) {
   EXPECT_FALSE(parse_byte_size("10000000000GiB").has_value());
   EXPECT_FALSE(parse_byte_size(std::string(400, '9')).has_value());
   EXPECT_EQ(parse_byte_size("8GiB"), int64_t{8} << 30);
+  // Whole numbers are exact to the last byte.
+  EXPECT_EQ(parse_byte_size("9223372036854775807"), INT64_MAX);
+  EXPECT_EQ(parse_byte_size("9007199254740993"), 9007199254740993);
+  EXPECT_FALSE(parse_byte_size("8589934592GiB").has_value());
 }
 
 TEST(LaunchConfig, MistakesNameLineKeyExpectedAndGot) {
@@ -135,11 +139,19 @@ TEST(LaunchConfig, EmptyQuotedAndExtraValuesAreRefused) {
 }
 
 TEST(LaunchConfig, ParallelLayouts) {
-  const LaunchConfig ep = parse("model: m\nparallel: {world_size: 4}\n");
-  EXPECT_EQ(ep.parallel.expert_parallel_size, 4);  // the default: experts over all ranks
-  const LaunchConfig tp = parse("model: m\nparallel: {world_size: 2, tensor_parallel_size: 2}\n");
-  EXPECT_EQ(tp.parallel.expert_parallel_size, 1);
-  EXPECT_EQ(parse("model: m\n").parallel.expert_parallel_size, 1);
+  const ParallelConfig ep = parse("model: m\nparallel: {world_size: 4}\n").parallel;
+  EXPECT_EQ(check_parallel_layout(ep, ""), 4);  // the default: experts over all ranks
+  const ParallelConfig tp =
+      parse("model: m\nparallel: {world_size: 2, tensor_parallel_size: 2}\n").parallel;
+  EXPECT_EQ(check_parallel_layout(tp, ""), 1);
+  EXPECT_EQ(check_parallel_layout(parse("model: m\n").parallel, ""), 1);
+  EXPECT_EQ(
+      check_parallel_layout(
+          parse("model: m\nparallel: {world_size: 2, expert_parallel_size: 2}\n").parallel, ""),
+      2);
+  // A trailing document marker is not a second document.
+  EXPECT_EQ(parse("model: m\n---\n").model, fs::path("/base/m"));
+  EXPECT_EQ(parse("model: m\n--- # nothing more\n").model, fs::path("/base/m"));
 }
 
 }  // namespace
