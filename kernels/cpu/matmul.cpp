@@ -7,6 +7,7 @@
 
 #include "kernels/cpu/dot.hpp"
 #include "kernels/cpu/ops.hpp"
+#include "kernels/cpu/parallel.hpp"
 #include "kernels/error.hpp"
 
 namespace hive::cpu {
@@ -27,17 +28,14 @@ void matmul(const Tensor& x, const Tensor& w, const Tensor* bias, const Tensor& 
   const float* xs = x.as<float>();
   float* os = out.as<float>();
   const size_t row_bytes = static_cast<size_t>(k) * dtype_size(w.dtype);
-#pragma omp parallel if (m * n * k >= kMinParallelWork)
-  {
-    std::vector<float> row(static_cast<size_t>(k));
-#pragma omp for schedule(static)
-    for (int64_t j = 0; j < n; ++j) {
-      to_f32(static_cast<const char*>(w.data) + static_cast<size_t>(j) * row_bytes, w.dtype, k,
-             row.data());
-      for (int64_t i = 0; i < m; ++i)
-        os[i * n + j] = dot(xs + i * k, row.data(), k) + b[static_cast<size_t>(j)];
-    }
-  }
+  for_each_task(
+      n, m * n * k, [&] { return std::vector<float>(static_cast<size_t>(k)); },
+      [&](int64_t j, std::vector<float>& row) {
+        to_f32(static_cast<const char*>(w.data) + static_cast<size_t>(j) * row_bytes, w.dtype, k,
+               row.data());
+        for (int64_t i = 0; i < m; ++i)
+          os[i * n + j] = dot(xs + i * k, row.data(), k) + b[static_cast<size_t>(j)];
+      });
 }
 
 }  // namespace hive::cpu

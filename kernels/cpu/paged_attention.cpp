@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "kernels/cpu/ops.hpp"
+#include "kernels/cpu/parallel.hpp"
 #include "kernels/error.hpp"
 
 namespace hive::cpu {
@@ -59,39 +60,37 @@ void paged_attention(const PagedAttentionParams& p) {
     const int64_t slot = int64_t{table[j / block_size]} * block_size + j % block_size;
     return (slot * num_kv_heads + kvh) * head_dim;
   };
-#pragma omp parallel if (num_tokens * num_heads * context_len * head_dim >= kMinParallelWork)
-  {
-    std::vector<float> scores(static_cast<size_t>(context_len));
-#pragma omp for schedule(static)
-    for (int64_t task = 0; task < num_tokens * num_heads; ++task) {
-      const int64_t i = task / num_heads, h = task % num_heads, kvh = h / group;
-      const int64_t last = p.start_position + i;  // inclusive
-      const int64_t first =
-          p.sliding_window > 0 ? std::max<int64_t>(0, last - p.sliding_window + 1) : 0;
-      const float* qi = q + (i * num_heads + h) * head_dim;
-      float max_score = -INFINITY;
-      for (int64_t j = first; j <= last; ++j) {
-        const float* kj = k + row(j, kvh);
-        float dot = 0.0f;
-        for (int64_t d = 0; d < head_dim; ++d) dot += qi[d] * kj[d];
-        scores[static_cast<size_t>(j)] = dot * p.scale;
-        max_score = std::max(max_score, scores[static_cast<size_t>(j)]);
-      }
-      float total = 0.0f;
-      for (int64_t j = first; j <= last; ++j) {
-        float& s = scores[static_cast<size_t>(j)];
-        s = std::exp(s - max_score);
-        total += s;
-      }
-      float* oi = out + (i * num_heads + h) * head_dim;
-      std::fill(oi, oi + head_dim, 0.0f);
-      for (int64_t j = first; j <= last; ++j) {
-        const float weight = scores[static_cast<size_t>(j)] / total;
-        const float* vj = v + row(j, kvh);
-        for (int64_t d = 0; d < head_dim; ++d) oi[d] += weight * vj[d];
-      }
-    }
-  }
+  for_each_task(
+      num_tokens * num_heads, num_tokens * num_heads * context_len * head_dim,
+      [&] { return std::vector<float>(static_cast<size_t>(context_len)); },
+      [&](int64_t task, std::vector<float>& scores) {
+        const int64_t i = task / num_heads, h = task % num_heads, kvh = h / group;
+        const int64_t last = p.start_position + i;  // inclusive
+        const int64_t first =
+            p.sliding_window > 0 ? std::max<int64_t>(0, last - p.sliding_window + 1) : 0;
+        const float* qi = q + (i * num_heads + h) * head_dim;
+        float max_score = -INFINITY;
+        for (int64_t j = first; j <= last; ++j) {
+          const float* kj = k + row(j, kvh);
+          float dot = 0.0f;
+          for (int64_t d = 0; d < head_dim; ++d) dot += qi[d] * kj[d];
+          scores[static_cast<size_t>(j)] = dot * p.scale;
+          max_score = std::max(max_score, scores[static_cast<size_t>(j)]);
+        }
+        float total = 0.0f;
+        for (int64_t j = first; j <= last; ++j) {
+          float& s = scores[static_cast<size_t>(j)];
+          s = std::exp(s - max_score);
+          total += s;
+        }
+        float* oi = out + (i * num_heads + h) * head_dim;
+        std::fill(oi, oi + head_dim, 0.0f);
+        for (int64_t j = first; j <= last; ++j) {
+          const float weight = scores[static_cast<size_t>(j)] / total;
+          const float* vj = v + row(j, kvh);
+          for (int64_t d = 0; d < head_dim; ++d) oi[d] += weight * vj[d];
+        }
+      });
 }
 
 }  // namespace hive::cpu

@@ -2,7 +2,10 @@
 // random shapes and inputs (seed printed), with all weight dtypes.
 #include <gtest/gtest.h>
 
+#include <omp.h>
+
 #include <cmath>
+#include <cstring>
 #include <numeric>
 
 #include "kernels/cpu/cpu_backend.hpp"
@@ -253,6 +256,39 @@ TEST_F(CpuOps, AttentionCausalGqaSlidingWindow) {
         }
       }
   }
+}
+
+// Ops large enough for an OpenMP team give the same bits on one thread and
+// on two: work is split by output, never within a sum. (ctest runs every
+// test with OMP_NUM_THREADS=1, so this is where the team path runs.)
+TEST_F(CpuOps, TwoThreadsGiveTheBitsOfOne) {
+  const int64_t m = 4, k = 512, n = 256;  // m * n * k = 2^19 >= kMinParallelWork
+  auto x = random_floats(rng, static_cast<size_t>(m * k));
+  auto w = random_floats(rng, static_cast<size_t>(n * k));
+  const int tokens = 32, heads = 8, kv_heads = 2, head_dim = 64;  // 32 * 8 * 32 * 64 = 2^19
+  auto q = random_floats(rng, static_cast<size_t>(tokens * heads * head_dim));
+  auto kv = random_floats(rng, static_cast<size_t>(tokens * kv_heads * head_dim));
+  const auto run = [&](int threads) {
+    omp_set_num_threads(threads);
+    std::vector<float> out(static_cast<size_t>(m * n)), attended(q.size());
+    cpu.matmul(Tensor::view(x.data(), DType::f32, {m, k}),
+               Tensor::view(w.data(), DType::f32, {n, k}), nullptr,
+               Tensor::view(out.data(), DType::f32, {m, n}));
+    AttentionParams p;
+    p.q = Tensor::view(q.data(), DType::f32, {tokens, heads, head_dim});
+    p.k_cache = Tensor::view(kv.data(), DType::f32, {tokens, kv_heads, head_dim});
+    p.v_cache = p.k_cache;
+    p.out = Tensor::view(attended.data(), DType::f32, {tokens, heads, head_dim});
+    p.scale = 0.125f;
+    cpu.attention(p);
+    out.insert(out.end(), attended.begin(), attended.end());
+    return out;
+  };
+  const int threads = omp_get_max_threads();
+  const std::vector<float> one = run(1), two = run(2);
+  omp_set_num_threads(threads);
+  ASSERT_EQ(one.size(), two.size());
+  EXPECT_EQ(std::memcmp(one.data(), two.data(), one.size() * sizeof(float)), 0);
 }
 
 TEST_F(CpuOps, AttentionRejectsContextBeyondCapacity) {
