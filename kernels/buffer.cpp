@@ -13,7 +13,7 @@ Buffer::Buffer(Backend& backend, DType dtype, std::initializer_list<int64_t> sha
 
 Tensor Buffer::view(DType dtype, std::initializer_list<int64_t> shape) const {
   Tensor t = Tensor::view(data_, dtype, shape, backend_ ? backend_->device() : Device::cpu);
-  check(t.nbytes() <= bytes_, "view ", t.shape_string(), " needs ", t.nbytes(),
+  check(t.nbytes() <= bytes_, "view ", t.shape_text(), " needs ", t.nbytes(),
         " bytes but the buffer holds ", bytes_);
   return t;
 }

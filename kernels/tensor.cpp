@@ -1,5 +1,7 @@
 #include "kernels/tensor.hpp"
 
+#include <ostream>
+
 #include "kernels/error.hpp"
 
 namespace hive {
@@ -42,15 +44,15 @@ bool Tensor::is_contiguous() const {
 }
 
 Tensor Tensor::reshape(std::initializer_list<int64_t> new_shape) const {
-  check(is_contiguous(), "reshape needs a contiguous tensor (got ", shape_string(), ")");
+  check(is_contiguous(), "reshape needs a contiguous tensor (got ", shape_text(), ")");
   Tensor t = view(data, dtype, new_shape, device);
-  check(t.numel() == numel(), "cannot reshape ", shape_string(), " to ", t.shape_string());
+  check(t.numel() == numel(), "cannot reshape ", shape_text(), " to ", t.shape_text());
   return t;
 }
 
 Tensor Tensor::rows(int64_t begin, int64_t count) const {
   check(ndim >= 1 && begin >= 0 && count >= 0 && begin + count <= shape[0], "rows [", begin, ", ",
-        begin + count, ") out of range for ", shape_string());
+        begin + count, ") out of range for ", shape_text());
   Tensor t = *this;
   t.shape[0] = count;
   t.data = static_cast<char*>(data) +
@@ -67,6 +69,10 @@ std::string Tensor::shape_string() const {
   s += "] ";
   s += dtype_name(dtype);
   return s;
+}
+
+std::ostream& operator<<(std::ostream& out, const ShapeText& shape) {
+  return out << shape.tensor.shape_string();
 }
 
 }  // namespace hive

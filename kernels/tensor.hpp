@@ -5,6 +5,7 @@
 #include <array>
 #include <cstdint>
 #include <initializer_list>
+#include <iosfwd>
 #include <string>
 
 #include "kernels/dtype.hpp"
@@ -14,6 +15,16 @@ namespace hive {
 enum class Device : uint8_t { cpu, cuda };
 
 inline constexpr int kMaxDims = 4;
+
+struct Tensor;
+
+// A tensor's shape for an error message, formatted only when streamed: the
+// ops pass it to a check on every call, and building the string each time
+// cost about 3 % of a decode step.
+struct ShapeText {
+  const Tensor& tensor;
+};
+std::ostream& operator<<(std::ostream& out, const ShapeText& shape);
 
 struct Tensor {
   void* data = nullptr;
@@ -45,6 +56,7 @@ struct Tensor {
   }
 
   std::string shape_string() const;  // "[4, 8] bf16"
+  ShapeText shape_text() const { return ShapeText{*this}; }
 };
 
 }  // namespace hive

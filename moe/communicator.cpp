@@ -18,7 +18,7 @@ void check_all_to_all(std::string_view who, int world_size, const Tensor& send,
         send_counts.size(), "/", recv_counts.size(), " ranks in a group of ", world);
   check(send.ndim >= 1 && recv.ndim >= 1 && send.is_contiguous() && recv.is_contiguous() &&
             send.dtype == recv.dtype && row_bytes(send) == row_bytes(recv),
-        who, ": send ", send.shape_string(), " and recv ", recv.shape_string(),
+        who, ": send ", send.shape_text(), " and recv ", recv.shape_text(),
         " must be contiguous with rows of one dtype and size");
   int64_t total_send = 0, total_recv = 0;
   for (size_t r = 0; r < world; ++r) {

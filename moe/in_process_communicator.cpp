@@ -38,7 +38,7 @@ class InProcessCommunicator final : public Communicator {
 
   void all_reduce_sum(const Tensor& data) override {
     check(data.dtype == DType::f32 && data.is_contiguous() && data.device == Device::cpu,
-          "all_reduce_sum: needs a contiguous f32 host tensor (got ", data.shape_string(), ")");
+          "all_reduce_sum: needs a contiguous f32 host tensor (got ", data.shape_text(), ")");
     const int64_t n = data.numel();
     std::vector<float> sum(static_cast<size_t>(n), 0.0f);
     InProcessGroup::Slot slot;

@@ -30,7 +30,7 @@ class NcclCommunicator final : public Communicator {
 
   void all_reduce_sum(const Tensor& data) override {
     check(data.dtype == DType::f32 && data.is_contiguous(), "nccl all_reduce_sum: needs ",
-          "contiguous f32 (got ", data.shape_string(), ")");
+          "contiguous f32 (got ", data.shape_text(), ")");
     select_device();
     check_nccl(ncclAllReduce(data.data, data.data, static_cast<size_t>(data.numel()), ncclFloat,
                              ncclSum, comm_, nullptr),

@@ -165,7 +165,7 @@ void Model::forward(const ForwardBatch& batch, PagedKVCache& cache, const Tensor
   check(cache.num_layers() == c.num_layers, "forward: the KV cache has ", cache.num_layers(),
         " layers, the model ", c.num_layers);
   check(logits.ndim == 2 && logits.shape[0] == rows && logits.shape[1] == c.vocab_size,
-        "forward: logits ", logits.shape_string(), " for ", rows, " rows and vocab ", c.vocab_size);
+        "forward: logits ", logits.shape_text(), " for ", rows, " rows and vocab ", c.vocab_size);
   for (const int32_t id : batch.token_ids)
     check(id >= 0 && id < c.vocab_size, "forward: token id ", id, " is out of range [0, ",
           c.vocab_size, ")");

@@ -18,7 +18,7 @@ int64_t split(int64_t n, int size, const char* what) {
 Tensor copy_columns(const Tensor& w, int64_t begin, int64_t count, Backend& backend,
                     std::vector<Buffer>& owned) {
   check(w.ndim == 2 && w.is_contiguous() && w.device == Device::cpu,
-        "tensor parallelism: cannot split the columns of ", w.shape_string());
+        "tensor parallelism: cannot split the columns of ", w.shape_text());
   const int64_t rows = w.shape[0];
   Buffer& out = owned.emplace_back(backend, w.dtype, std::initializer_list<int64_t>{rows, count});
   const size_t element = dtype_size(w.dtype);

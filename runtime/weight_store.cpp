@@ -65,8 +65,8 @@ Tensor WeightStore::get(const std::string& name, std::initializer_list<int64_t> 
   bool same = t.ndim == expected.ndim;
   for (int d = 0; same && d < t.ndim; ++d)
     same = t.shape[static_cast<size_t>(d)] == expected.shape[static_cast<size_t>(d)];
-  check(same, dir_.string(), ": tensor '", name, "' has shape ", t.shape_string(), ", expected ",
-        expected.shape_string());
+  check(same, dir_.string(), ": tensor '", name, "' has shape ", t.shape_text(), ", expected ",
+        expected.shape_text());
   check(is_float(t.dtype), dir_.string(), ": tensor '", name, "' has dtype ", dtype_name(t.dtype),
         "; weights must be f32, f16 or bf16");
   return t;

@@ -23,8 +23,8 @@ void attention(const AttentionParams& p) {
             p.v_cache.shape[1] == num_kv_heads && p.v_cache.shape[2] == head_dim &&
             p.out.shape[0] == num_tokens && p.out.shape[1] == num_heads &&
             p.out.shape[2] == head_dim,
-        "attention: q ", p.q.shape_string(), ", k ", p.k_cache.shape_string(), ", v ",
-        p.v_cache.shape_string(), ", out ", p.out.shape_string(), " disagree");
+        "attention: q ", p.q.shape_text(), ", k ", p.k_cache.shape_text(), ", v ",
+        p.v_cache.shape_text(), ", out ", p.out.shape_text(), " disagree");
   check(p.start_position >= 0 && context_len <= p.k_cache.shape[0] &&
             context_len <= p.v_cache.shape[0],
         "attention: context of ", context_len, " tokens exceeds the cache capacity ",

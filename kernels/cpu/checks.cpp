@@ -6,12 +6,12 @@ namespace hive::cpu {
 void expect(const Tensor& t, DType dtype, int ndim, const char* what) {
   check(t.data != nullptr || t.numel() == 0, what, ": null data");
   check(t.dtype == dtype && t.ndim == ndim && t.is_contiguous(), what, ": expected a contiguous ",
-        ndim, "-d ", dtype_name(dtype), " tensor (got ", t.shape_string(), ")");
+        ndim, "-d ", dtype_name(dtype), " tensor (got ", t.shape_text(), ")");
 }
 
 void expect_float(const Tensor& t, int ndim, const char* what) {
   check(is_float(t.dtype) && t.ndim == ndim && t.is_contiguous(), what, ": expected a contiguous ",
-        ndim, "-d float tensor (got ", t.shape_string(), ")");
+        ndim, "-d float tensor (got ", t.shape_text(), ")");
 }
 
 void to_f32(const void* src, DType dtype, int64_t n, float* dst) {

@@ -20,14 +20,16 @@ void* CpuBackend::allocate(size_t bytes) {
   return ptr;
 }
 
-void CpuBackend::deallocate(void* ptr) { std::free(ptr); }
+void CpuBackend::deallocate(void* ptr) {
+  std::free(ptr);
+}
 
 void CpuBackend::copy(const Tensor& dst, const Tensor& src) {
   check(dst.device == Device::cpu && src.device == Device::cpu, "cpu copy: both tensors must be ",
         "on the host");
   check(dst.is_contiguous() && src.is_contiguous() && dst.nbytes() == src.nbytes() &&
             dst.dtype == src.dtype,
-        "copy: ", src.shape_string(), " into ", dst.shape_string());
+        "copy: ", src.shape_text(), " into ", dst.shape_text());
   if (src.nbytes()) std::memmove(dst.data, src.data, src.nbytes());
 }
 
@@ -43,18 +45,30 @@ void CpuBackend::rope(const Tensor& x, const Tensor& positions, const Tensor& in
 void CpuBackend::matmul(const Tensor& x, const Tensor& w, const Tensor* bias, const Tensor& out) {
   cpu::matmul(x, w, bias, out);
 }
-void CpuBackend::add(const Tensor& a, const Tensor& b, const Tensor& out) { cpu::add(a, b, out); }
-void CpuBackend::mul_rows(const Tensor& x, const Tensor& scale) { cpu::mul_rows(x, scale); }
+void CpuBackend::add(const Tensor& a, const Tensor& b, const Tensor& out) {
+  cpu::add(a, b, out);
+}
+void CpuBackend::mul_rows(const Tensor& x, const Tensor& scale) {
+  cpu::mul_rows(x, scale);
+}
 void CpuBackend::silu_mul(const Tensor& gate, const Tensor& up, const Tensor& out) {
   cpu::silu_mul(gate, up, out);
 }
-void CpuBackend::sigmoid(const Tensor& x) { cpu::sigmoid(x); }
-void CpuBackend::softmax(const Tensor& x) { cpu::softmax(x); }
+void CpuBackend::sigmoid(const Tensor& x) {
+  cpu::sigmoid(x);
+}
+void CpuBackend::softmax(const Tensor& x) {
+  cpu::softmax(x);
+}
 void CpuBackend::topk(const Tensor& x, int k, const Tensor& values, const Tensor& indices) {
   cpu::topk(x, k, values, indices);
 }
-void CpuBackend::normalize_rows(const Tensor& x) { cpu::normalize_rows(x); }
-void CpuBackend::attention(const AttentionParams& params) { cpu::attention(params); }
+void CpuBackend::normalize_rows(const Tensor& x) {
+  cpu::normalize_rows(x);
+}
+void CpuBackend::attention(const AttentionParams& params) {
+  cpu::attention(params);
+}
 void CpuBackend::paged_attention(const PagedAttentionParams& params) {
   cpu::paged_attention(params);
 }

@@ -17,12 +17,12 @@ void matmul(const Tensor& x, const Tensor& w, const Tensor* bias, const Tensor& 
   expect_float(w, 2, "matmul w");
   expect(out, DType::f32, 2, "matmul out");
   const int64_t m = x.shape[0], k = x.shape[1], n = w.shape[0];
-  check(w.shape[1] == k && out.shape[0] == m && out.shape[1] == n, "matmul: x ", x.shape_string(),
-        " @ w^T ", w.shape_string(), " -> out ", out.shape_string(), " disagree");
+  check(w.shape[1] == k && out.shape[0] == m && out.shape[1] == n, "matmul: x ", x.shape_text(),
+        " @ w^T ", w.shape_text(), " -> out ", out.shape_text(), " disagree");
   std::vector<float> b(static_cast<size_t>(n), 0.0f);
   if (bias) {
     expect_float(*bias, 1, "matmul bias");
-    check(bias->shape[0] == n, "matmul: bias ", bias->shape_string(), " for ", n, " outputs");
+    check(bias->shape[0] == n, "matmul: bias ", bias->shape_text(), " for ", n, " outputs");
     to_f32(bias->data, bias->dtype, n, b.data());
   }
   const float* xs = x.as<float>();

@@ -28,8 +28,8 @@ void check_paged_shapes(const PagedAttentionParams& p) {
   check(num_kv_heads > 0 && num_heads % num_kv_heads == 0 && p.k_blocks.shape[3] == head_dim &&
             p.v_blocks.shape == p.k_blocks.shape && p.out.shape[0] == num_tokens &&
             p.out.shape[1] == num_heads && p.out.shape[2] == head_dim,
-        "paged_attention: q ", p.q.shape_string(), ", k ", p.k_blocks.shape_string(), ", v ",
-        p.v_blocks.shape_string(), ", out ", p.out.shape_string(), " disagree");
+        "paged_attention: q ", p.q.shape_text(), ", k ", p.k_blocks.shape_text(), ", v ",
+        p.v_blocks.shape_text(), ", out ", p.out.shape_text(), " disagree");
   const int64_t context_len = p.start_position + num_tokens;
   const int64_t block_size = p.k_blocks.shape[1];
   check(p.start_position >= 0 && context_len <= p.block_table.shape[0] * block_size,

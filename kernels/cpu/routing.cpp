@@ -29,7 +29,7 @@ void topk(const Tensor& x, int k, const Tensor& values, const Tensor& indices) {
   check(k >= 1 && k <= cols, "topk: k must be in [1, ", cols, "] (got ", k, ")");
   check(values.shape[0] == n && values.shape[1] == k && indices.shape[0] == n &&
             indices.shape[1] == k,
-        "topk: outputs ", values.shape_string(), ", ", indices.shape_string(), " for k=", k);
+        "topk: outputs ", values.shape_text(), ", ", indices.shape_text(), " for k=", k);
   std::vector<int32_t> order(static_cast<size_t>(cols));
   for (int64_t i = 0; i < n; ++i) {
     const float* row = x.as<float>() + i * cols;
@@ -60,8 +60,8 @@ void gather_rows(const Tensor& src, const Tensor& index, const Tensor& out) {
   expect(index, DType::i32, 1, "gather_rows index");
   expect(out, DType::f32, 2, "gather_rows out");
   const int64_t d = src.shape[1];
-  check(out.shape[0] == index.shape[0] && out.shape[1] == d, "gather_rows: out ",
-        out.shape_string(), " for ", index.shape[0], " rows of ", src.shape_string());
+  check(out.shape[0] == index.shape[0] && out.shape[1] == d, "gather_rows: out ", out.shape_text(),
+        " for ", index.shape[0], " rows of ", src.shape_text());
   for (int64_t i = 0; i < index.shape[0]; ++i) {
     const int32_t r = index.as<int32_t>()[i];
     check(r >= 0 && r < src.shape[0], "gather_rows: row ", r, " out of range");
@@ -77,8 +77,8 @@ void scatter_add_rows(const Tensor& src, const Tensor& index, const Tensor& weig
   expect(out, DType::f32, 2, "scatter_add_rows out");
   const int64_t d = src.shape[1];
   check(index.shape[0] == src.shape[0] && weight.shape[0] == src.shape[0] && out.shape[1] == d,
-        "scatter_add_rows: src ", src.shape_string(), ", index ", index.shape_string(), ", weight ",
-        weight.shape_string(), ", out ", out.shape_string(), " disagree");
+        "scatter_add_rows: src ", src.shape_text(), ", index ", index.shape_text(), ", weight ",
+        weight.shape_text(), ", out ", out.shape_text(), " disagree");
   for (int64_t i = 0; i < src.shape[0]; ++i) {
     const int32_t r = index.as<int32_t>()[i];
     check(r >= 0 && r < out.shape[0], "scatter_add_rows: row ", r, " out of range");

@@ -42,7 +42,9 @@ CudaDevices query_cuda_devices() {
   return devices;
 }
 
-int cuda_device_count() { return query_cuda_devices().count; }
+int cuda_device_count() {
+  return query_cuda_devices().count;
+}
 
 std::string cuda_library_versions() {
   int runtime = 0;
@@ -85,7 +87,7 @@ void CudaBackend::deallocate(void* ptr) {
 void CudaBackend::copy(const Tensor& dst, const Tensor& src) {
   check(dst.is_contiguous() && src.is_contiguous() && dst.nbytes() == src.nbytes() &&
             dst.dtype == src.dtype,
-        "copy: ", src.shape_string(), " into ", dst.shape_string());
+        "copy: ", src.shape_text(), " into ", dst.shape_text());
   check_cuda(cudaMemcpy(dst.data, src.data, src.nbytes(), copy_kind(dst.device, src.device)),
              "cudaMemcpy");
 }
@@ -101,8 +103,8 @@ void CudaBackend::rms_norm(const Tensor& x, const Tensor& weight, float eps, con
   check(x.device == Device::cuda && weight.device == Device::cuda && out.device == Device::cuda,
         "cuda rms_norm: tensors must be on the device");
   check(out.shape[0] == x.shape[0] && out.shape[1] == x.shape[1] && weight.shape[0] == x.shape[1],
-        "rms_norm: shapes ", x.shape_string(), ", ", weight.shape_string(), ", ",
-        out.shape_string(), " disagree");
+        "rms_norm: shapes ", x.shape_text(), ", ", weight.shape_text(), ", ", out.shape_text(),
+        " disagree");
   const cuda::WeightType weight_type = weight.dtype == DType::bf16  ? cuda::WeightType::bf16
                                        : weight.dtype == DType::f16 ? cuda::WeightType::f16
                                                                     : cuda::WeightType::f32;
