@@ -1,5 +1,5 @@
-// out = x @ w^T (+ bias): the reference GEMM. Each weight row is converted to
-// f32 once and dotted with every input row (dot.hpp), so the weights are read once per
+// out = x @ w^T (+ bias): the reference GEMM. Each weight row is dotted with
+// every input row (dot.hpp), so the weights are read once per
 // call (at batch 1 this is a memory-bound GEMV: bytes(w) per token). Work is
 // split across output features only, so each dot product is summed in the same
 // order whatever the thread count.
@@ -11,6 +11,14 @@
 #include "kernels/error.hpp"
 
 namespace hive::cpu {
+
+namespace {
+
+// Up to this many input rows, a bf16/f16 weight row is widened in every dot
+// instead of converted once (the conversion's store and reload cost more).
+constexpr int64_t kMaxRowsWidenedInPlace = 4;
+
+}  // namespace
 
 void matmul(const Tensor& x, const Tensor& w, const Tensor* bias, const Tensor& out) {
   expect(x, DType::f32, 2, "matmul x");
@@ -28,13 +36,30 @@ void matmul(const Tensor& x, const Tensor& w, const Tensor* bias, const Tensor& 
   const float* xs = x.as<float>();
   float* os = out.as<float>();
   const size_t row_bytes = static_cast<size_t>(k) * dtype_size(w.dtype);
+  // f32 rows are dotted in place. A bf16/f16 row is widened as it is read
+  // when few input rows use it (decode), and converted once into `row` when
+  // many do (prefill); both give the same bits, so a row's result does not
+  // depend on what it is batched with.
+  const bool convert_once = w.dtype != DType::f32 && m > kMaxRowsWidenedInPlace;
   for_each_task(
-      n, m * n * k, [&] { return std::vector<float>(static_cast<size_t>(k)); },
+      n, m * n * k, [&] { return std::vector<float>(convert_once ? static_cast<size_t>(k) : 0); },
       [&](int64_t j, std::vector<float>& row) {
-        to_f32(static_cast<const char*>(w.data) + static_cast<size_t>(j) * row_bytes, w.dtype, k,
-               row.data());
-        for (int64_t i = 0; i < m; ++i)
-          os[i * n + j] = dot(xs + i * k, row.data(), k) + b[static_cast<size_t>(j)];
+        const void* stored = static_cast<const char*>(w.data) + static_cast<size_t>(j) * row_bytes;
+        if (convert_once) to_f32(stored, w.dtype, k, row.data());
+        const float bias_j = b[static_cast<size_t>(j)];
+        for (int64_t i = 0; i < m; ++i) {
+          const float* xi = xs + i * k;
+          float sum = 0;
+          if (convert_once)
+            sum = dot(xi, row.data(), k);
+          else if (w.dtype == DType::f32)
+            sum = dot(xi, static_cast<const float*>(stored), k);
+          else if (w.dtype == DType::bf16)
+            sum = dot_bf16(xi, static_cast<const uint16_t*>(stored), k);
+          else
+            sum = dot_f16(xi, static_cast<const uint16_t*>(stored), k);
+          os[i * n + j] = sum + bias_j;
+        }
       });
 }
 

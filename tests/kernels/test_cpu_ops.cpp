@@ -71,6 +71,33 @@ TEST_F(CpuOps, MatmulAllWeightDtypesWithBias) {
   }
 }
 
+// bf16/f16 weights are widened as they are read (few input rows) or
+// converted once (many): the same bits either way, so a row's output does
+// not depend on how many rows share the call.
+TEST_F(CpuOps, HalfWeightsGiveTheSameBitsAloneAndBatched) {
+  SCOPED_TRACE(testing::Message() << "seed " << test::test_seed());
+  for (DType dtype : {DType::bf16, DType::f16}) {
+    for (int64_t k : {1, 15, 16, 17, 100, 513}) {
+      SCOPED_TRACE(testing::Message() << dtype_name(dtype) << " k=" << k);
+      const int64_t m = 9, n = 7;
+      auto x = random_floats(rng, static_cast<size_t>(m * k));
+      auto wv = random_floats(rng, static_cast<size_t>(n * k));
+      StoredWeights w = store(wv, dtype);
+      std::vector<float> batched(static_cast<size_t>(m * n));
+      cpu.matmul(Tensor::view(x.data(), DType::f32, {m, k}), w.tensor(dtype, {n, k}), nullptr,
+                 Tensor::view(batched.data(), DType::f32, {m, n}));
+      for (int64_t i = 0; i < m; ++i) {
+        std::vector<float> alone(static_cast<size_t>(n));
+        cpu.matmul(Tensor::view(x.data() + i * k, DType::f32, {1, k}), w.tensor(dtype, {n, k}),
+                   nullptr, Tensor::view(alone.data(), DType::f32, {1, n}));
+        EXPECT_EQ(std::memcmp(alone.data(), batched.data() + i * n, alone.size() * sizeof(float)),
+                  0)
+            << "row " << i;
+      }
+    }
+  }
+}
+
 TEST_F(CpuOps, MatmulRejectsMismatchedShapes) {
   std::vector<float> x(12), w(12), out(9);
   EXPECT_THROW(cpu.matmul(Tensor::view(x.data(), DType::f32, {3, 4}),
