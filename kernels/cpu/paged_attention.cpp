@@ -9,6 +9,7 @@
 #include <cmath>
 #include <vector>
 
+#include "kernels/cpu/attend.hpp"
 #include "kernels/cpu/ops.hpp"
 #include "kernels/cpu/parallel.hpp"
 #include "kernels/error.hpp"
@@ -65,31 +66,10 @@ void paged_attention(const PagedAttentionParams& p) {
       [&] { return std::vector<float>(static_cast<size_t>(context_len)); },
       [&](int64_t task, std::vector<float>& scores) {
         const int64_t i = task / num_heads, h = task % num_heads, kvh = h / group;
-        const int64_t last = p.start_position + i;  // inclusive
-        const int64_t first =
-            p.sliding_window > 0 ? std::max<int64_t>(0, last - p.sliding_window + 1) : 0;
-        const float* qi = q + (i * num_heads + h) * head_dim;
-        float max_score = -INFINITY;
-        for (int64_t j = first; j <= last; ++j) {
-          const float* kj = k + row(j, kvh);
-          float dot = 0.0f;
-          for (int64_t d = 0; d < head_dim; ++d) dot += qi[d] * kj[d];
-          scores[static_cast<size_t>(j)] = dot * p.scale;
-          max_score = std::max(max_score, scores[static_cast<size_t>(j)]);
-        }
-        float total = 0.0f;
-        for (int64_t j = first; j <= last; ++j) {
-          float& s = scores[static_cast<size_t>(j)];
-          s = std::exp(s - max_score);
-          total += s;
-        }
-        float* oi = out + (i * num_heads + h) * head_dim;
-        std::fill(oi, oi + head_dim, 0.0f);
-        for (int64_t j = first; j <= last; ++j) {
-          const float weight = scores[static_cast<size_t>(j)] / total;
-          const float* vj = v + row(j, kvh);
-          for (int64_t d = 0; d < head_dim; ++d) oi[d] += weight * vj[d];
-        }
+        attend(
+            q + (i * num_heads + h) * head_dim, k, v, p.start_position + i, p.sliding_window,
+            head_dim, p.scale, [&](int64_t j) { return row(j, kvh); }, scores,
+            out + (i * num_heads + h) * head_dim);
       });
 }
 

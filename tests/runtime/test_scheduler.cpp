@@ -198,12 +198,16 @@ TEST_F(SchedulerTest, NothingIsAdmittedWhileASequenceIsSwappedOut) {
   EXPECT_TRUE(b_back);
 }
 
+SchedulerConfig swapping_by_priority() {
+  SchedulerConfig config = preempting(PreemptionMode::swap);
+  config.policy = SchedulingPolicy::priority;
+  return config;
+}
+
 // Under the priority policy the order holds across the queues: a newcomer
 // ahead of the swapped sequence (here: b, priority 5) is admitted at once.
 TEST_F(SchedulerTest, ANewcomerAheadOfASwappedSequenceIsAdmitted) {
-  SchedulerConfig config = preempting(PreemptionMode::swap);
-  config.policy = SchedulingPolicy::priority;
-  make(config, blocks(5, 5));
+  make(swapping_by_priority(), blocks(5, 5));
   scheduler->add_request(request("a", 7, 8));
   Request b = request("b", 6, 8);
   b.priority = 5;
@@ -222,9 +226,7 @@ TEST_F(SchedulerTest, ANewcomerAheadOfASwappedSequenceIsAdmitted) {
 // and runs in the step that brings it back: it never goes out again without
 // having computed anything.
 TEST_F(SchedulerTest, ASwappedInSequenceRunsInTheStepThatBringsItBack) {
-  SchedulerConfig config = preempting(PreemptionMode::swap);
-  config.policy = SchedulingPolicy::priority;
-  make(config, blocks(13, 13));
+  make(swapping_by_priority(), blocks(13, 13));
   scheduler->add_request(request("a", 20, 28));
   Request l = request("l", 24, 8);
   l.priority = 5;
