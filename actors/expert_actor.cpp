@@ -1,5 +1,7 @@
 #include "actors/expert_actor.hpp"
 
+#include <caf/send.hpp>
+
 namespace hive {
 
 expert_actor::behavior_type expert(expert_actor::stateful_pointer<ExpertState> self,
@@ -12,9 +14,11 @@ expert_actor::behavior_type expert(expert_actor::stateful_pointer<ExpertState> s
         st.load.add(delta);
         // Decided once, from the first traffic: replicas are only ever added
         // on the workers, so a hot set that kept moving would grow without bound.
-        if (st.replicated.empty() && st.replicate_hot_experts > 0 && st.load.total() > 0)
+        if (st.replicated.empty() && st.replicate_hot_experts > 0 && st.load.total() > 0) {
           st.replicated = st.load.hottest(st.replicate_hot_experts);
-        return st.replicated;
+          caf::anon_send(caf::actor_cast<caf::actor>(self->current_sender()), replicas_atom_v,
+                         st.replicated);
+        }
       },
       [self](metrics_atom) {
         const ExpertState& st = self->state;

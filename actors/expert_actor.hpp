@@ -1,11 +1,11 @@
 #pragma once
 // The expert actor: owns the expert placement policy and the per-layer,
 // per-expert load statistics (ExpertLoad). The scheduler sends it the load
-// delta of every step (summed over the worker ranks' replies) and gets back
-// the experts that every rank should hold a replica of. Once the first step
-// with routed tokens is in, it picks the hottest `replicate_hot_experts`
-// experts; the scheduler hands that list to all workers in the same step,
-// so every rank switches placement at the same step boundary.
+// delta of every step (summed over the worker ranks' replies), one way. Once
+// the first step with routed tokens is in, it picks the hottest
+// `replicate_hot_experts` experts and sends the list back (replicas_atom),
+// once; the scheduler hands it to all workers in the same step, so every
+// rank switches placement at the same step boundary.
 #include <cstdint>
 #include <vector>
 
@@ -17,9 +17,8 @@
 
 namespace hive {
 
-using expert_actor =
-    caf::typed_actor<caf::replies_to<load_atom, std::vector<int64_t>>::with<std::vector<int32_t>>,
-                     caf::replies_to<metrics_atom>::with<ExpertStats>>;
+using expert_actor = caf::typed_actor<caf::reacts_to<load_atom, std::vector<int64_t>>,
+                                      caf::replies_to<metrics_atom>::with<ExpertStats>>;
 
 struct ExpertSetup {
   int num_layers = 0;

@@ -30,6 +30,7 @@ void build_core(SchedulerState& st) {
 void spawn_workers(Self self) {
   SchedulerState& st = self->state;
   st.workers.clear();
+  st.replicas_sent = false;  // fresh workers hold no replicas yet
   // A fresh group per worker generation: a failed generation aborted its own.
   const bool collectives = st.setup.num_experts > 0 || st.setup.tensor_parallel_size > 1;
   st.group = collectives
@@ -177,10 +178,7 @@ void finish_step(Self self) {
   // The load goes out before any token: whoever sees a request finish and
   // then asks the expert actor for metrics finds this step counted.
   if (st.setup.expert && !st.step_load.empty())
-    self->request(st.setup.expert, caf::infinite, load_atom_v, st.step_load)
-        .then([self](std::vector<int32_t>& replicated) {
-          self->state.replicated_experts = std::move(replicated);
-        });
+    self->send(st.setup.expert, load_atom_v, st.step_load);
   std::vector<std::pair<token_sink, TokenEvent>> events;
   std::vector<SequenceOutput> outputs;
   for (RankCore& core : st.ranks) {
@@ -285,7 +283,7 @@ void maybe_step(Self self) {
       if (it != st.requests.end()) it->second.started = true;
     }
     WorkerStep step = core.encoder.encode(core.plan, step_id);
-    step.replicated_experts = st.replicated_experts;
+    if (!st.replicas_sent) step.replicated_experts = st.replicated_experts;
     for (size_t w = rank * tp; w < (rank + 1) * tp; ++w)
       self->request(st.workers[w], caf::infinite, step_atom_v,
                     w + 1 == (rank + 1) * tp ? std::move(step) : step)
@@ -294,6 +292,7 @@ void maybe_step(Self self) {
                   on_worker_error(self, step_id, static_cast<int>(w), err);
                 });
   }
+  st.replicas_sent = true;  // like the rest of a step, a diff: sent once
 }
 
 void submit(Self self, Submission& submission) {
@@ -384,6 +383,10 @@ scheduler_actor::behavior_type scheduler(Self self, SchedulerSetup setup) {
         cancel(self, id, &sink);
       },
       [self](metrics_atom) { return snapshot(self->state); },
+      [self](replicas_atom, std::vector<int32_t>& replicated) {
+        self->state.replicated_experts = std::move(replicated);
+        self->state.replicas_sent = false;
+      },
       [self](watchdog_atom) { on_watchdog(self); },
       [self](watchdog_atom, int64_t step_id) { on_overdue(self, step_id); },
       [self](fault_atom, int rank) {

@@ -62,7 +62,9 @@ using scheduler_actor =
                      caf::reacts_to<cancel_atom, std::string, token_sink>,
                      caf::replies_to<metrics_atom>::with<EngineMetrics>,
                      caf::replies_to<shutdown_atom, bool>::with<int64_t>,
-                     caf::reacts_to<fault_atom, int>,          // testing: rank's next step throws
+                     caf::reacts_to<fault_atom, int>,  // testing: rank's next step throws
+                     // From the expert actor: experts every rank is to hold a replica of.
+                     caf::reacts_to<replicas_atom, std::vector<int32_t>>,
                      caf::reacts_to<watchdog_atom>,            // internal: the step deadline timer
                      caf::reacts_to<watchdog_atom, int64_t>>;  // internal: step id past it
 
@@ -113,6 +115,7 @@ struct SchedulerState {
   std::vector<bool> replied;                // per worker, to the step in flight
   std::shared_ptr<InProcessGroup> group;    // this generation of workers' group
   std::vector<int32_t> replicated_experts;  // from the expert actor
+  bool replicas_sent = false;               // to this generation of workers
   std::map<std::string, TrackedRequest> requests;
 
   // The step in flight.

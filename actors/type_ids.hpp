@@ -25,6 +25,7 @@ CAF_ADD_ATOM(hive, hive, metrics_atom, "metrics")
 CAF_ADD_ATOM(hive, hive, shutdown_atom, "shutdown")
 CAF_ADD_ATOM(hive, hive, fault_atom, "fault")
 CAF_ADD_ATOM(hive, hive, load_atom, "load")
+CAF_ADD_ATOM(hive, hive, replicas_atom, "replicas")
 CAF_ADD_ATOM(hive, hive, watchdog_atom, "watchdog")
 
 CAF_END_TYPE_ID_BLOCK(hive)
