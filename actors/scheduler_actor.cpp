@@ -113,6 +113,17 @@ void check_drained(Self self) {
   self->quit();
 }
 
+// The step in flight ran (its workers answered, or one failed in it or
+// overran it): the requests in its plans have run on their rank. A step
+// that never ran (a worker killed or unable to start before taking it up)
+// marks nothing: its requests cannot have caused the fault.
+void mark_started(SchedulerState& st) {
+  for (const RankCore& core : st.ranks)
+    for (const std::shared_ptr<const Request>& request : core.plan_requests)
+      if (const auto it = st.requests.find(request->id); it != st.requests.end())
+        it->second.started = true;
+}
+
 // Worker `failed_worker` (-1: not known) failed, died or timed out. The
 // requests that ever ran on its planning rank fail: they may be what made
 // it fail. Every worker is replaced (the ranks of one group meet in
@@ -181,6 +192,7 @@ void finish_step(Self self) {
     self->send(st.setup.expert, load_atom_v, st.step_load);
   std::vector<std::pair<token_sink, TokenEvent>> events;
   std::vector<SequenceOutput> outputs;
+  mark_started(st);
   for (RankCore& core : st.ranks) {
     collect_sampled(st, core, events);
     for (SequenceOutput& out : core.scheduler->update(core.plan, core.sampled))
@@ -220,6 +232,7 @@ void on_worker_error(Self self, int64_t step_id, int worker, const caf::error& e
   if (err == caf::sec::request_receiver_down) return;
   // A failing worker answers before it aborts its group, so the first error
   // of a step is the failing rank's, not a released peer's.
+  mark_started(st);
   handle_fault(self, error_text(err), worker);
 }
 
@@ -249,6 +262,7 @@ void on_watchdog(Self self) {
 void on_overdue(Self self, int64_t step_id) {
   SchedulerState& st = self->state;
   if (!st.step_in_flight || step_id != st.step_id) return;
+  mark_started(st);
   std::vector<size_t> silent;
   for (size_t w = 0; w < st.replied.size(); ++w)
     if (!st.replied[w]) silent.push_back(w);
@@ -278,10 +292,9 @@ void maybe_step(Self self) {
     RankCore& core = st.ranks[rank];
     core.plan = core.scheduler->schedule();
     core.sampled.clear();
-    for (const ScheduledSequence& s : core.plan.sequences) {
-      const auto it = st.requests.find(core.scheduler->sequence(s.seq_id).request->id);
-      if (it != st.requests.end()) it->second.started = true;
-    }
+    core.plan_requests.clear();
+    for (const ScheduledSequence& s : core.plan.sequences)
+      core.plan_requests.push_back(core.scheduler->sequence(s.seq_id).request);
     WorkerStep step = core.encoder.encode(core.plan, step_id);
     if (!st.replicas_sent) step.replicated_experts = st.replicated_experts;
     for (size_t w = rank * tp; w < (rank + 1) * tp; ++w)

@@ -92,7 +92,7 @@ struct SchedulerSetup {
 struct TrackedRequest {
   token_sink sink;
   int samples_left = 1;
-  bool started = false;    // appeared in a plan: it ran on its rank's workers
+  bool started = false;    // ran on its rank's workers (in a step they took up)
   int rank = 0;            // the rank whose scheduler and KV cache hold it
   bool failed = false;     // a sample ended with an error
   bool cancelled = false;  // its owner cancelled it: a fault or a shutdown is not its error
@@ -104,6 +104,7 @@ struct RankCore {
   std::unique_ptr<Scheduler> scheduler;
   PlanEncoder encoder;
   StepPlan plan;
+  std::vector<std::shared_ptr<const Request>> plan_requests;  // whose sequences the plan runs
   std::vector<SampledToken> sampled;
   int64_t num_requests = 0;  // assigned, not yet finished
 };

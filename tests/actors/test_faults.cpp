@@ -126,6 +126,20 @@ CAF_TEST(steps that each end before their deadline never time out) {
   CAF_CHECK_EQUAL(metrics().num_worker_restarts, 0);
 }
 
+CAF_TEST(a request whose step the worker never took up is not failed by its death) {
+  // The worker is killed as r is submitted: r's first step goes to a worker
+  // that is gone (or about to go) and never runs there.
+  const Request r = make_request("r", {1, 2, 3, 4}, 5);
+  submit(r);
+  self->send_exit(worker_hdl(), caf::exit_reason::kill);
+  run();
+  CAF_CHECK_EQUAL(streamed("r"), reference(r));
+  const TokenEvent* done = finished_event("r");
+  CAF_REQUIRE(done != nullptr);
+  CAF_CHECK_EQUAL(done->error, "");
+  CAF_CHECK_EQUAL(metrics().num_worker_restarts, 1);
+}
+
 CAF_TEST(a worker that dies while idle is restarted) {
   self->send_exit(worker_hdl(), caf::exit_reason::kill);
   run();
