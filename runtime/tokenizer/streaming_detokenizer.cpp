@@ -1,5 +1,7 @@
 #include "runtime/tokenizer/streaming_detokenizer.hpp"
 
+#include <algorithm>
+
 namespace hive {
 namespace {
 
@@ -14,12 +16,12 @@ constexpr int kMaxTokensPerCharacter = 4;
 // window, so an unbounded one would make the stream quadratic.
 constexpr std::size_t kMaxHeldTokens = 32;
 
-// Where `text` stops agreeing with `prefix`, moved back to a character start.
 // Whether `text` holds nothing that `prefix` does not already have.
 bool adds_nothing(const std::string& prefix, const std::string& text) {
   return text.size() <= prefix.size() && prefix.starts_with(text);
 }
 
+// Where `text` stops agreeing with `prefix`, moved back to a character start.
 std::size_t common_prefix_length(const std::string& prefix, const std::string& text) {
   std::size_t length = 0;
   while (length < prefix.size() && length < text.size() && prefix[length] == text[length]) ++length;
@@ -33,6 +35,19 @@ std::size_t common_prefix_length(const std::string& prefix, const std::string& t
 
 StreamingDetokenizer::StreamingDetokenizer(Tokenizer tokenizer, bool skip_special_tokens)
     : tokenizer_(std::move(tokenizer)), skip_special_tokens_(skip_special_tokens) {}
+
+void StreamingDetokenizer::prime(std::span<const int32_t> context) {
+  // The fewest last ids (up to one character's worth) that decode to whole
+  // characters: one is enough for a leading space.
+  for (size_t n = 1; n <= std::min<size_t>(context.size(), kMaxTokensPerCharacter); ++n) {
+    ids_.assign(context.end() - static_cast<std::ptrdiff_t>(n), context.end());
+    prefix_ = tokenizer_.decode(ids_, skip_special_tokens_);
+    if (!prefix_.ends_with(kReplacement)) break;
+  }
+  prefix_index_ = ids_.size();
+  num_held_ = 0;
+  held_text_.clear();
+}
 
 std::string StreamingDetokenizer::step(int32_t id) {
   if (prefix_.empty() && !ids_.empty()) {

@@ -22,6 +22,7 @@
 // are not valid UTF-8 can turn already emitted text into U+FFFD; the stream
 // then keeps going and differs from decode() in those replacement characters.
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,11 @@ class StreamingDetokenizer {
  public:
   StreamingDetokenizer(Tokenizer tokenizer, bool skip_special_tokens);
 
+  // Takes the end of `context` (the prompt) as the window's context without
+  // emitting it, so the first new token decodes as it does after the prompt:
+  // a SentencePiece decoder drops the leading space of a window's first
+  // token, which would glue the first generated word onto the prompt.
+  void prime(std::span<const int32_t> context);
   // The text this id adds; empty while it is held back.
   std::string step(int32_t id);
   // Whatever is still held back (an unfinished character comes out as U+FFFD).

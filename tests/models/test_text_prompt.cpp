@@ -50,7 +50,7 @@ TEST(TextPrompt, GreedyContinuationStreamsTheTextTransformersDecodes) {
   const auto greedy = want["greedy_ids"].get<std::vector<int32_t>>();
   options.max_tokens = static_cast<int64_t>(greedy.size());
   options.ignore_eos = true;
-  cli::TextStream stream(tokenizer, nullptr);
+  cli::TextStream stream(tokenizer, prompt, nullptr);
   const GenerateResult result =
       generate(model, prompt, options, [&](int32_t id) { stream.write(id); });
   stream.finish();
@@ -63,7 +63,7 @@ TEST(TextPrompt, StreamHoldsBackPartialCharactersAndSkipsSpecialTokens) {
   const std::string text = "caf\xc3\xa9 \xe2\x80\x94 na\xc3\xafve";  // café — naïve
   std::vector<int32_t> ids = tokenizer.encode(text, false);
   ids.push_back(*tokenizer.token_to_id("<|im_end|>"));
-  cli::TextStream stream(tokenizer, nullptr);
+  cli::TextStream stream(tokenizer, {}, nullptr);
   for (const int32_t id : ids) {
     stream.write(id);
     // Never a cut character: the text so far is always valid UTF-8.

@@ -3,6 +3,9 @@
 // and the chunks always add up to decode().
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <span>
+
 #include "runtime/tokenizer/streaming_detokenizer.hpp"
 #include "runtime/tokenizer/utf8.hpp"
 #include "tests/tokenizer/fixtures.hpp"
@@ -33,6 +36,25 @@ TEST(StreamingDetokenizer, HoldsPartialCharactersOfByteFallbackTokens) {
   EXPECT_EQ(joined, "Hello \xE4\xBD\xA0 world");
   EXPECT_GE(empty, 2);                         // the first two byte tokens (and finish) add nothing
   EXPECT_FALSE(out.front().starts_with(" "));  // the first token's marker is not a space
+}
+
+// A stream primed with the prompt decodes its first token as it reads after
+// the prompt: SentencePiece drops the leading space of a window's first
+// token, which glued the first generated word onto the prompt.
+TEST(StreamingDetokenizer, APrimedStreamKeepsTheFirstWordsSpace) {
+  const Tokenizer& tokenizer = fixture_tokenizer("sentencepiece_bpe");
+  const std::vector<int32_t> prompt = tokenizer.encode("Once upon a time", false);
+  const std::vector<int32_t> all = tokenizer.encode("Once upon a time there was", false);
+  ASSERT_TRUE(std::equal(prompt.begin(), prompt.end(), all.begin()));
+  const auto continue_after = [&](std::span<const int32_t> context) {
+    StreamingDetokenizer stream(tokenizer, false);
+    stream.prime(context);
+    std::string text;
+    for (size_t i = prompt.size(); i < all.size(); ++i) text += stream.step(all[i]);
+    return text + stream.finish();
+  };
+  EXPECT_EQ(continue_after(prompt), " there was");
+  EXPECT_EQ(continue_after({}), "there was");  // without the prompt, as before
 }
 
 TEST(StreamingDetokenizer, FinishFlushesAnUnfinishedCharacter) {

@@ -117,14 +117,15 @@ int generate_many(Model& model, const std::vector<std::vector<int32_t>>& prompts
   const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
   int64_t generated = 0;
   int failed = 0;
-  for (const RequestOutput& out : outputs) {
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const RequestOutput& out = outputs[i];
     if (const std::string& error = out.samples.at(0).error; !error.empty()) {
       std::fprintf(stderr, "hive: %s failed: %s\n", out.request_id.c_str(), error.c_str());
       ++failed;
     }
     const std::vector<int32_t>& ids = out.samples.at(0).token_ids;
     if (tokenizer) {
-      const std::string text = tokenizer->decode(ids, /*skip_special_tokens=*/true);
+      const std::string text = continuation_text(*tokenizer, prompts[i], ids);
       std::printf("%s\n", nlohmann::json(text).dump().c_str());
     } else {
       for (const int32_t token : ids) std::printf("%d ", token);
@@ -224,7 +225,7 @@ int run_generate(const std::vector<std::string>& argv) {
     std::fputs(texts[0].c_str(), stdout);
     std::fflush(stdout);
   }
-  TextStream stream(*tokenizer, stdout);
+  TextStream stream(*tokenizer, prompts[0], stdout);
   return generate_one(
       model, prompts[0], options, [&](int32_t token) { stream.write(token); },
       [&] { stream.finish(); });

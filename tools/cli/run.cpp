@@ -193,8 +193,10 @@ int run_run(const std::vector<std::string>& argv) {
   Engine engine(config);
   const auto start = std::chrono::steady_clock::now();
   std::vector<std::pair<std::string, TokenStream>> streams;
+  std::map<std::string, std::vector<int32_t>> text_prompts;  // continuations decode after them
   for (Request& r : requests) {
     std::string id = r.id;
+    if (text_ids.count(id)) text_prompts[id] = r.prompt_token_ids;
     streams.emplace_back(id, engine.submit(std::move(r)));
   }
   int failed = 0;
@@ -203,7 +205,8 @@ int run_run(const std::vector<std::string>& argv) {
       if (!event.finished) continue;
       std::printf("%s:", id.c_str());
       if (text_ids.count(id)) {
-        const std::string text = tokenizer.get().decode(event.token_ids, true);
+        const std::string text =
+            continuation_text(tokenizer.get(), text_prompts.at(id), event.token_ids);
         std::printf(" %s", nlohmann::json(text).dump().c_str());
       } else {
         for (const int32_t token : event.token_ids) std::printf(" %d", token);

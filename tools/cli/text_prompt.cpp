@@ -57,8 +57,19 @@ std::vector<int32_t> encode_prompt(const Tokenizer& tokenizer, const fs::path& m
   return tokenizer.encode(prompt, /*add_special_tokens=*/false);
 }
 
-TextStream::TextStream(const Tokenizer& tokenizer, std::FILE* out)
-    : detokenizer_(tokenizer, /*skip_special_tokens=*/true), out_(out) {}
+std::string continuation_text(const Tokenizer& tokenizer, std::span<const int32_t> prompt,
+                              std::span<const int32_t> ids) {
+  StreamingDetokenizer stream(tokenizer, /*skip_special_tokens=*/true);
+  stream.prime(prompt);
+  std::string text;
+  for (const int32_t id : ids) text += stream.step(id);
+  return text + stream.finish();
+}
+
+TextStream::TextStream(const Tokenizer& tokenizer, std::span<const int32_t> prompt, std::FILE* out)
+    : detokenizer_(tokenizer, /*skip_special_tokens=*/true), out_(out) {
+  detokenizer_.prime(prompt);
+}
 
 void TextStream::write(int32_t id) {
   emit(detokenizer_.step(id));

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -37,11 +38,18 @@ std::vector<int32_t> encode_prompt(const Tokenizer& tokenizer,
                                    const std::filesystem::path& model_dir, const std::string& text,
                                    bool chat);
 
+// The text `ids` add after `prompt`, special tokens skipped: decoded with the
+// prompt's end as context, so a SentencePiece continuation keeps its
+// leading space.
+std::string continuation_text(const Tokenizer& tokenizer, std::span<const int32_t> prompt,
+                              std::span<const int32_t> ids);
+
 // Writes each generated token's text to `out` as soon as it is complete
 // UTF-8, without special tokens (the end-of-sequence token prints nothing).
 class TextStream {
  public:
-  TextStream(const Tokenizer& tokenizer, std::FILE* out);
+  // `prompt`: the ids the generated ones continue (their text is not written).
+  TextStream(const Tokenizer& tokenizer, std::span<const int32_t> prompt, std::FILE* out);
 
   void write(int32_t id);
   void finish();  // whatever is held back, then a newline
