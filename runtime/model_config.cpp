@@ -33,6 +33,7 @@ class Reader {
   Reader(const json& j, const std::string& source) : j_(j), source_(source) {}
 
   bool has(const char* key) const { return j_.contains(key) && !j_[key].is_null(); }
+  bool contains(const char* key) const { return j_.contains(key); }  // null included
 
   int64_t integer(const char* key) const {
     check(has(key), source_, ": missing required key '", key, "'");
@@ -89,10 +90,13 @@ RopeConfig parse_rope(const Reader& config, const std::string& source) {
   RopeConfig rope;
   rope.theta = config.number_or("rope_theta", rope.theta);
   // transformers 5 keeps everything under rope_parameters; 4.x uses
-  // rope_theta plus an optional rope_scaling object.
-  const char* key = config.has("rope_parameters") ? "rope_parameters"
-                    : config.has("rope_scaling")  ? "rope_scaling"
-                                                  : nullptr;
+  // rope_theta plus an optional rope_scaling object, which transformers 5
+  // still takes first when it is given and not empty
+  // (`rope_scaling or rope_parameters`).
+  const auto given = [&](const char* k) { return config.has(k) && !config.object(k).empty(); };
+  const char* key = given("rope_scaling")           ? "rope_scaling"
+                    : config.has("rope_parameters") ? "rope_parameters"
+                                                    : nullptr;
   if (key) {
     const json& object = config.object(key);
     check(object.is_object(), source, ": '", key, "' must be an object");
@@ -167,6 +171,8 @@ ModelConfig parse_model_config(const json& j, const std::string& source) {
         c.num_heads, ")");
   if (config.has("head_dim")) {
     c.head_dim = config.integer("head_dim");
+  } else if (a == Architecture::qwen3) {
+    c.head_dim = 128;  // Qwen3Config's default (Qwen3-MoE's is hidden / heads)
   } else {
     check(c.hidden_size % c.num_heads == 0, source,
           ": hidden_size must be a multiple of num_attention_heads when head_dim is absent (got ",
@@ -193,7 +199,11 @@ ModelConfig parse_model_config(const json& j, const std::string& source) {
   check(!config.boolean_or("mlp_bias", false), source, ": mlp_bias is not supported");
 
   if (a == Architecture::mistral || a == Architecture::mixtral) {
-    c.sliding_window = config.integer_or("sliding_window", 0);
+    // Absent, MistralConfig's default is a 4096-token window (Mixtral's is
+    // none); null means full attention.
+    const bool absent = !config.contains("sliding_window");
+    c.sliding_window =
+        a == Architecture::mistral && absent ? 4096 : config.integer_or("sliding_window", 0);
   } else if (config.boolean_or("use_sliding_window", false)) {
     fail(source, ": use_sliding_window is not supported for ", arch_name);
   }
@@ -225,7 +235,9 @@ ModelConfig parse_model_config(const json& j, const std::string& source) {
     }
     expect_positive(source, "moe_intermediate_size", c.moe_intermediate_size);
     if (a == Architecture::qwen2_moe) {
-      c.shared_expert_intermediate_size = config.integer_or("shared_expert_intermediate_size", 0);
+      // Qwen2MoeConfig's default when absent: a missing key is not "no shared expert".
+      c.shared_expert_intermediate_size =
+          config.integer_or("shared_expert_intermediate_size", 5632);
       check(c.shared_expert_intermediate_size >= 0, source,
             ": shared_expert_intermediate_size must be >= 0 (got ",
             c.shared_expert_intermediate_size, ")");
@@ -237,6 +249,9 @@ ModelConfig parse_model_config(const json& j, const std::string& source) {
   if (needs_dense_mlp) expect_positive(source, "intermediate_size", c.intermediate_size);
 
   c.eos_token_ids = config.integers_or_one("eos_token_id");
+  for (const int64_t id : c.eos_token_ids)
+    check(id >= 0 && id < c.vocab_size, source, ": eos_token_id ", id, " is not a token id in [0, ",
+          c.vocab_size, ")");
   c.bos_token_id = config.integer_or("bos_token_id", -1);
   return c;
 }

@@ -2,6 +2,8 @@
 // crash: each case of the loader's validation, one test each.
 #include <gtest/gtest.h>
 
+#include <functional>
+
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -248,6 +250,34 @@ TEST_F(LoaderTest, GenerationConfigAddsEndOfSequenceIds) {
                {"generation_config.json", "'eos_token_id' must be an integer"});
 }
 
+// Keys a config may leave out take transformers 5.24's defaults for the
+// architecture, not one of our own.
+TEST_F(LoaderTest, AbsentKeysTakeTransformersDefaults) {
+  const auto with = [&](const char* model, const std::function<void(json&)>& edit) {
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    copy_model(model);
+    json config = read_config();
+    edit(config);
+    write_config(config);
+    return load_model_config(dir);
+  };
+  EXPECT_EQ(with("qwen3", [](json& c) { c.erase("head_dim"); }).head_dim, 128);
+  EXPECT_EQ(with("mistral", [](json& c) { c.erase("sliding_window"); }).sliding_window, 4096);
+  EXPECT_EQ(with("mistral", [](json& c) { c["sliding_window"] = nullptr; }).sliding_window, 0);
+  EXPECT_EQ(with("mixtral", [](json& c) { c.erase("sliding_window"); }).sliding_window, 0);
+  EXPECT_EQ(with("qwen2_moe", [](json& c) { c.erase("shared_expert_intermediate_size"); })
+                .shared_expert_intermediate_size,
+            5632);
+  // Given both, transformers 5 takes the 4.x rope_scaling first.
+  const ModelConfig both = with("llama", [](json& c) {
+    c["rope_parameters"] = json{{"rope_type", "default"}, {"rope_theta", 10000.0}};
+    c["rope_scaling"] = json{{"rope_type", "linear"}, {"factor", 2.0}};
+  });
+  EXPECT_EQ(both.rope.type, "linear");
+  EXPECT_EQ(both.rope.factor, 2.0);
+}
+
 struct BadValue {
   const char* model;
   const char* key;
@@ -289,7 +319,11 @@ INSTANTIATE_TEST_SUITE_P(
         BadValue{"qwen3_moe", "mlp_only_layers", json::array({7}), "mlp_only_layers entry 7"},
         BadValue{"qwen3_moe", "moe_intermediate_size", 0, "moe_intermediate_size must be >= 1"},
         BadValue{"qwen2", "use_sliding_window", true, "use_sliding_window is not supported"},
-        BadValue{"mistral", "sliding_window", -4, "sliding_window must be >= 0"}),
+        BadValue{"mistral", "sliding_window", -4, "sliding_window must be >= 0"},
+        BadValue{"llama", "eos_token_id", 4294967298LL,
+                 "eos_token_id 4294967298 is not a token id"},
+        BadValue{"llama", "eos_token_id", json::array({2, -7}),
+                 "eos_token_id -7 is not a token id"}),
     [](const auto& param_info) {
       return std::string(param_info.param.model) + "_" + param_info.param.key + "_" +
              std::to_string(param_info.index);
