@@ -100,14 +100,16 @@ ChatTemplate ChatTemplate::from_tokenizer_config(const std::filesystem::path& pa
   } catch (const nlohmann::json::exception& e) {
     fail(path.string(), ": invalid JSON: ", e.what());
   }
+  // As in transformers 5, a chat_template.jinja next to the config takes
+  // priority over the config's own chat_template (for the default template).
   std::string text;
-  if (config.contains("chat_template") && !config["chat_template"].is_null()) {
-    text = select_template(config["chat_template"], template_name, path.string());
-  } else {
-    const auto jinja = path.parent_path() / "chat_template.jinja";
-    check(std::filesystem::exists(jinja), path.string(),
-          ": no chat_template, and no chat_template.jinja next to it");
+  const auto jinja = path.parent_path() / "chat_template.jinja";
+  if ((template_name.empty() || template_name == "default") && std::filesystem::exists(jinja)) {
     text = read_file(jinja);
+  } else {
+    check(config.contains("chat_template") && !config["chat_template"].is_null(), path.string(),
+          ": no chat_template, and no chat_template.jinja next to it");
+    text = select_template(config["chat_template"], template_name, path.string());
   }
   return from_string(text, special_tokens_from_config(config));
 }

@@ -4,6 +4,9 @@
 // where it raised (with the template's own message for raise_exception).
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
+
 #include "runtime/chat_template/chat_template.hpp"
 #include "tests/chat_template/fixture_data.hpp"
 
@@ -71,6 +74,29 @@ TEST(ChatTemplateFixture, JsonTextEntryPointMatchesObjects) {
   const auto& c = fixture["cases"][0];
   EXPECT_EQ(chat.render_json(c["messages"].dump(), c["add_generation_prompt"].get<bool>()),
             c["expected"].get<std::string>());
+}
+
+// As in transformers 5, a chat_template.jinja next to tokenizer_config.json
+// is the default template even when the config has one of its own.
+TEST(ChatTemplateFile, TheJinjaFileTakesPriorityOverTheConfigsTemplate) {
+  const auto dir = std::filesystem::temp_directory_path() / "hive_chat_template_priority";
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "tokenizer_config.json")
+      << R"({"chat_template": [{"name": "default", "template": "config"},)"
+      << R"( {"name": "tool_use", "template": "tools"}]})";
+  std::ofstream(dir / "chat_template.jinja") << "file";
+  const auto messages = nlohmann::ordered_json::parse(R"([{"role": "user", "content": "hi"}])");
+  EXPECT_EQ(
+      ChatTemplate::from_tokenizer_config(dir / "tokenizer_config.json").render(messages, false),
+      "file");
+  EXPECT_EQ(ChatTemplate::from_tokenizer_config(dir / "tokenizer_config.json", "tool_use")
+                .render(messages, false),
+            "tools");
+  std::filesystem::remove(dir / "chat_template.jinja");
+  EXPECT_EQ(
+      ChatTemplate::from_tokenizer_config(dir / "tokenizer_config.json").render(messages, false),
+      "config");
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

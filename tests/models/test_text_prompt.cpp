@@ -10,6 +10,7 @@
 #include "kernels/backend_select.hpp"
 #include "runtime/generate.hpp"
 #include "runtime/model.hpp"
+#include "kernels/error.hpp"
 #include "tools/cli/text_prompt.hpp"
 
 namespace hive {
@@ -25,7 +26,11 @@ nlohmann::json expected() {
 
 TEST(TextPrompt, DefaultModelIsTheBundledTarget) {
   EXPECT_EQ(fs::canonical(cli::default_model_dir()), fs::canonical(kTarget));
-  EXPECT_EQ(cli::model_dir_or_default("some/dir"), "some/dir");
+  EXPECT_EQ(cli::model_dir_or_default(cli::Args({"--model", "some/dir"}, {"--model"}, {})),
+            "some/dir");
+  EXPECT_EQ(fs::canonical(cli::model_dir_or_default(cli::Args({}, {"--model"}, {}))),
+            fs::canonical(kTarget));
+  EXPECT_THROW(cli::model_dir_or_default(cli::Args({"--model", ""}, {"--model"}, {})), hive::Error);
 }
 
 TEST(TextPrompt, PlainAndChatPromptsTokenizeAsTransformersDoes) {

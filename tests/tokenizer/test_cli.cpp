@@ -82,6 +82,13 @@ TEST(TokenizeCli, BadLinesFailWithTheLineNumber) {
   EXPECT_EQ(not_ids.status, 1);
   EXPECT_NE(not_ids.out.find("stdin line 1: expected a JSON array of token ids"), std::string::npos)
       << not_ids.out;
+  // Ids that are not token ids: they used to wrap (4294967297 read as 1).
+  for (const char* line : {"[4294967297]\n", "[-1]\n"}) {
+    const Result bad = run("detokenize " + kTokenizerFlag, line, true);
+    EXPECT_EQ(bad.status, 1) << line;
+    EXPECT_NE(bad.out.find("stdin line 1: expected a JSON array of token ids"), std::string::npos)
+        << bad.out;
+  }
   const Result no_dir = run("tokenize --tokenizer /nonexistent", "", true);
   EXPECT_EQ(no_dir.status, 1);
   EXPECT_NE(no_dir.out.find("tokenizer.json: not found"), std::string::npos) << no_dir.out;

@@ -62,7 +62,7 @@ Score score(WindowScorer& scorer, std::span<const int32_t> ids) {
 
 int run_eval_ppl(const std::vector<std::string>& argv) {
   const Args args(argv, {"--model", "--text", "--window", "--device"}, {});
-  const std::string model_dir = model_dir_or_default(args.get("--model", ""));
+  const std::string model_dir = model_dir_or_default(args);
   const std::string text_path = args.require("--text");
   const std::string text = read_text_file(text_path);
 

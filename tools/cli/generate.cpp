@@ -169,7 +169,7 @@ int run_generate(const std::vector<std::string>& argv) {
         "give text prompts or --prompt-ids/--prompts-file, not both");
   check(text_mode || !args.has("--chat"),
         "--chat needs a text prompt (hive generate --chat \"...\")");
-  const std::string model_dir = model_dir_or_default(args.get("--model", ""));
+  const std::string model_dir = model_dir_or_default(args);
 
   std::optional<Tokenizer> tokenizer;
   std::vector<std::vector<int32_t>> prompts;

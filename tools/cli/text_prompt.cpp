@@ -40,8 +40,11 @@ fs::path default_model_dir() {
   return dir;
 }
 
-std::string model_dir_or_default(const std::string& flag_value) {
-  return flag_value.empty() ? default_model_dir().string() : flag_value;
+std::string model_dir_or_default(const Args& args) {
+  if (!args.has("--model")) return default_model_dir().string();
+  const std::string dir = args.get("--model", "");
+  check(!dir.empty(), "--model is empty (leave it out for the bundled model)");
+  return dir;
 }
 
 std::vector<int32_t> encode_prompt(const Tokenizer& tokenizer, const fs::path& model_dir,

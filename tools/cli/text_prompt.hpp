@@ -3,10 +3,10 @@
 // omitted, a prompt as plain text or as a one-turn chat, and the generated
 // ids streamed back as text.
 //
-//   const std::string dir = model_dir_or_default(args.get("--model", ""));
+//   const std::string dir = model_dir_or_default(args);
 //   const Tokenizer tokenizer = Tokenizer::from_directory(dir);
 //   const std::vector<int32_t> ids = encode_prompt(tokenizer, dir, text, chat);
-//   TextStream stream(tokenizer, stdout);
+//   TextStream stream(tokenizer, ids, stdout);
 //   generate(model, ids, options, [&](int32_t id) { stream.write(id); });
 //   stream.finish();
 #include <cstdint>
@@ -18,6 +18,7 @@
 
 #include "runtime/tokenizer/streaming_detokenizer.hpp"
 #include "runtime/tokenizer/tokenizer.hpp"
+#include "tools/cli/args.hpp"
 
 namespace hive::cli {
 
@@ -27,8 +28,9 @@ namespace hive::cli {
 // config.json, saying how to choose another model.
 std::filesystem::path default_model_dir();
 
-// `flag_value` when not empty (the --model flag), else default_model_dir().
-std::string model_dir_or_default(const std::string& flag_value);
+// The --model flag's directory (an empty one is an error), else
+// default_model_dir().
+std::string model_dir_or_default(const Args& args);
 
 // The prompt's token ids. chat: `text` becomes the user turn of the model's
 // chat template (tokenizer_config.json), with the assistant turn opened, and

@@ -62,8 +62,11 @@ int run_detokenize(const std::vector<std::string>& argv) {
   return for_each_line([&](const std::string& line, std::size_t number) {
     const Json ids = parse_line(line, number, "a JSON array of token ids");
     bool all_ids = ids.is_array();
-    for (const Json& id : ids) all_ids = all_ids && id.is_number_integer();
-    check(all_ids, "stdin line ", number, ": expected a JSON array of token ids (got ",
+    for (const Json& id : ids)
+      all_ids = all_ids && id.is_number_integer() && id.get<int64_t>() >= 0 &&
+                id.get<int64_t>() <= INT32_MAX;
+    check(all_ids, "stdin line ", number,
+          ": expected a JSON array of token ids (non-negative integers; got ",
           ids.dump().substr(0, 40), ")");
     return Json(tokenizer.decode(ids.get<std::vector<int32_t>>(), skip_special_tokens)).dump();
   });
