@@ -100,16 +100,20 @@ ChatTemplate ChatTemplate::from_tokenizer_config(const std::filesystem::path& pa
   } catch (const nlohmann::json::exception& e) {
     fail(path.string(), ": invalid JSON: ", e.what());
   }
-  // As in transformers 5, a chat_template.jinja next to the config takes
-  // priority over the config's own chat_template (for the default template).
+  // As in transformers 5, a chat_template.jinja next to the config is the
+  // default template even when the config has one of its own; named
+  // templates come from the config.
   std::string text;
   const auto jinja = path.parent_path() / "chat_template.jinja";
-  if ((template_name.empty() || template_name == "default") && std::filesystem::exists(jinja)) {
+  const bool named = !template_name.empty() && template_name != "default";
+  if (!named && std::filesystem::exists(jinja)) {
     text = read_file(jinja);
-  } else {
-    check(config.contains("chat_template") && !config["chat_template"].is_null(), path.string(),
-          ": no chat_template, and no chat_template.jinja next to it");
+  } else if (config.contains("chat_template") && !config["chat_template"].is_null()) {
     text = select_template(config["chat_template"], template_name, path.string());
+  } else if (named) {
+    fail(path.string(), ": no chat template named '", template_name, "'");
+  } else {
+    fail(path.string(), ": no chat_template, and no chat_template.jinja next to it");
   }
   return from_string(text, special_tokens_from_config(config));
 }

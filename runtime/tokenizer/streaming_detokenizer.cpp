@@ -37,16 +37,37 @@ StreamingDetokenizer::StreamingDetokenizer(Tokenizer tokenizer, bool skip_specia
     : tokenizer_(std::move(tokenizer)), skip_special_tokens_(skip_special_tokens) {}
 
 void StreamingDetokenizer::prime(std::span<const int32_t> context) {
-  // The fewest last ids (up to one character's worth) that decode to whole
-  // characters: one is enough for a leading space.
-  for (size_t n = 1; n <= std::min<size_t>(context.size(), kMaxTokensPerCharacter); ++n) {
-    ids_.assign(context.end() - static_cast<std::ptrdiff_t>(n), context.end());
-    prefix_ = tokenizer_.decode(ids_, skip_special_tokens_);
-    if (!prefix_.ends_with(kReplacement)) break;
-  }
-  prefix_index_ = ids_.size();
+  ids_.clear();
+  prefix_.clear();
+  prefix_index_ = 0;
   num_held_ = 0;
   held_text_.clear();
+  const auto text_of = [&](std::span<const int32_t> ids) {
+    return tokenizer_.decode(std::vector<int32_t>(ids.begin(), ids.end()), skip_special_tokens_);
+  };
+  // Trailing ids of a character the context leaves unfinished stay pending:
+  // the new ids may finish it, and the whole character is then new text.
+  // Decoded from the start: a byte-fallback decoder replaces a whole run of
+  // byte tokens when any of it is invalid, so a window starting inside a
+  // character says nothing about how the context ends.
+  size_t pending = 0;
+  const size_t max_pending = std::min<size_t>(context.size(), kMaxTokensPerCharacter);
+  while (pending < max_pending &&
+         text_of(context.first(context.size() - pending)).ends_with(kReplacement))
+    ++pending;
+  if (pending == max_pending &&
+      (pending == context.size() ||
+       text_of(context.first(context.size() - pending)).ends_with(kReplacement)))
+    pending = 0;  // no finished character in reach: the U+FFFD is the text
+  // Context: the fewest ids before those that decode to whole characters,
+  // and to some text (a skipped special token decodes to none).
+  const std::span<const int32_t> done = context.first(context.size() - pending);
+  size_t n = std::min<size_t>(done.size(), 1);
+  prefix_ = text_of(done.last(n));
+  while (n < done.size() && (prefix_.empty() || prefix_.ends_with(kReplacement)))
+    prefix_ = text_of(done.last(++n));
+  ids_.assign(done.data() + (done.size() - n), context.data() + context.size());
+  prefix_index_ = n;
 }
 
 std::string StreamingDetokenizer::step(int32_t id) {

@@ -34,10 +34,13 @@ class StreamingDetokenizer {
  public:
   StreamingDetokenizer(Tokenizer tokenizer, bool skip_special_tokens);
 
-  // Takes the end of `context` (the prompt) as the window's context without
-  // emitting it, so the first new token decodes as it does after the prompt:
-  // a SentencePiece decoder drops the leading space of a window's first
-  // token, which would glue the first generated word onto the prompt.
+  // Starts over with the end of `context` (the prompt) as the window's
+  // context, not emitted, so the first new token decodes as it does after
+  // the prompt: a SentencePiece decoder drops the leading space of a
+  // window's first token, which would glue the first generated word onto the
+  // prompt. A character the context leaves unfinished is new text once the
+  // new ids finish it (a context ending in a U+FFFD of its own is taken for
+  // one, and that U+FFFD is emitted again).
   void prime(std::span<const int32_t> context);
   // The text this id adds; empty while it is held back.
   std::string step(int32_t id);

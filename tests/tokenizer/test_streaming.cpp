@@ -57,6 +57,48 @@ TEST(StreamingDetokenizer, APrimedStreamKeepsTheFirstWordsSpace) {
   EXPECT_EQ(continue_after({}), "there was");  // without the prompt, as before
 }
 
+// Primed with any prefix of a corpus string, the stream gives the text the
+// rest adds: decode(all) minus decode(prefix). Where the prefix ends inside
+// a character, it gives the end of decode(all) from a character boundary
+// (the whole character and what follows).
+TEST(StreamingDetokenizer, APrimedStreamContinuesAtEverySplitPoint) {
+  const std::string replacement = "\xEF\xBF\xBD";
+  for (const char* name : {"sentencepiece_bpe", "qwen3", "bytelevel_bpe"}) {
+    const Tokenizer& tokenizer = fixture_tokenizer(name);
+    for (const bool skip : {false, true}) {
+      int exact = 0, inside = 0;
+      for (const auto& entry : corpus()["strings"]) {
+        std::vector<int32_t> ids = tokenizer.encode(entry.get<std::string>(), false);
+        ids.resize(std::min<size_t>(ids.size(), 40));  // every split costs whole decodes
+        const std::string all = tokenizer.decode(ids, skip);
+        for (size_t k = 1; k < ids.size(); ++k) {
+          const std::vector<int32_t> prompt(ids.begin(), ids.begin() + static_cast<ptrdiff_t>(k));
+          StreamingDetokenizer stream(tokenizer, skip);
+          stream.prime(prompt);
+          std::string text;
+          for (size_t i = k; i < ids.size(); ++i) text += stream.step(ids[i]);
+          text += stream.finish();
+          const std::string before = tokenizer.decode(prompt, skip);
+          SCOPED_TRACE(testing::Message() << name << " skip " << skip << " split " << k << ": "
+                                          << quoted(entry.get<std::string>()));
+          if (all.starts_with(before) && !before.ends_with(replacement)) {
+            ASSERT_EQ(before + text, all);
+            ++exact;
+          } else if (before.ends_with(replacement) && all.find(replacement) == std::string::npos) {
+            ASSERT_TRUE(all.ends_with(text)) << quoted(text);
+            ASSERT_TRUE(tokenizer::is_valid_utf8(text)) << quoted(text);
+            ++inside;
+          }
+        }
+      }
+      EXPECT_GT(exact, 1000) << name;
+      if (std::string(name) != "qwen3") {
+        EXPECT_GT(inside, 10) << name;
+      }
+    }
+  }
+}
+
 TEST(StreamingDetokenizer, FinishFlushesAnUnfinishedCharacter) {
   const Tokenizer& tokenizer = fixture_tokenizer("qwen3");
   const auto ids = tokenizer.encode("\xF0\xA0\x80\x80", false);  // U+20000
