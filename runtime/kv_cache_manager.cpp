@@ -58,7 +58,7 @@ BlockKey KVCacheManager::block_key(const Sequence& seq, int64_t parent, size_t i
 PrefixHit KVCacheManager::find_cached_prefix(const Sequence& seq) const {
   PrefixHit hit;
   if (!config_.enable_prefix_caching) return hit;
-  const int64_t max_blocks = (seq.num_tokens() - 1) / config_.block_size;
+  const int64_t max_blocks = (seq.num_known_tokens() - 1) / config_.block_size;
   int64_t parent = kRootEntry;
   for (int64_t b = 0; b < max_blocks; ++b) {
     const auto cached = device_pool_.cached_block(block_key(seq, parent, static_cast<size_t>(b)));
@@ -158,6 +158,9 @@ int64_t KVCacheManager::cache_block(const Sequence& seq, const Table& t, size_t 
 
 void KVCacheManager::cache_full_blocks(const Sequence& seq, Table& t, int64_t num_tokens) {
   if (!config_.enable_prefix_caching) return;
+  // A block holding a pending token is cached once the token is known, by
+  // the sequence's next allocation.
+  num_tokens = std::min(num_tokens, seq.num_known_tokens());
   const auto num_full = static_cast<size_t>(num_tokens / config_.block_size);
   while (t.entries.size() < num_full) {
     const size_t i = t.entries.size();

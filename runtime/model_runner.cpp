@@ -1,11 +1,31 @@
 #include "runtime/model_runner.hpp"
 
+#include <algorithm>
+
 #include "kernels/error.hpp"
 
 namespace hive {
 
+// A run's last token may be pending (see sequence.hpp): the token this
+// runner sampled for the sequence in the step before.
+std::span<const int32_t> ModelRunner::resolve(const ScheduledSequence& s) {
+  const std::vector<int32_t>& ids = s.token_ids;
+  if (ids.empty() || ids.back() != kPendingToken) return ids;
+  check(std::find(ids.begin(), ids.end() - 1, kPendingToken) == ids.end() - 1,
+        "model runner: sequence ", s.seq_id, " has a pending token before its last");
+  const auto it = last_sampled_.find(s.seq_id);
+  check(it != last_sampled_.end(), "model runner: sequence ", s.seq_id,
+        " has a pending token but sampled none in an earlier step");
+  resolved_.assign(ids.begin(), ids.end());
+  resolved_.back() = it->second;
+  return resolved_;
+}
+
 std::vector<SampledToken> ModelRunner::run(const StepPlan& plan) {
-  for (const SequenceId id : plan.finished_seq_ids) samplers_.erase(id);
+  for (const SequenceId id : plan.finished_seq_ids) {
+    samplers_.erase(id);
+    last_sampled_.erase(id);
+  }
   cache_.swap_out(plan.swap_out);
   cache_.swap_in(plan.swap_in);
   cache_.copy_blocks(plan.copy_on_write);
@@ -19,7 +39,7 @@ std::vector<SampledToken> ModelRunner::run(const StepPlan& plan) {
   for (size_t i = 0; i < plan.sequences.size(); ++i) {
     const ScheduledSequence& s = plan.sequences[i];
     const int32_t last =
-        batch.add_run(s.num_computed_tokens, s.token_ids, s.block_table, cache_.block_size());
+        batch.add_run(s.num_computed_tokens, resolve(s), s.block_table, cache_.block_size());
     if (!s.needs_logits) continue;
     logits_row[i] = static_cast<int64_t>(batch.logits_rows.size());
     batch.logits_rows.push_back(last);
@@ -46,6 +66,7 @@ std::vector<SampledToken> ModelRunner::run(const StepPlan& plan) {
       token.error = e.what();
     }
     if (slot.return_logits) token.logits.assign(row_logits.begin(), row_logits.end());
+    if (token.error.empty()) last_sampled_[slot.seq_id] = token.token;
     sampled.push_back(std::move(token));
   }
   return sampled;

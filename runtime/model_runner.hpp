@@ -3,8 +3,10 @@
 // It runs the plan's block copies (swap out, swap in, copy-on-write), one
 // forward pass over every scheduled token, then samples each slot from its
 // logits row. Samplers live here between steps, keyed by sequence, so a
-// seeded sequence draws the same numbers however it is batched or preempted;
-// the plan's finished_seq_ids drop them.
+// seeded sequence draws the same numbers however it is batched or preempted,
+// and so does each sequence's last sampled token, which stands in for a
+// pending token (see sequence.hpp); the plan's finished_seq_ids drop both.
+#include <span>
 #include <unordered_map>
 #include <vector>
 
@@ -31,7 +33,11 @@ class ModelRunner {
   Model& model_;
   PagedKVCache& cache_;
   const ExpertParallelContext* ep_ = nullptr;
+  std::span<const int32_t> resolve(const ScheduledSequence& s);
+
   std::unordered_map<SequenceId, Sampler> samplers_;
+  std::unordered_map<SequenceId, int32_t> last_sampled_;
+  std::vector<int32_t> resolved_;  // resolve()'s copy of a run with a pending token
   std::vector<float> logits_;
 };
 

@@ -127,6 +127,8 @@ StepPlan Scheduler::schedule() {
 }
 
 void Scheduler::recompute_all() {
+  // The tokens of the steps in flight will never come.
+  for (const auto& [_, seq] : sequences_) seq->drop_pending_tokens();
   for (Queue* queue : {&running_, &swapped_}) {
     for (Sequence* seq : *queue) {
       seq->num_tokens_to_recompute = seq->num_computed_tokens;
@@ -145,7 +147,8 @@ bool Scheduler::schedule_running(StepPlan& plan, int64_t& budget) {
   bool preempted = false;
   for (size_t i = 0; i < running_.size() && budget > 0;) {
     Sequence& seq = *running_[i];
-    const int64_t num_tokens = std::min(seq.num_uncomputed_tokens(), budget);
+    const int64_t num_tokens =
+        awaits_last_token(seq) ? 0 : std::min(seq.num_uncomputed_tokens(), budget);
     if (num_tokens == 0) {
       ++i;
       continue;
@@ -224,12 +227,16 @@ void Scheduler::add_to_plan(Sequence& seq, int64_t num_tokens, const PrefixHit& 
   scheduled.block_table.assign(table.begin(), table.end());
   scheduled.needs_logits = seq.num_computed_tokens + num_tokens == seq.num_tokens();
   plan.sequences.push_back(std::move(scheduled));
+  // Counted as computed now, so the next plan can follow this one at once.
+  seq.num_computed_tokens += num_tokens;
   if (!plan.sequences.back().needs_logits) return;
   const size_t index = plan.sequences.size() - 1;
   SamplingParams sampling = seq.request->sampling;
   sampling.seed = *sampling.seed + static_cast<uint64_t>(seq.sample_index);
   plan.samples.push_back(
       {seq.id, index, sampling, seq.request->return_logits, seq.num_output_tokens()});
+  seq.token_ids.push_back(kPendingToken);
+  ++seq.num_pending_tokens;
   if (!seq.forked && seq.request->n > 1) fork_children(seq, index, plan);
 }
 
@@ -244,6 +251,8 @@ void Scheduler::fork_children(Sequence& parent, size_t scheduled_index, StepPlan
     child->num_computed_tokens =
         scheduled.num_computed_tokens + static_cast<int64_t>(scheduled.token_ids.size());
     child->num_cached_tokens = parent.num_cached_tokens;
+    child->token_ids.push_back(kPendingToken);  // sampled in this step, like the parent's
+    child->num_pending_tokens = 1;
     kv_cache_.fork(parent.id, child->id);
     SamplingParams sampling = parent.request->sampling;
     sampling.seed = *sampling.seed + static_cast<uint64_t>(k);
@@ -284,27 +293,35 @@ void Scheduler::preempt(Sequence& victim, StepPlan& plan) {
   ++stats_.num_preemptions_recompute;
 }
 
-std::vector<SequenceOutput> Scheduler::update(const StepPlan& plan,
-                                              std::span<const SampledToken> sampled) {
+bool Scheduler::awaits_last_token(const Sequence& seq) const {
+  // Its pending token is its last (max_tokens); computing it would be waste.
+  return seq.num_pending_tokens > 0 && seq.num_output_tokens() >= seq.request->stop.max_tokens;
+}
+
+std::vector<SequenceOutput> Scheduler::update(std::span<const SampledToken> sampled) {
   std::vector<SequenceOutput> finished = std::exchange(aborted_, {});
-  for (const ScheduledSequence& scheduled : plan.sequences) {
-    const auto it = sequences_.find(scheduled.seq_id);
-    if (it == sequences_.end()) continue;  // aborted since the plan was made
-    it->second->num_computed_tokens += static_cast<int64_t>(scheduled.token_ids.size());
-  }
   for (const SampledToken& token : sampled) {
     const auto it = sequences_.find(token.seq_id);
-    if (it == sequences_.end()) continue;
+    if (it == sequences_.end()) continue;  // finished or aborted since the plan was made
     Sequence& seq = *it->second;
+    check(seq.num_pending_tokens > 0, "scheduler: a token for sequence ", seq.id,
+          ", which awaits none (results must come back in the order of their plans)");
     if (!token.error.empty()) {
       finished.push_back(finish(seq, FinishReason::aborted));
       finished.back().error = token.error;
       continue;
     }
-    seq.token_ids.push_back(token.token);
+    // The oldest pending token is this step's.
+    const int64_t at = seq.num_known_tokens();
+    seq.token_ids[static_cast<size_t>(at)] = token.token;
+    --seq.num_pending_tokens;
     if (!token.logits.empty()) seq.logits.push_back(token.logits);
-    const FinishReason reason = check_stop(seq.request->stop, config_.eos_token_ids,
-                                           seq.output_token_ids(), detokenize_, seq.output_text);
+    const std::span<const int32_t> output =
+        std::span<const int32_t>(seq.token_ids)
+            .subspan(static_cast<size_t>(seq.num_prompt_tokens),
+                     static_cast<size_t>(at + 1 - seq.num_prompt_tokens));
+    const FinishReason reason =
+        check_stop(seq.request->stop, config_.eos_token_ids, output, detokenize_, seq.output_text);
     if (reason != FinishReason::none) finished.push_back(finish(seq, reason));
   }
   return finished;
@@ -312,6 +329,7 @@ std::vector<SequenceOutput> Scheduler::update(const StepPlan& plan,
 
 SequenceOutput Scheduler::finish(Sequence& seq, FinishReason reason) {
   if (kv_cache_.has_blocks(seq.id)) kv_cache_.free(seq.id);
+  seq.drop_pending_tokens();  // a step planned after this one samples in vain
   for (Queue* queue : {&waiting_, &running_, &swapped_}) {
     const auto it = std::find(queue->begin(), queue->end(), &seq);
     if (it != queue->end()) queue->erase(it);

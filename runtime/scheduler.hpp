@@ -15,8 +15,15 @@
 //        admitted in policy order while max_num_seqs, the budget and the
 //        blocks allow; a prefix-cache hit skips its blocks; prompts longer
 //        than the budget run in chunks
-//   update(plan, sampled tokens): advances num_computed_tokens, appends the
-//     sampled tokens, checks stop conditions and frees finished sequences.
+//   update(sampled tokens): fills in the step's sampled tokens, checks stop
+//     conditions and frees finished sequences.
+//
+// schedule() counts a plan's tokens as computed and its samples as pending
+// tokens (see sequence.hpp), so plans may run ahead of their results: the
+// actor engine plans step t+1 before step t's update() (async scheduling).
+// update()s must come in the order of their plans. A sequence that finishes
+// in step t then still runs in step t+1 (that sample is dropped); a
+// sequence whose pending token is its max_tokens-th is not planned again.
 //
 // A request with n > 1 samples runs its prompt once; when the prompt's last
 // chunk is scheduled the sequence forks n - 1 children that share its blocks
@@ -131,13 +138,14 @@ class Scheduler {
   void abort_request(const std::string& request_id);
 
   StepPlan schedule();
-  // The KV cache lost its contents (its workers were replaced; the step in
-  // flight, if any, is void): the KV manager starts empty and every running
+  // The KV cache lost its contents (its workers were replaced; the steps in
+  // flight, if any, are void): the KV manager starts empty and every running
   // or swapped sequence waits to be computed again from its tokens, as after
   // a recompute preemption. Its outputs continue where they were.
   void recompute_all();
-  // Returns the sequences that finished in this step.
-  std::vector<SequenceOutput> update(const StepPlan& plan, std::span<const SampledToken> sampled);
+  // The tokens sampled by the oldest plan not yet updated; returns the
+  // sequences that finished (and those aborted since the last update).
+  std::vector<SequenceOutput> update(std::span<const SampledToken> sampled);
 
   bool has_unfinished() const { return !sequences_.empty(); }
   size_t num_waiting() const { return waiting_.size(); }
@@ -154,6 +162,7 @@ class Scheduler {
   void insert_in_order(Queue& queue, Sequence* seq) const;
   int64_t num_seats_taken() const;
 
+  bool awaits_last_token(const Sequence& seq) const;
   bool schedule_running(StepPlan& plan, int64_t& budget);
   void schedule_swapped(StepPlan& plan, int64_t& budget);
   void schedule_waiting(StepPlan& plan, int64_t& budget);

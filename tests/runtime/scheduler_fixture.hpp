@@ -4,6 +4,7 @@
 // tests control outputs exactly. Teardown checks that no block leaked.
 #include <gtest/gtest.h>
 
+#include <deque>
 #include <functional>
 #include <memory>
 
@@ -51,13 +52,19 @@ class SchedulerFixture : public ::testing::Test {
     return r;
   }
 
-  // One step: schedule, sample every slot with next_token, update.
+  // One step: schedule, sample every slot with next_token, update. With
+  // `ahead`, the update is the previous plan's, as under async scheduling:
+  // each plan is made before the results of the one before come back.
   std::vector<SequenceOutput> step() {
     last_plan = scheduler->schedule();
     std::vector<SampledToken> sampled;
     for (const SampleSlot& slot : last_plan.samples)
       sampled.push_back({slot.seq_id, next_token(scheduler->sequence(slot.seq_id)), {}, {}});
-    return scheduler->update(last_plan, sampled);
+    in_flight.push_back(std::move(sampled));
+    if (in_flight.size() < (ahead ? 2u : 1u)) return {};
+    std::vector<SequenceOutput> finished = scheduler->update(in_flight.front());
+    in_flight.pop_front();
+    return finished;
   }
 
   std::vector<SequenceOutput> run_to_completion(int max_steps = 1000) {
@@ -78,9 +85,13 @@ class SchedulerFixture : public ::testing::Test {
     return out;
   }
 
+  // Called when the step is planned: the sequence's last token is the one
+  // being sampled (pending), so num_tokens() - 1 is its position.
   std::function<int32_t(const Sequence&)> next_token = [](const Sequence& seq) {
-    return static_cast<int32_t>(100 + seq.num_tokens());
+    return static_cast<int32_t>(100 + seq.num_tokens() - 1);
   };
+  bool ahead = false;
+  std::deque<std::vector<SampledToken>> in_flight;  // sampled, not yet updated
   std::unique_ptr<KVCacheManager> kv;
   std::unique_ptr<Scheduler> scheduler;
   StepPlan last_plan;

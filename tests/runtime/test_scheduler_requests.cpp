@@ -32,7 +32,7 @@ TEST_F(RequestsTest, StopsOnEosStopTokensStopStringsAndLength) {
                                              {"stop_str", {0, 1, 28, 3, 4}},
                                              {"length", {0, 1, 3}}};
   next_token = [&](const Sequence& seq) {
-    return script.at(seq.request->id)[static_cast<size_t>(seq.num_output_tokens())];
+    return script.at(seq.request->id)[static_cast<size_t>(seq.num_output_tokens() - 1)];
   };
   Request eos = request("eos", 3, 3), ignore = request("ignore", 3, 3),
           stop_id = request("stop_id", 3, 3), stop_str = request("stop_str", 3, 5),
@@ -126,7 +126,7 @@ TEST_F(RequestsTest, ASequenceThatCouldNotBeSampledFailsAlone) {
     const bool bad = scheduler->sequence(slot.seq_id).request->id == "bad";
     sampled.push_back({slot.seq_id, bad ? -1 : 7, {}, bad ? "no token can be sampled" : ""});
   }
-  const std::vector<SequenceOutput> out = scheduler->update(last_plan, sampled);
+  const std::vector<SequenceOutput> out = scheduler->update(sampled);
   ASSERT_EQ(out.size(), 1u);
   EXPECT_EQ(out[0].request_id, "bad");
   EXPECT_EQ(out[0].finish_reason, FinishReason::aborted);

@@ -1,0 +1,112 @@
+// Plans made one step ahead of their results (async scheduling): every
+// output is the one the step-by-step loop gives, under chunked prefill,
+// both kinds of preemption, prefix caching, n > 1 and early stops, with no
+// block leaked; the only extra work is one sample per sequence that stopped
+// on a token the scheduler could not foresee.
+#include <map>
+#include <string>
+#include <utility>
+
+#include "tests/runtime/scheduler_fixture.hpp"
+
+namespace hive {
+namespace {
+
+using test::Ids;
+
+struct Outcome {
+  Ids tokens;
+  FinishReason reason = FinishReason::none;
+  bool operator==(const Outcome&) const = default;
+};
+using Outcomes = std::map<std::pair<std::string, int>, Outcome>;
+
+class AheadTest : public test::SchedulerFixture,
+                  public ::testing::WithParamInterface<PreemptionMode> {
+ protected:
+  // Tokens from a hash of (request, sample, position): about one in seven is
+  // end-of-sequence (2), so sequences stop where no plan can foresee it.
+  static int32_t scripted(const Sequence& seq) {
+    uint32_t h = 2166136261u;
+    for (const char c : seq.request->id) h = (h ^ static_cast<uint8_t>(c)) * 16777619u;
+    h = (h ^ static_cast<uint32_t>(seq.sample_index)) * 16777619u;
+    h = (h ^ static_cast<uint32_t>(seq.num_output_tokens())) * 16777619u;
+    return h % 7 == 0 ? 2 : static_cast<int32_t>(10 + h % 50);
+  }
+
+  // Runs the workload; returns the outcomes and counts the samples planned.
+  Outcomes run(bool plan_ahead, int64_t& samples_planned) {
+    SchedulerConfig config;
+    config.max_num_batched_tokens = 8;  // prompts run in chunks
+    config.preemption_mode = GetParam();
+    make(config, blocks(/*device=*/12, /*host=*/8, /*prefix_caching=*/true));
+    next_token = scripted;
+    ahead = plan_ahead;
+    const std::vector<std::pair<int64_t, int64_t>> shapes = {{13, 9}, {6, 12}, {3, 7},
+                                                             {17, 5}, {9, 10}, {5, 8}};
+    for (size_t i = 0; i < shapes.size(); ++i) {
+      // Every other prompt starts with the same 8 tokens: prefix-cache hits.
+      Request r = request("r" + std::to_string(i), shapes[i].first, shapes[i].second,
+                          i % 2 == 0 ? 10 : 30 + static_cast<int32_t>(i));
+      if (i == 1) r.n = 2;
+      if (i == 3) r.stop.ignore_eos = true;
+      scheduler->add_request(std::move(r));
+    }
+    Outcomes outcomes;
+    samples_planned = 0;
+    for (int i = 0; i < 1000 && scheduler->has_unfinished(); ++i) {
+      for (const SequenceOutput& out : step())
+        outcomes[{out.request_id, out.sample_index}] = {out.token_ids, out.finish_reason};
+      samples_planned += static_cast<int64_t>(last_plan.samples.size());
+    }
+    EXPECT_FALSE(scheduler->has_unfinished());
+    return outcomes;
+  }
+};
+
+TEST_P(AheadTest, PlansAheadOfResultsGiveTheSameOutputs) {
+  int64_t sync_samples = 0, ahead_samples = 0;
+  const Outcomes sync = run(false, sync_samples);
+  const SchedulerStats sync_stats = scheduler->stats();
+  const Outcomes ahead_out = run(true, ahead_samples);
+  ASSERT_EQ(sync.size(), 7u);  // six requests, one with two samples
+  EXPECT_EQ(ahead_out, sync);
+  int64_t early_stops = 0;
+  for (const auto& [_, outcome] : sync) early_stops += outcome.reason == FinishReason::eos;
+  EXPECT_GT(early_stops, 0);
+  EXPECT_LE(ahead_samples, sync_samples + early_stops);
+  // The workload preempts, so the pending tokens went through it.
+  EXPECT_GT(sync_stats.num_preemptions_recompute + sync_stats.num_preemptions_swap, 0);
+  EXPECT_GT(scheduler->stats().num_preemptions_recompute + scheduler->stats().num_preemptions_swap,
+            0);
+  EXPECT_GT(kv->stats().prefix_hit_tokens, 0);
+}
+
+// A block whose last token is still pending is cached only once the token
+// is known (its key would hold the placeholder and never be hit).
+class AheadCacheTest : public test::SchedulerFixture {};
+
+TEST_F(AheadCacheTest, ABlockWithAPendingTokenIsCachedOnceTheTokenIsKnown) {
+  make(SchedulerConfig{}, blocks(16, 0, /*prefix_caching=*/true));
+  ahead = true;
+  scheduler->add_request(request("a", 7, 4));  // tokens 10..16, then 107, 108, ...
+  step();                                      // the prompt; the token at position 7 is pending
+  step();  // computes it while pending; the prompt's results come back: 107
+  step();  // the next allocation caches the block 14 15 16 107
+  Request b = request("b", 7, 1);
+  b.prompt_token_ids.push_back(107);
+  b.prompt_token_ids.push_back(50);
+  scheduler->add_request(std::move(b));
+  step();
+  EXPECT_EQ(kv->stats().prefix_hit_tokens, 8);
+  run_to_completion();
+}
+
+INSTANTIATE_TEST_SUITE_P(Preemption, AheadTest,
+                         ::testing::Values(PreemptionMode::recompute, PreemptionMode::swap),
+                         [](const auto& p) {
+                           return p.param == PreemptionMode::swap ? "swap" : "recompute";
+                         });
+
+}  // namespace
+}  // namespace hive
