@@ -147,6 +147,7 @@ EngineOptions engine_options(const LaunchConfig& config) {
   s.max_num_seqs = config.scheduler.max_num_seqs;
   s.max_num_batched_tokens = config.scheduler.max_num_batched_tokens;
   s.enable_chunked_prefill = config.scheduler.enable_chunked_prefill;
+  s.async_scheduling = config.scheduler.async_scheduling;
   s.policy =
       config.scheduler.policy == "priority" ? SchedulingPolicy::priority : SchedulingPolicy::fcfs;
   const std::string& mode = config.scheduler.preemption_mode;
@@ -187,6 +188,7 @@ SchedulerSetup make_scheduler_setup(std::shared_ptr<Model> model, const EngineCo
   setup.num_experts = static_cast<int>(c.num_experts);
   setup.num_layers = static_cast<int>(c.num_layers);
   setup.detached_workers = world_size > 1;
+  setup.max_steps_in_flight = config.scheduler.async_scheduling ? 2 : 1;
   setup.tensor_parallel_size = tensor_parallel_size;
   for (int rank = 0; rank < world_size; ++rank)
     setup.workers.push_back({model, kv.num_device_blocks, kv.block_size, kv.num_host_blocks, rank,
@@ -247,14 +249,16 @@ Engine::Engine(const EngineOptions& options)
   setup.worker_timeout = options.worker_timeout;
   setup.placement = parse_placement_kind(options.expert_placement);
   rt.config = std::make_unique<caf::actor_system_config>();
-  // One scheduler thread, work sharing. The scheduler actor, a worker of a
-  // single-rank engine, the expert actor and callback sinks take turns on
-  // it, so a step's messages are plain queue pushes: waking a sleeping
-  // thread costs about 8 us to the waker and 30 us to the wakee on the
-  // development VM, twice per step with a second thread. CAF's default
-  // work stealing instead keeps idle threads polling, and a polling thread
-  // next to the compute slowed the worker by 30-40 % (docs/benchmarks.md).
-  // Workers of a multi-rank engine are detached: each has its own thread.
+  // One scheduler thread, work sharing: the scheduler actor, the expert
+  // actor and callback sinks take turns on it. CAF's default work stealing
+  // keeps idle threads polling, and a polling thread next to the compute
+  // slowed the worker by 30-40 % (docs/benchmarks.md). With async
+  // scheduling every worker is detached, on its own thread, and finds its
+  // next plan queued when it finishes a step, so it never waits for this
+  // thread. Without it, a single-rank engine's worker shares this thread:
+  // waking a sleeping thread costs about 8 us to the waker and 30 us to the
+  // wakee on the development VM, twice per step when the steps alternate.
+  if (setup.max_steps_in_flight > 1) setup.detached_workers = true;
   rt.config->set("scheduler.policy", caf::atom("sharing"));
   rt.config->set("scheduler.max-threads", size_t{1});
   register_message_types(*rt.config);

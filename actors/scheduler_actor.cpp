@@ -1,6 +1,7 @@
 #include "actors/scheduler_actor.hpp"
 
 #include <algorithm>
+#include <span>
 #include <unordered_set>
 
 #include <caf/event_based_actor.hpp>
@@ -94,7 +95,7 @@ void fail_requests(Self self, const std::vector<std::string>& ids, const std::st
     if (const auto it = st.requests.find(id); it != st.requests.end())
       st.ranks[static_cast<size_t>(it->second.rank)].scheduler->abort_request(id);
   for (RankCore& core : st.ranks) {
-    std::vector<SequenceOutput> outputs = core.scheduler->update(StepPlan{}, {});
+    std::vector<SequenceOutput> outputs = core.scheduler->update({});
     deliver(self, outputs, error);
   }
 }
@@ -106,22 +107,29 @@ bool has_unfinished(const SchedulerState& st) {
 
 void check_drained(Self self) {
   SchedulerState& st = self->state;
-  if (!st.shutting_down || !st.requests.empty() || st.step_in_flight) return;
+  if (!st.shutting_down || !st.requests.empty() || !st.in_flight.empty()) return;
   stop_workers(self, caf::exit_reason::user_shutdown);
   for (auto& promise : st.shutdown_promises) promise.deliver(st.num_failed_at_shutdown);
   st.shutdown_promises.clear();
   self->quit();
 }
 
-// The step in flight ran (its workers answered, or one failed in it or
-// overran it): the requests in its plans have run on their rank. A step
-// that never ran (a worker killed or unable to start before taking it up)
-// marks nothing: its requests cannot have caused the fault.
-void mark_started(SchedulerState& st) {
-  for (const RankCore& core : st.ranks)
-    for (const std::shared_ptr<const Request>& request : core.plan_requests)
+// The step ran (its workers answered, or one failed in it or overran it):
+// the requests in its plans have run on their rank. A step that never ran
+// (a worker killed or unable to start before taking it up, a step queued
+// behind the one that failed) marks nothing: its requests cannot have
+// caused the fault.
+void mark_started(SchedulerState& st, const InFlightStep& step) {
+  for (const auto& rank_requests : step.requests)
+    for (const std::shared_ptr<const Request>& request : rank_requests)
       if (const auto it = st.requests.find(request->id); it != st.requests.end())
         it->second.started = true;
+}
+
+InFlightStep* find_in_flight(SchedulerState& st, int64_t step_id) {
+  for (InFlightStep& step : st.in_flight)
+    if (step.id == step_id) return &step;
+  return nullptr;
 }
 
 // Worker `failed_worker` (-1: not known) failed, died or timed out. The
@@ -144,8 +152,7 @@ void handle_fault(Self self, const std::string& cause, int failed_worker) {
     std::vector<std::string> all;
     for (const auto& [id, tracked] : st.requests) all.push_back(id);
     fail_requests(self, all, st.stopped_serving);
-    st.step_in_flight = false;
-    ++st.step_id;
+    st.in_flight.clear();  // late replies find no step and are ignored
     return check_drained(self);
   }
   const int failed_rank = failed_worker < 0 ? -1 : failed_worker / st.setup.tensor_parallel_size;
@@ -158,20 +165,21 @@ void handle_fault(Self self, const std::string& cause, int failed_worker) {
     core.scheduler->recompute_all();
     core.encoder.reset();
   }
-  st.step_in_flight = false;
-  ++st.step_id;  // late replies of the failed step are ignored
+  st.in_flight.clear();  // late replies find no step and are ignored
   spawn_workers(self);
   maybe_step(self);
 }
 
 // The step's new tokens as events for their requests' sinks.
 void collect_sampled(SchedulerState& st, const RankCore& core,
+                     std::span<const SampledToken> sampled,
                      std::vector<std::pair<token_sink, TokenEvent>>& events) {
   const std::vector<SequenceId> running = core.scheduler->running_ids();
   const std::unordered_set<SequenceId> alive(running.begin(), running.end());
-  for (const SampledToken& token : core.sampled) {
-    if (!alive.count(token.seq_id)) continue;  // cancelled while the step ran
-    if (!token.error.empty()) continue;        // it failed: its finished event says why
+  for (const SampledToken& token : sampled) {
+    // Cancelled while the step ran, or stopped in the step before.
+    if (!alive.count(token.seq_id)) continue;
+    if (!token.error.empty()) continue;  // it failed: its finished event says why
     const Sequence& seq = core.scheduler->sequence(token.seq_id);
     const auto it = st.requests.find(seq.request->id);
     if (it == st.requests.end()) continue;
@@ -181,24 +189,31 @@ void collect_sampled(SchedulerState& st, const RankCore& core,
   }
 }
 
+// The oldest step in flight has all its replies.
 void finish_step(Self self) {
   SchedulerState& st = self->state;
-  st.metrics.step_seconds +=
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - st.step_start).count();
+  const InFlightStep step = std::move(st.in_flight.front());
+  st.in_flight.pop_front();
+  const auto now = std::chrono::steady_clock::now();
+  st.metrics.step_seconds += std::chrono::duration<double>(now - step.start).count();
   ++st.metrics.num_steps;
+  if (!st.in_flight.empty()) {
+    // The next step is the workers' from now on, and so is its deadline.
+    st.in_flight.front().start = now;
+    st.step_deadline = self->clock().now() + st.setup.worker_timeout;
+  }
   // The load goes out before any token: whoever sees a request finish and
   // then asks the expert actor for metrics finds this step counted.
-  if (st.setup.expert && !st.step_load.empty())
-    self->send(st.setup.expert, load_atom_v, st.step_load);
+  if (st.setup.expert && !step.load.empty()) self->send(st.setup.expert, load_atom_v, step.load);
   std::vector<std::pair<token_sink, TokenEvent>> events;
   std::vector<SequenceOutput> outputs;
-  mark_started(st);
-  for (RankCore& core : st.ranks) {
-    collect_sampled(st, core, events);
-    for (SequenceOutput& out : core.scheduler->update(core.plan, core.sampled))
+  mark_started(st, step);
+  for (size_t rank = 0; rank < st.ranks.size(); ++rank) {
+    RankCore& core = st.ranks[rank];
+    collect_sampled(st, core, step.sampled[rank], events);
+    for (SequenceOutput& out : core.scheduler->update(step.sampled[rank]))
       outputs.push_back(std::move(out));
   }
-  st.step_in_flight = false;
   st.consecutive_faults = 0;
   // The next plan goes out before the tokens of this one: the workers
   // compute while the events are sent.
@@ -210,29 +225,36 @@ void finish_step(Self self) {
 
 void on_reply(Self self, WorkerResult& result) {
   SchedulerState& st = self->state;
-  if (!st.step_in_flight || result.step_id != st.step_id) return;
-  st.replied.at(static_cast<size_t>(result.rank)) = true;
+  InFlightStep* step = find_in_flight(st, result.step_id);
+  if (!step) return;  // of steps voided by a fault
+  step->replied.at(static_cast<size_t>(result.rank)) = true;
   // Tensor-parallel workers all sample the same tokens; the first one's count.
   const int tp = st.setup.tensor_parallel_size;
   if (result.rank % tp == 0)
-    st.ranks.at(static_cast<size_t>(result.rank / tp)).sampled = std::move(result.sampled);
+    step->sampled.at(static_cast<size_t>(result.rank / tp)) = std::move(result.sampled);
   if (result.rank == 0) st.metrics.compute_seconds += result.compute_seconds;
-  if (st.step_load.empty()) st.step_load.resize(result.expert_load.size(), 0);
-  check(st.step_load.size() == result.expert_load.size(), "worker rank ", result.rank,
+  if (step->load.empty()) step->load.resize(result.expert_load.size(), 0);
+  check(step->load.size() == result.expert_load.size(), "worker rank ", result.rank,
         " reported load for ", result.expert_load.size(), " experts");
-  for (size_t i = 0; i < result.expert_load.size(); ++i) st.step_load[i] += result.expert_load[i];
-  if (--st.replies_pending == 0) finish_step(self);
+  for (size_t i = 0; i < result.expert_load.size(); ++i) step->load[i] += result.expert_load[i];
+  if (--step->replies_pending > 0) return;
+  // Every worker runs its steps in order: the oldest completes first.
+  check(step == &st.in_flight.front(), "step ", result.step_id, " completed before step ",
+        st.in_flight.front().id);
+  finish_step(self);
 }
 
 void on_worker_error(Self self, int64_t step_id, int worker, const caf::error& err) {
   SchedulerState& st = self->state;
-  if (!st.step_in_flight || step_id != st.step_id) return;
+  if (!find_in_flight(st, step_id)) return;
   // The step reached a worker that had already stopped: its down message,
   // which carries why it stopped, follows and handles the fault.
   if (err == caf::sec::request_receiver_down) return;
   // A failing worker answers before it aborts its group, so the first error
-  // of a step is the failing rank's, not a released peer's.
-  mark_started(st);
+  // of a step is the failing rank's, not a released peer's. The steps up to
+  // this one ran; a later one never started.
+  for (const InFlightStep& step : st.in_flight)
+    if (step.id <= step_id) mark_started(st, step);
   handle_fault(self, error_text(err), worker);
 }
 
@@ -249,10 +271,10 @@ void arm_watchdog(Self self, caf::actor_clock::duration_type delay) {
 void on_watchdog(Self self) {
   SchedulerState& st = self->state;
   st.watchdog_armed = false;
-  if (!st.step_in_flight) return;
+  if (st.in_flight.empty()) return;
   const auto now = self->clock().now();
   if (now < st.step_deadline) return arm_watchdog(self, st.step_deadline - now);
-  self->send(self, watchdog_atom_v, st.step_id);
+  self->send(self, watchdog_atom_v, st.in_flight.front().id);
 }
 
 // Step `step_id` is past its deadline with every queued reply read: a fault
@@ -261,11 +283,12 @@ void on_watchdog(Self self) {
 // and so the requests of every rank fail.
 void on_overdue(Self self, int64_t step_id) {
   SchedulerState& st = self->state;
-  if (!st.step_in_flight || step_id != st.step_id) return;
-  mark_started(st);
+  if (st.in_flight.empty() || st.in_flight.front().id != step_id) return;
+  const InFlightStep& step = st.in_flight.front();
+  mark_started(st, step);
   std::vector<size_t> silent;
-  for (size_t w = 0; w < st.replied.size(); ++w)
-    if (!st.replied[w]) silent.push_back(w);
+  for (size_t w = 0; w < step.replied.size(); ++w)
+    if (!step.replied[w]) silent.push_back(w);
   if (silent.size() == 1)
     return handle_fault(self, str_cat("worker rank ", silent[0], " timed out in step ", step_id),
                         static_cast<int>(silent[0]));
@@ -274,38 +297,58 @@ void on_overdue(Self self, int64_t step_id) {
   handle_fault(self, str_cat("worker ranks ", ranks, " timed out in step ", step_id), -1);
 }
 
-void maybe_step(Self self) {
+bool is_empty(const StepPlan& plan) {
+  return plan.sequences.empty() && plan.swap_out.empty() && plan.swap_in.empty() &&
+         plan.copy_on_write.empty() && plan.finished_seq_ids.empty();
+}
+
+// Plans a step on every rank and sends it. A step behind one in flight that
+// would do nothing on any rank (every sequence waits for the step before)
+// is not sent; returns whether one was.
+bool send_step(Self self) {
   SchedulerState& st = self->state;
-  if (st.step_in_flight || !has_unfinished(st) || st.workers.empty()) return check_drained(self);
-  st.step_in_flight = true;
-  st.replies_pending = static_cast<int>(st.workers.size());
-  st.step_load.clear();
-  st.step_start = std::chrono::steady_clock::now();
-  st.step_deadline = self->clock().now() + st.setup.worker_timeout;
-  if (!st.watchdog_armed) arm_watchdog(self, st.setup.worker_timeout);
-  const int64_t step_id = ++st.step_id;
-  st.replied.assign(st.workers.size(), false);
+  std::vector<StepPlan> plans;
+  for (RankCore& core : st.ranks) plans.push_back(core.scheduler->schedule());
+  if (!st.in_flight.empty() && std::all_of(plans.begin(), plans.end(), is_empty)) return false;
+  InFlightStep& step = st.in_flight.emplace_back();
+  const int64_t step_id = step.id = ++st.step_id;
+  step.replies_pending = static_cast<int>(st.workers.size());
+  step.replied.assign(st.workers.size(), false);
+  step.sampled.resize(st.ranks.size());
+  step.requests.resize(st.ranks.size());
+  if (st.in_flight.size() == 1) {
+    step.start = std::chrono::steady_clock::now();
+    st.step_deadline = self->clock().now() + st.setup.worker_timeout;
+    if (!st.watchdog_armed) arm_watchdog(self, st.setup.worker_timeout);
+  }
   // Every rank steps, planned or idle: they meet in the MoE collectives. A
   // tensor-parallel group's workers all get their rank's plan.
   const auto tp = static_cast<size_t>(st.setup.tensor_parallel_size);
   for (size_t rank = 0; rank < st.ranks.size(); ++rank) {
     RankCore& core = st.ranks[rank];
-    core.plan = core.scheduler->schedule();
-    core.sampled.clear();
-    core.plan_requests.clear();
-    for (const ScheduledSequence& s : core.plan.sequences)
-      core.plan_requests.push_back(core.scheduler->sequence(s.seq_id).request);
-    WorkerStep step = core.encoder.encode(core.plan, step_id);
-    if (!st.replicas_sent) step.replicated_experts = st.replicated_experts;
+    for (const ScheduledSequence& s : plans[rank].sequences)
+      step.requests[rank].push_back(core.scheduler->sequence(s.seq_id).request);
+    WorkerStep message = core.encoder.encode(plans[rank], step_id);
+    if (!st.replicas_sent) message.replicated_experts = st.replicated_experts;
     for (size_t w = rank * tp; w < (rank + 1) * tp; ++w)
       self->request(st.workers[w], caf::infinite, step_atom_v,
-                    w + 1 == (rank + 1) * tp ? std::move(step) : step)
+                    w + 1 == (rank + 1) * tp ? std::move(message) : message)
           .then([self](WorkerResult& result) { on_reply(self, result); },
                 [self, step_id, w](caf::error& err) {
                   on_worker_error(self, step_id, static_cast<int>(w), err);
                 });
   }
   st.replicas_sent = true;  // like the rest of a step, a diff: sent once
+  return true;
+}
+
+void maybe_step(Self self) {
+  SchedulerState& st = self->state;
+  const auto depth = static_cast<size_t>(st.setup.max_steps_in_flight);
+  while (st.in_flight.size() < depth && has_unfinished(st) && !st.workers.empty() &&
+         send_step(self)) {
+  }
+  check_drained(self);
 }
 
 void submit(Self self, Submission& submission) {
@@ -345,7 +388,7 @@ void cancel(Self self, const std::string& id, const token_sink* sink) {
   it->second.cancelled = true;
   self->state.ranks[static_cast<size_t>(it->second.rank)].scheduler->abort_request(id);
   // Mid-step, the abort comes back from the step's update(); else now.
-  if (!self->state.step_in_flight) fail_requests(self, {}, "");
+  if (self->state.in_flight.empty()) fail_requests(self, {}, "");
 }
 
 EngineMetrics snapshot(const SchedulerState& st) {

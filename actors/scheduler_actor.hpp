@@ -6,9 +6,19 @@
 //   per rank: plan = scheduler.schedule()   which sequences, how many tokens
 //   send each rank its plan's diff          (a deadline on each step)
 //   all ranks replied -> load delta to the expert actor; per rank:
-//   scheduler.update(plan, its sampled tokens); plan and send the next step;
+//   scheduler.update(its sampled tokens); plan and send the next step;
 //   only then stream the tokens and finished samples to their sinks, so the
 //   workers are computing while the events go out
+//
+// Async scheduling (SchedulerConfig::async_scheduling, the default): up to
+// two steps are in flight. Step t+1 is planned and sent as soon as step t
+// is, its samples pending (see runtime/sequence.hpp), so a worker finds its
+// next plan waiting when it finishes a step, and the planning, the updates
+// and the token events of the scheduler overlap its compute. Workers run
+// their steps in order, so step t+1's block copies and writes come after
+// step t's reads. A sequence that stops in step t has run in step t+1 in
+// vain; its sample there is dropped. Off, one step is in flight and the
+// worker of a single-rank engine shares this actor's thread.
 //
 // Ranks are data parallel: each request is assigned to one rank (the one
 // with the fewest unfinished requests) and lives in that rank's KV cache.
@@ -23,7 +33,8 @@
 // allocate, swap), and splitting that across two mailboxes would put a
 // round-trip inside every scheduling decision. This actor is its one owner.
 //
-// Timeouts: every step has a deadline (worker_timeout after it was sent),
+// Timeouts: every step has a deadline (worker_timeout after it was sent, or
+// after the step before it was answered),
 // watched by one timer that is armed once and re-armed only when it fires,
 // not one timer per request: a CAF request timeout costs a clock-thread
 // wake-up, which at batch 1 was a third of the actor overhead per step.
@@ -39,6 +50,7 @@
 // refused, with the cause.
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -73,9 +85,10 @@ struct SchedulerSetup {
   SchedulerConfig scheduler;
   std::vector<WorkerSpec> workers;  // one per rank, rank order
   bool detached_workers = false;    // each worker on its own thread (needed for > 1 rank)
+  int max_steps_in_flight = 1;      // 2: async scheduling
   int tensor_parallel_size = 1;     // workers per planning rank (1, or all of them)
-  // A step not answered by then is a fault. A single-rank engine's worker
-  // shares the scheduler's thread: there a step that runs is always
+  // A step not answered by then is a fault. A worker that shares the
+  // scheduler's thread (not detached): there a step that runs is always
   // answered (its reply is read before the deadline is checked again), and
   // a step that hangs blocks the engine; the deadline catches only a worker
   // that never ran the step.
@@ -98,33 +111,40 @@ struct TrackedRequest {
   bool cancelled = false;  // its owner cancelled it: a fault or a shutdown is not its error
 };
 
-// One rank's planning state and its step in flight.
+// One rank's planning state.
 struct RankCore {
   std::unique_ptr<KVCacheManager> kv_cache;
   std::unique_ptr<Scheduler> scheduler;
   PlanEncoder encoder;
-  StepPlan plan;
-  std::vector<std::shared_ptr<const Request>> plan_requests;  // whose sequences the plan runs
-  std::vector<SampledToken> sampled;
   int64_t num_requests = 0;  // assigned, not yet finished
+};
+
+// A step sent to the workers and not yet answered by all of them.
+struct InFlightStep {
+  int64_t id = 0;
+  // Per planning rank: the requests whose sequences the plan runs, and the
+  // tokens the rank sampled.
+  std::vector<std::vector<std::shared_ptr<const Request>>> requests;
+  std::vector<std::vector<SampledToken>> sampled;
+  std::vector<bool> replied;  // per worker
+  int replies_pending = 0;
+  std::vector<int64_t> load;  // summed over the ranks' replies
+  // When the workers took it up: sent, or the step before it answered.
+  std::chrono::steady_clock::time_point start;
 };
 
 struct SchedulerState {
   SchedulerSetup setup;
   std::vector<RankCore> ranks;
   std::vector<worker_actor> workers;
-  std::vector<bool> replied;                // per worker, to the step in flight
   std::shared_ptr<InProcessGroup> group;    // this generation of workers' group
   std::vector<int32_t> replicated_experts;  // from the expert actor
   bool replicas_sent = false;               // to this generation of workers
   std::map<std::string, TrackedRequest> requests;
 
-  // The step in flight.
-  bool step_in_flight = false;
-  int64_t step_id = 0;
-  int replies_pending = 0;
-  std::vector<int64_t> step_load;  // summed over the ranks' replies
-  std::chrono::steady_clock::time_point step_start;
+  // The steps in flight, oldest first; the deadline is the oldest's.
+  std::deque<InFlightStep> in_flight;
+  int64_t step_id = 0;                         // the last one sent
   caf::actor_clock::time_point step_deadline;  // on the actor clock (tests drive it)
   bool watchdog_armed = false;
 

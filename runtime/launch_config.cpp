@@ -284,6 +284,8 @@ LaunchConfig parse_launch_config(const std::string& yaml_text, const std::string
     });
     s.optional("enable_chunked_prefill",
                [&](auto& n, auto& k) { sc.enable_chunked_prefill = r.boolean(n, k); });
+    s.optional("async_scheduling",
+               [&](auto& n, auto& k) { sc.async_scheduling = r.boolean(n, k); });
     s.optional("policy", [&](auto& n, auto& k) {
       sc.policy = r.choice(n, k, {"fcfs", "priority"});
     });

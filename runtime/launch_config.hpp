@@ -41,6 +41,7 @@ struct SchedulerLimits {
   int max_num_seqs = 64;
   int max_num_batched_tokens = 512;
   bool enable_chunked_prefill = true;
+  bool async_scheduling = true;             // plan step t+1 while step t runs
   std::string policy = "fcfs";              // fcfs | priority
   std::string preemption_mode = "by_cost";  // by_cost | recompute | swap
 };

@@ -58,6 +58,9 @@ struct SchedulerConfig {
   // The model's context length (max_position_embeddings); 0: no limit.
   // prompt + max_tokens must fit in it.
   int64_t max_model_len = 0;
+  // The actor engine plans step t+1 while step t runs (actors/
+  // scheduler_actor.hpp); the offline LLMEngine runs one step at a time.
+  bool async_scheduling = true;
 };
 
 // Throws hive::Error naming the first bad field.

@@ -233,13 +233,17 @@ struct TwoRankFixture : test_coordinator_fixture<ActorConfig> {
 CAF_TEST_FIXTURE_SCOPE(two_rank_fault_tests, TwoRankFixture)
 
 CAF_TEST(a step that two ranks leave unanswered fails the requests of both) {
-  // Step 1 computes "a" on rank 0; step 2 both "a" and "b" (rank 1).
+  // Steps 1 and 2 (sent together) compute "a" on rank 0; step 3, planned
+  // when step 1 came back, both "a" and "b" (rank 1).
   for (const char* id : {"a", "b"}) {
     self->send(scheduler_hdl, submit_atom_v, Submission{make_request(id, {1, 2, 3}, 4), sink});
     expect((submit_atom, Submission), from(self).to(scheduler_hdl).with(_, _));
   }
-  run_until([&] { return scheduler_state().step_id == 2; });
-  // Neither worker has answered step 2: which one held it up is not known.
+  run_until([&] {
+    const auto& in_flight = scheduler_state().in_flight;
+    return !in_flight.empty() && in_flight.front().id == 3;
+  });
+  // Neither worker has answered step 3: which one held it up is not known.
   CAF_CHECK_EQUAL(trigger_timeouts(), 1u);
   CAF_REQUIRE(sched.prioritize(scheduler_hdl));
   sched.run_once();
@@ -252,7 +256,7 @@ CAF_TEST(a step that two ranks leave unanswered fails the requests of both) {
       return e.request_id == id && e.finished;
     });
     CAF_REQUIRE(done != events.end());
-    CAF_CHECK_EQUAL(done->error, "worker ranks 0, 1 timed out in step 2");
+    CAF_CHECK_EQUAL(done->error, "worker ranks 0, 1 timed out in step 3");
   }
 }
 

@@ -13,14 +13,19 @@ CAF_TEST(one plan per step and the sampled tokens back to the owner) {
   const Request request = make_request("a", {5, 9, 13, 2, 7, 11}, 5);
   submit(request);
   expect((submit_atom, Submission), from(self).to(scheduler_hdl).with(_, _));
+  // Async scheduling: the prompt's step and the step of the token it samples
+  // (pending) go out together.
+  CAF_CHECK_EQUAL(scheduler_state().in_flight.size(), 2u);
   const worker_actor worker = worker_hdl();
   expect((step_atom, WorkerStep), from(scheduler_hdl).to(worker).with(_, _));
   auto& worker_state = deref<worker_actor::stateful_base<WorkerState>>(worker).state;
   CAF_CHECK_EQUAL(worker_state.decoder.num_tables(), 1u);
   expect((WorkerResult), from(worker).to(scheduler_hdl).with(_));
+  // Step 1's result sent step 3 before its token went out.
+  CAF_CHECK_EQUAL(scheduler_state().in_flight.size(), 2u);
+  CAF_CHECK_EQUAL(scheduler_state().in_flight.back().id, 3);
   expect((TokenEvent), from(scheduler_hdl).to(sink).with(_));
   CAF_CHECK_EQUAL(streamed("a").size(), 1u);
-  // The next plan goes out only after the reply: one step in flight.
   expect((step_atom, WorkerStep), from(scheduler_hdl).to(worker).with(_, _));
   run();
   const std::vector<int32_t> expected = reference(request);
@@ -31,7 +36,9 @@ CAF_TEST(one plan per step and the sampled tokens back to the owner) {
   CAF_CHECK(done->reason() == FinishReason::length);
   CAF_CHECK(done->error.empty());
   const EngineMetrics m = metrics();
-  CAF_CHECK_EQUAL(m.num_steps, 5);  // the prompt in one step, then 4 decode steps
+  // The prompt in one step, then 4 decode steps: none computes the 5th
+  // token, which is known to be the last when it is sampled.
+  CAF_CHECK_EQUAL(m.num_steps, 5);
   CAF_CHECK_EQUAL(m.num_generated_tokens, 5);
   CAF_CHECK_EQUAL(m.num_finished_requests, 1);
   CAF_CHECK_EQUAL(m.num_free_blocks, m.num_blocks);
@@ -71,6 +78,40 @@ CAF_TEST(a request that can never run fails at submission with the reason) {
   CAF_CHECK_EQUAL(done->sample_index, -1);
   CAF_CHECK(done->error.find("prompt token id 100000 is out of range") != std::string::npos);
   CAF_CHECK_EQUAL(metrics().num_steps, 0);
+}
+
+CAF_TEST_FIXTURE_SCOPE_END()
+
+namespace {
+
+struct OneStepFixture : ActorFixture {
+  static EngineConfig config() {
+    EngineConfig c = small_engine_config();
+    c.scheduler.async_scheduling = false;
+    return c;
+  }
+  OneStepFixture() : ActorFixture(config()) {}
+};
+
+}  // namespace
+
+CAF_TEST_FIXTURE_SCOPE(one_step_tests, OneStepFixture)
+
+CAF_TEST(without async scheduling the next plan goes out only after the reply) {
+  const Request request = make_request("a", {5, 9, 13, 2, 7, 11}, 5);
+  submit(request);
+  expect((submit_atom, Submission), from(self).to(scheduler_hdl).with(_, _));
+  CAF_CHECK_EQUAL(scheduler_state().in_flight.size(), 1u);
+  const worker_actor worker = worker_hdl();
+  expect((step_atom, WorkerStep), from(scheduler_hdl).to(worker).with(_, _));
+  expect((WorkerResult), from(worker).to(scheduler_hdl).with(_));
+  CAF_CHECK_EQUAL(scheduler_state().in_flight.size(), 1u);
+  CAF_CHECK_EQUAL(scheduler_state().in_flight.front().id, 2);
+  expect((TokenEvent), from(scheduler_hdl).to(sink).with(_));
+  expect((step_atom, WorkerStep), from(scheduler_hdl).to(worker).with(_, _));
+  run();
+  CAF_CHECK_EQUAL(streamed("a"), reference(request));
+  CAF_CHECK_EQUAL(metrics().num_steps, 5);
 }
 
 CAF_TEST_FIXTURE_SCOPE_END()

@@ -33,6 +33,9 @@ TEST(LaunchConfig, BundledConfigsParse) {
   EXPECT_EQ(cpu.device, "cpu");
   EXPECT_EQ(cpu.kv_cache.memory_budget_bytes, 256 * 1024 * 1024);
   EXPECT_EQ(cpu.scheduler.max_num_batched_tokens, 256);
+  EXPECT_TRUE(cpu.scheduler.async_scheduling);
+  EXPECT_FALSE(
+      parse("model: m\nscheduler:\n  async_scheduling: false\n").scheduler.async_scheduling);
   const LaunchConfig ep = load_launch_config(kConfigs / "ep_cpu4.yaml");
   EXPECT_EQ(ep.parallel.world_size, 4);
   EXPECT_EQ(ep.parallel.expert_placement, "round_robin");
@@ -86,6 +89,8 @@ TEST(LaunchConfig, MistakesNameLineKeyExpectedAndGot) {
                "test.yaml:3: unknown key 'scheduler.max_num_sequences' (expected one of:");
   expect_error("model: m\ndevice: tpu\n",
                "test.yaml:2: device: expected one of auto, cpu, cuda (got 'tpu')");
+  expect_error("model: m\nscheduler:\n  async_scheduling: 2\n",
+               "test.yaml:3: scheduler.async_scheduling: expected true or false (got '2')");
   expect_error("model: m\nkv_cache:\n  enable_prefix_caching: yes please\n",
                "kv_cache.enable_prefix_caching: expected true or false (got 'yes please')");
   expect_error("model: m\nkv_cache:\n  memory_budget: lots\n",

@@ -1,0 +1,128 @@
+// hive::Engine with async scheduling on and off: on real threads, under a
+// KV pool small enough to preempt, prefix caching, parallel samples and
+// stops no plan can foresee, every sample is the offline engine's.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "actors/engine.hpp"
+#include "kernels/cpu/cpu_backend.hpp"
+#include "runtime/launch_config.hpp"
+
+namespace hive {
+namespace {
+
+EngineConfig tight_config(bool async_scheduling) {
+  EngineConfig config;
+  config.block_size = 4;
+  // A block of 4 tokens holds 3 layers x K and V x 2 heads x 16 floats per
+  // token: 1536 bytes. 12 blocks for 7 sequences of up to 29 tokens: they
+  // preempt, by swapping while 8 host blocks last, then by recomputing.
+  constexpr int64_t kBlockBytes = 4 * 3 * 2 * 2 * 16 * 4;
+  config.kv_budget = KVBudget{12 * kBlockBytes, 0.0};
+  config.swap_space_bytes = 8 * kBlockBytes;
+  config.enable_prefix_caching = true;
+  config.scheduler.max_num_batched_tokens = 16;
+  config.scheduler.async_scheduling = async_scheduling;
+  return config;
+}
+
+std::vector<Request> workload(const std::vector<std::vector<int32_t>>& stops) {
+  std::vector<Request> requests;
+  const std::vector<int32_t> shared = {7, 3, 9, 1, 4, 8, 2, 6};
+  for (int i = 0; i < 6; ++i) {
+    Request r;
+    r.id = "r" + std::to_string(i);
+    if (i % 2 == 0) r.prompt_token_ids = shared;  // prefix-cache hits
+    for (int k = 0; k <= i + 2; ++k) r.prompt_token_ids.push_back((i * 11 + k * 5) % 90 + 3);
+    r.stop.max_tokens = 8 + i;
+    r.stop.ignore_eos = true;
+    if (i == 1) {
+      r.n = 2;
+      r.sampling.temperature = 0.9f;
+      r.sampling.seed = 5;
+    }
+    if (static_cast<size_t>(i) < stops.size())
+      r.stop.stop_token_ids = stops[static_cast<size_t>(i)];
+    requests.push_back(std::move(r));
+  }
+  return requests;
+}
+
+using Samples = std::map<std::pair<std::string, int>, std::vector<int32_t>>;
+
+Samples offline(const EngineConfig& config, const std::vector<Request>& requests,
+                int64_t* preemptions = nullptr) {
+  CpuBackend cpu;
+  Model model(std::string(HIVE_TEST_DATA) + "/models/qwen3_moe", cpu);
+  LLMEngine engine(model, config);
+  Samples samples;
+  for (const RequestOutput& out : engine.generate(requests))
+    for (const SequenceOutput& s : out.samples)
+      samples[{out.request_id, s.sample_index}] = s.token_ids;
+  const SchedulerStats& stats = engine.stats().scheduler;
+  if (preemptions) *preemptions = stats.num_preemptions_recompute + stats.num_preemptions_swap;
+  return samples;
+}
+
+class EngineAsync : public ::testing::TestWithParam<bool> {};
+
+TEST_P(EngineAsync, EverySampleIsTheOfflineEngines) {
+  const EngineConfig config = tight_config(GetParam());
+  // Stop tokens taken from a first run, so those requests end early, at a
+  // token the scheduler learns of only after it planned the next step.
+  const Samples unstopped = offline(config, workload({}));
+  const std::vector<std::vector<int32_t>> stops = {{unstopped.at({"r0", 0}).at(2)},
+                                                   {},
+                                                   {unstopped.at({"r2", 0}).at(1)},
+                                                   {},
+                                                   {unstopped.at({"r4", 0}).at(4)}};
+  const std::vector<Request> requests = workload(stops);
+  int64_t preemptions = 0;
+  const Samples expected = offline(config, requests, &preemptions);
+  EXPECT_GT(preemptions, 0);  // the workload does preempt (offline, same pool)
+  EXPECT_LT(expected.at({"r0", 0}).size(), 8u);
+  EXPECT_LT(expected.at({"r2", 0}).size(), 10u);
+
+  EngineOptions options;
+  options.model = std::string(HIVE_TEST_DATA) + "/models/qwen3_moe";
+  options.engine = config;
+  Engine engine(options);
+  std::vector<TokenStream> streams;
+  for (const Request& r : requests) streams.push_back(engine.submit(r));
+  Samples got;
+  for (TokenStream& stream : streams)
+    for (const TokenEvent& e : stream) {
+      EXPECT_EQ(e.error, "") << e.request_id;
+      if (e.finished) got[{e.request_id, e.sample_index}] = e.token_ids;
+    }
+  EXPECT_EQ(got, expected);
+  const EngineMetrics m = engine.metrics();
+  EXPECT_EQ(m.num_blocks, 11);  // the null block is not allocatable
+  EXPECT_EQ(m.num_finished_requests, 6);
+  EXPECT_EQ(m.num_free_blocks, m.num_blocks);
+  EXPECT_EQ(engine.shutdown(ShutdownMode::drain), 0);
+}
+
+TEST(EngineAsyncOption, ALaunchFileTurnsItOffAndTheSchedulerKeepsOneStepInFlight) {
+  LaunchConfig launch;
+  launch.model = std::string(HIVE_TEST_DATA) + "/models/qwen3_moe";
+  EXPECT_TRUE(engine_options(launch).engine.scheduler.async_scheduling);
+  launch.scheduler.async_scheduling = false;
+  const EngineOptions options = engine_options(launch);
+  EXPECT_FALSE(options.engine.scheduler.async_scheduling);
+  CpuBackend cpu;
+  const auto model = std::make_shared<Model>(options.model, cpu);
+  EXPECT_EQ(make_scheduler_setup(model, options.engine, 1).max_steps_in_flight, 1);
+  EXPECT_EQ(make_scheduler_setup(model, tight_config(true), 1).max_steps_in_flight, 2);
+}
+
+INSTANTIATE_TEST_SUITE_P(Scheduling, EngineAsync, ::testing::Bool(),
+                         [](const auto& p) { return p.param ? "async" : "one_step_at_a_time"; });
+
+}  // namespace
+}  // namespace hive
