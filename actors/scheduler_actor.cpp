@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <span>
-#include <unordered_set>
 
 #include <caf/event_based_actor.hpp>
 #include <caf/exit_reason.hpp>
@@ -174,11 +173,10 @@ void handle_fault(Self self, const std::string& cause, int failed_worker) {
 void collect_sampled(SchedulerState& st, const RankCore& core,
                      std::span<const SampledToken> sampled,
                      std::vector<std::pair<token_sink, TokenEvent>>& events) {
-  const std::vector<SequenceId> running = core.scheduler->running_ids();
-  const std::unordered_set<SequenceId> alive(running.begin(), running.end());
   for (const SampledToken& token : sampled) {
-    // Cancelled while the step ran, or stopped in the step before.
-    if (!alive.count(token.seq_id)) continue;
+    // Cancelled while the step ran, or stopped in the step before. (One
+    // preempted since, by the plan made while this step ran, still counts.)
+    if (!core.scheduler->has_sequence(token.seq_id)) continue;
     if (!token.error.empty()) continue;  // it failed: its finished event says why
     const Sequence& seq = core.scheduler->sequence(token.seq_id);
     const auto it = st.requests.find(seq.request->id);

@@ -92,12 +92,6 @@ const Sequence& Scheduler::sequence(SequenceId id) const {
   return *it->second;
 }
 
-std::vector<SequenceId> Scheduler::running_ids() const {
-  std::vector<SequenceId> ids;
-  for (const Sequence* seq : running_) ids.push_back(seq->id);
-  return ids;
-}
-
 void Scheduler::insert_in_order(Queue& queue, Sequence* seq) const {
   const auto at = std::upper_bound(
       queue.begin(), queue.end(), seq,

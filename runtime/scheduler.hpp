@@ -157,7 +157,8 @@ class Scheduler {
   const SchedulerStats& stats() const { return stats_; }
   const SchedulerConfig& config() const { return config_; }
   const Sequence& sequence(SequenceId id) const;
-  std::vector<SequenceId> running_ids() const;
+  // Whether the sequence is unfinished (waiting, running or swapped out).
+  bool has_sequence(SequenceId id) const { return sequences_.count(id) > 0; }
 
  private:
   using Queue = std::deque<Sequence*>;

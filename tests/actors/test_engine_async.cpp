@@ -94,13 +94,16 @@ TEST_P(EngineAsync, EverySampleIsTheOfflineEngines) {
   Engine engine(options);
   std::vector<TokenStream> streams;
   for (const Request& r : requests) streams.push_back(engine.submit(r));
-  Samples got;
+  Samples got, streamed;
   for (TokenStream& stream : streams)
     for (const TokenEvent& e : stream) {
       EXPECT_EQ(e.error, "") << e.request_id;
-      if (e.finished) got[{e.request_id, e.sample_index}] = e.token_ids;
+      std::vector<int32_t>& into = (e.finished ? got : streamed)[{e.request_id, e.sample_index}];
+      into.insert(into.end(), e.token_ids.begin(), e.token_ids.end());
     }
   EXPECT_EQ(got, expected);
+  // Every token was streamed once, in order, preempted or not.
+  EXPECT_EQ(streamed, expected);
   const EngineMetrics m = engine.metrics();
   EXPECT_EQ(m.num_blocks, 11);  // the null block is not allocatable
   EXPECT_EQ(m.num_finished_requests, 6);
