@@ -94,7 +94,7 @@ void fail_requests(Self self, const std::vector<std::string>& ids, const std::st
     if (const auto it = st.requests.find(id); it != st.requests.end())
       st.ranks[static_cast<size_t>(it->second.rank)].scheduler->abort_request(id);
   for (RankCore& core : st.ranks) {
-    std::vector<SequenceOutput> outputs = core.scheduler->update({});
+    std::vector<SequenceOutput> outputs = core.scheduler->take_aborted();
     deliver(self, outputs, error);
   }
 }
@@ -261,6 +261,16 @@ void arm_watchdog(Self self, caf::actor_clock::duration_type delay) {
   self->delayed_send(self, delay, watchdog_atom_v);
 }
 
+// Steps in flight are always watched: the timer is armed for the oldest
+// one's deadline unless it already is.
+void watch_steps(Self self) {
+  SchedulerState& st = self->state;
+  if (st.in_flight.empty() || st.watchdog_armed) return;
+  const auto now = self->clock().now();
+  arm_watchdog(
+      self, st.step_deadline > now ? st.step_deadline - now : caf::actor_clock::duration_type{0});
+}
+
 // The step deadline timer fired. A step still within its deadline re-arms
 // it; one past it is checked once more behind the messages already queued,
 // since its replies may be among them (a single-rank engine's worker runs on
@@ -281,7 +291,8 @@ void on_watchdog(Self self) {
 // and so the requests of every rank fail.
 void on_overdue(Self self, int64_t step_id) {
   SchedulerState& st = self->state;
-  if (st.in_flight.empty() || st.in_flight.front().id != step_id) return;
+  // Answered meanwhile (its reply was queued): the next step is watched.
+  if (st.in_flight.empty() || st.in_flight.front().id != step_id) return watch_steps(self);
   const InFlightStep& step = st.in_flight.front();
   mark_started(st, step);
   std::vector<size_t> silent;
@@ -317,8 +328,8 @@ bool send_step(Self self) {
   if (st.in_flight.size() == 1) {
     step.start = std::chrono::steady_clock::now();
     st.step_deadline = self->clock().now() + st.setup.worker_timeout;
-    if (!st.watchdog_armed) arm_watchdog(self, st.setup.worker_timeout);
   }
+  watch_steps(self);
   // Every rank steps, planned or idle: they meet in the MoE collectives. A
   // tensor-parallel group's workers all get their rank's plan.
   const auto tp = static_cast<size_t>(st.setup.tensor_parallel_size);

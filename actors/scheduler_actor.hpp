@@ -11,10 +11,10 @@
 //   workers are computing while the events go out
 //
 // Async scheduling (SchedulerConfig::async_scheduling, the default): up to
-// two steps are in flight. Step t+1 is planned and sent as soon as step t
-// is, its samples pending (see runtime/sequence.hpp), so a worker finds its
-// next plan waiting when it finishes a step, and the planning, the updates
-// and the token events of the scheduler overlap its compute. Workers run
+// two steps are in flight: a step is planned and sent while the one before
+// it runs, its samples pending (see runtime/sequence.hpp), so a worker
+// finds its next plan waiting when it finishes a step, and the planning,
+// the updates and the token events of the scheduler overlap its compute. Workers run
 // their steps in order, so step t+1's block copies and writes come after
 // step t's reads. A sequence that stops in step t has run in step t+1 in
 // vain; its sample there is dropped. Off, one step is in flight and the

@@ -168,6 +168,12 @@ void KVCacheManager::cache_full_blocks(const Sequence& seq, Table& t, int64_t nu
   }
 }
 
+void KVCacheManager::cache_computed_blocks(const Sequence& seq) {
+  const auto it = tables_.find(seq.id);
+  if (it == tables_.end() || it->second.on_host) return;
+  cache_full_blocks(seq, it->second, seq.num_computed_tokens);
+}
+
 void KVCacheManager::fork(SequenceId parent, SequenceId child) {
   const Table& source = table(parent);
   check(!source.on_host, "KV cache: cannot fork swapped-out sequence ", parent);

@@ -92,6 +92,10 @@ class KVCacheManager {
   void fork(SequenceId parent, SequenceId child);
   // Releases the sequence's blocks, on the device or on the host.
   void free(SequenceId seq);
+  // Puts the sequence's full blocks of computed, known tokens in the prefix
+  // cache (allocate() does so for the tokens it is given; a token pending
+  // then is known later).
+  void cache_computed_blocks(const Sequence& seq);
   // The cache's contents are gone (the workers holding them were replaced):
   // forgets every sequence's blocks and every cached prefix. Counters stay.
   void reset();

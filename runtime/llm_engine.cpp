@@ -73,7 +73,7 @@ std::vector<RequestOutput> LLMEngine::generate(std::vector<Request> requests) {
   } catch (const Error&) {
     // All or nothing: a bad request leaves none of the batch queued.
     for (const std::string& id : order) scheduler_->abort_request(id);
-    scheduler_->update({});  // takes their aborted outputs
+    scheduler_->take_aborted();
     throw;
   }
   std::map<std::string, std::vector<SequenceOutput>> done;
@@ -83,7 +83,7 @@ std::vector<RequestOutput> LLMEngine::generate(std::vector<Request> requests) {
   } catch (...) {
     // A failed step fails the batch: none of it stays queued.
     for (const std::string& id : order) scheduler_->abort_request(id);
-    scheduler_->update({});
+    scheduler_->take_aborted();
     throw;
   }
   std::vector<RequestOutput> outputs;

@@ -66,7 +66,10 @@ std::vector<SampledToken> ModelRunner::run(const StepPlan& plan) {
       token.error = e.what();
     }
     if (slot.return_logits) token.logits.assign(row_logits.begin(), row_logits.end());
-    if (token.error.empty()) last_sampled_[slot.seq_id] = token.token;
+    // A sequence that could not be sampled ends when its result comes back,
+    // but a step planned meanwhile may feed its pending token: any valid id
+    // keeps that step (and the batch) running; its output is dropped.
+    last_sampled_[slot.seq_id] = token.error.empty() ? token.token : 0;
     sampled.push_back(std::move(token));
   }
   return sampled;

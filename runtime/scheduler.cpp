@@ -108,6 +108,7 @@ int64_t Scheduler::num_seats_taken() const {
 StepPlan Scheduler::schedule() {
   StepPlan plan;
   plan.finished_seq_ids = std::exchange(finished_since_plan_, {});
+  unconfirmed_.emplace_back();
   int64_t budget = config_.max_num_batched_tokens;
   if (!schedule_running(plan, budget)) {
     schedule_swapped(plan, budget);
@@ -121,7 +122,14 @@ StepPlan Scheduler::schedule() {
 }
 
 void Scheduler::recompute_all() {
-  // The tokens of the steps in flight will never come.
+  // The steps in flight are void: their tokens were never computed, and
+  // their samples will never come.
+  for (const auto& counted : unconfirmed_)
+    for (const auto& [id, num_tokens] : counted)
+      if (const auto it = sequences_.find(id); it != sequences_.end())
+        it->second->num_computed_tokens =
+            std::max<int64_t>(0, it->second->num_computed_tokens - num_tokens);
+  unconfirmed_.clear();
   for (const auto& [_, seq] : sequences_) seq->drop_pending_tokens();
   for (Queue* queue : {&running_, &swapped_}) {
     for (Sequence* seq : *queue) {
@@ -223,6 +231,7 @@ void Scheduler::add_to_plan(Sequence& seq, int64_t num_tokens, const PrefixHit& 
   plan.sequences.push_back(std::move(scheduled));
   // Counted as computed now, so the next plan can follow this one at once.
   seq.num_computed_tokens += num_tokens;
+  unconfirmed_.back().emplace_back(seq.id, num_tokens);
   if (!plan.sequences.back().needs_logits) return;
   const size_t index = plan.sequences.size() - 1;
   SamplingParams sampling = seq.request->sampling;
@@ -293,6 +302,8 @@ bool Scheduler::awaits_last_token(const Sequence& seq) const {
 }
 
 std::vector<SequenceOutput> Scheduler::update(std::span<const SampledToken> sampled) {
+  check(!unconfirmed_.empty(), "scheduler: update() without a plan to update");
+  unconfirmed_.pop_front();
   std::vector<SequenceOutput> finished = std::exchange(aborted_, {});
   for (const SampledToken& token : sampled) {
     const auto it = sequences_.find(token.seq_id);
@@ -310,6 +321,7 @@ std::vector<SequenceOutput> Scheduler::update(std::span<const SampledToken> samp
     seq.token_ids[static_cast<size_t>(at)] = token.token;
     --seq.num_pending_tokens;
     if (!token.logits.empty()) seq.logits.push_back(token.logits);
+    kv_cache_.cache_computed_blocks(seq);  // a block it completed may be cached now
     const std::span<const int32_t> output =
         std::span<const int32_t>(seq.token_ids)
             .subspan(static_cast<size_t>(seq.num_prompt_tokens),

@@ -34,6 +34,7 @@
 #include <span>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "runtime/kv_cache_manager.hpp"
@@ -149,6 +150,8 @@ class Scheduler {
   // The tokens sampled by the oldest plan not yet updated; returns the
   // sequences that finished (and those aborted since the last update).
   std::vector<SequenceOutput> update(std::span<const SampledToken> sampled);
+  // The sequences aborted since the last update, without one.
+  std::vector<SequenceOutput> take_aborted() { return std::exchange(aborted_, {}); }
 
   bool has_unfinished() const { return !sequences_.empty(); }
   size_t num_waiting() const { return waiting_.size(); }
@@ -185,6 +188,9 @@ class Scheduler {
   std::vector<Sequence*> new_children_;  // forked this step, join running_ at its end
   std::vector<SequenceOutput> aborted_;
   std::vector<SequenceId> finished_since_plan_;
+  // Per plan not yet updated, oldest first: the tokens it counted as
+  // computed, per sequence. Plans voided by recompute_all() give them back.
+  std::deque<std::vector<std::pair<SequenceId, int64_t>>> unconfirmed_;
   SequenceId next_seq_id_ = 0;
   int64_t next_arrival_ = 0;
   SchedulerStats stats_;

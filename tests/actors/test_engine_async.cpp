@@ -3,6 +3,11 @@
 // stops no plan can foresee, every sample is the offline engine's.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <limits>
 #include <map>
 #include <memory>
 #include <string>
@@ -11,7 +16,9 @@
 
 #include "actors/engine.hpp"
 #include "kernels/cpu/cpu_backend.hpp"
+#include "kernels/error.hpp"
 #include "runtime/launch_config.hpp"
+#include "runtime/safetensors.hpp"
 
 namespace hive {
 namespace {
@@ -109,6 +116,56 @@ TEST_P(EngineAsync, EverySampleIsTheOfflineEngines) {
   EXPECT_EQ(m.num_finished_requests, 6);
   EXPECT_EQ(m.num_free_blocks, m.num_blocks);
   EXPECT_EQ(engine.shutdown(ShutdownMode::drain), 0);
+}
+
+// The qwen3_moe fixture with token 500's embedding NaN: a sequence fed it
+// has NaN logits and cannot be sampled.
+std::filesystem::path nan_token_model() {
+  namespace fs = std::filesystem;
+  const fs::path source = std::string(HIVE_TEST_DATA) + "/models/qwen3_moe";
+  const fs::path dir = fs::temp_directory_path() / str_cat("hive-nan-token-", ::getpid());
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  fs::copy_file(source / "config.json", dir / "config.json");
+  SafetensorsFile original(source / "model.safetensors");
+  std::map<std::string, Tensor> tensors = original.tensors();
+  const Tensor& embed = tensors.at("model.embed_tokens.weight");
+  std::vector<float> rows(embed.as<float>(), embed.as<float>() + embed.numel());
+  const int64_t vocab = embed.size(0), hidden = embed.size(1);
+  std::fill_n(rows.begin() + 500 * hidden, hidden, std::numeric_limits<float>::quiet_NaN());
+  tensors["model.embed_tokens.weight"] = Tensor::view(rows.data(), DType::f32, {vocab, hidden});
+  write_safetensors(dir / "model.safetensors", tensors);
+  return dir;
+}
+
+// With two steps in flight the step after a failed sample already feeds the
+// sequence's pending token: the sequence must still fail alone.
+TEST_P(EngineAsync, ASequenceThatCouldNotBeSampledFailsAlone) {
+  EngineOptions options;
+  options.model = nan_token_model();
+  options.engine = tight_config(GetParam());
+  Request good, bad;
+  good.id = "good";
+  good.prompt_token_ids = {5, 6, 7};
+  good.stop.max_tokens = 6;
+  good.stop.ignore_eos = true;
+  bad = good;
+  bad.id = "bad";
+  bad.prompt_token_ids = {5, 500, 7};
+  std::map<std::string, TokenEvent> finished;
+  {
+    Engine engine(options);
+    TokenStream good_stream = engine.submit(good), bad_stream = engine.submit(bad);
+    for (TokenStream* stream : {&good_stream, &bad_stream})
+      for (const TokenEvent& e : *stream)
+        if (e.finished) finished[e.request_id] = e;
+    EXPECT_EQ(engine.metrics().num_worker_restarts, 0);
+  }
+  std::filesystem::remove_all(options.model);
+  EXPECT_EQ(finished.at("good").error, "");
+  EXPECT_EQ(finished.at("good").token_ids.size(), 6u);
+  EXPECT_NE(finished.at("bad").error.find("no token can be sampled"), std::string::npos)
+      << finished.at("bad").error;
 }
 
 TEST(EngineAsyncOption, ALaunchFileTurnsItOffAndTheSchedulerKeepsOneStepInFlight) {

@@ -91,6 +91,33 @@ CAF_TEST(a reply queued behind the deadline timer that fired while the step ran 
   CAF_CHECK_EQUAL(metrics().num_worker_restarts, 0);
 }
 
+CAF_TEST(after a reply that came behind the deadline timer the next step is still watched) {
+  const Request r = make_request("r", {6, 6, 6}, 12);
+  submit(r);
+  expect((submit_atom, Submission), from(self).to(scheduler_hdl).with(_, _));
+  CAF_CHECK_EQUAL(trigger_timeouts(), 1u);
+  CAF_REQUIRE(sched.prioritize(worker_hdl()));
+  sched.run_once();  // step 1; its reply waits behind the timer
+  CAF_REQUIRE(sched.prioritize(scheduler_hdl));
+  sched.run_once();  // the timer: step 1 is checked again behind the queue
+  CAF_REQUIRE(sched.prioritize(scheduler_hdl));
+  sched.run_once();  // step 1's reply: step 3 goes out behind step 2
+  CAF_REQUIRE(sched.prioritize(scheduler_hdl));
+  sched.run_once();  // the check: step 1 is answered
+  CAF_CHECK(scheduler_state().watchdog_armed);
+  // The worker hangs in step 2 (it never runs again): its deadline fires.
+  CAF_CHECK_EQUAL(trigger_timeouts(), 1u);
+  CAF_REQUIRE(sched.prioritize(scheduler_hdl));
+  sched.run_once();  // the timer
+  CAF_REQUIRE(sched.prioritize(scheduler_hdl));
+  sched.run_once();  // the check: step 2 is overdue
+  run();
+  const TokenEvent* failed = finished_event("r");
+  CAF_REQUIRE(failed != nullptr);
+  CAF_CHECK_EQUAL(failed->error, "worker rank 0 timed out in step 2");
+  CAF_CHECK_EQUAL(metrics().num_worker_restarts, 1);
+}
+
 CAF_TEST(a request cancelled in a step that fails ends cancelled and not failed) {
   self->send(scheduler_hdl, fault_atom_v, 0);
   run();  // the worker's next step throws

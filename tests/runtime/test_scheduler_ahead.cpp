@@ -102,6 +102,27 @@ TEST_F(AheadCacheTest, ABlockWithAPendingTokenIsCachedOnceTheTokenIsKnown) {
   run_to_completion();
 }
 
+// Plans voided by a fault (recompute_all) give back the tokens they counted
+// as computed: only what an updated plan computed is computed again.
+TEST_F(AheadCacheTest, VoidedPlansCountNothingAsComputed) {
+  make(SchedulerConfig{}, blocks(16));
+  ahead = true;
+  scheduler->add_request(request("a", 8, 4));
+  step();  // the prompt: 8 tokens, not updated
+  scheduler->recompute_all();
+  in_flight.clear();
+  EXPECT_EQ(scheduler->sequence(0).num_computed_tokens, 0);
+  EXPECT_EQ(scheduler->sequence(0).num_tokens(), 8);  // its pending token is gone
+  step();                                             // the prompt again
+  step();                      // its result comes back; the next token is planned
+  scheduler->recompute_all();  // voids the step in flight, not the prompt
+  in_flight.clear();
+  const std::vector<SequenceOutput> out = run_to_completion();
+  EXPECT_EQ(scheduler->stats().num_tokens_recomputed, 8);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].token_ids, (Ids{108, 109, 110, 111}));
+}
+
 INSTANTIATE_TEST_SUITE_P(Preemption, AheadTest,
                          ::testing::Values(PreemptionMode::recompute, PreemptionMode::swap),
                          [](const auto& p) {
