@@ -111,8 +111,9 @@ class Engine {
   ~Engine();  // shutdown(fail_in_flight) unless already shut down
 
   TokenStream submit(Request request);
-  // `on_event` runs on the engine's thread, one event at a time, between
-  // steps: keep it short (copy the event out), or the next step waits, and
+  // `on_event` runs on the engine's thread, one event at a time, while the
+  // worker computes the next step (between steps without async scheduling):
+  // keep it short (copy the event out), or the planning of steps waits, and
   // never call metrics() or shutdown() from it (they wait for that thread);
   // cancel() is fine. If it throws, the request is cancelled and it hears
   // nothing more. A TokenStream instead wakes the reading thread for every

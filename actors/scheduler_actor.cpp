@@ -273,9 +273,9 @@ void watch_steps(Self self) {
 
 // The step deadline timer fired. A step still within its deadline re-arms
 // it; one past it is checked once more behind the messages already queued,
-// since its replies may be among them (a single-rank engine's worker runs on
-// the scheduler's thread, so a step that overran queues its reply after the
-// timer that fired meanwhile).
+// since its replies may be among them (a worker on the scheduler's thread,
+// as a single-rank engine's is without async scheduling, queues the reply
+// of a step that overran after the timer that fired meanwhile).
 void on_watchdog(Self self) {
   SchedulerState& st = self->state;
   st.watchdog_armed = false;

@@ -75,8 +75,8 @@ CAF_TEST(a worker that does not answer in time is treated as failed) {
 }
 
 CAF_TEST(a reply queued behind the deadline timer that fired while the step ran counts) {
-  // A single-rank engine's worker runs on the scheduler's thread: a step
-  // that overruns its deadline queues its reply after the timer's message.
+  // A worker on the scheduler's thread (not detached, as here) queues the
+  // reply of a step that overran its deadline after the timer's message.
   const Request r = make_request("r", {6, 6, 6}, 4);
   submit(r);
   expect((submit_atom, Submission), from(self).to(scheduler_hdl).with(_, _));
