@@ -318,7 +318,10 @@ bool send_step(Self self) {
   SchedulerState& st = self->state;
   std::vector<StepPlan> plans;
   for (RankCore& core : st.ranks) plans.push_back(core.scheduler->schedule());
-  if (!st.in_flight.empty() && std::all_of(plans.begin(), plans.end(), is_empty)) return false;
+  if (!st.in_flight.empty() && std::all_of(plans.begin(), plans.end(), is_empty)) {
+    for (RankCore& core : st.ranks) core.scheduler->drop_empty_plan();
+    return false;
+  }
   InFlightStep& step = st.in_flight.emplace_back();
   const int64_t step_id = step.id = ++st.step_id;
   step.replies_pending = static_cast<int>(st.workers.size());

@@ -121,6 +121,12 @@ StepPlan Scheduler::schedule() {
   return plan;
 }
 
+void Scheduler::drop_empty_plan() {
+  check(!unconfirmed_.empty() && unconfirmed_.back().empty(),
+        "scheduler: only a plan that ran nothing can be dropped");
+  unconfirmed_.pop_back();
+}
+
 void Scheduler::recompute_all() {
   // The steps in flight are void: their tokens were never computed, and
   // their samples will never come.

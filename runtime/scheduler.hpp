@@ -142,6 +142,9 @@ class Scheduler {
   void abort_request(const std::string& request_id);
 
   StepPlan schedule();
+  // Takes back the last plan, which ran nothing (no sequences): a caller
+  // that does not send such a plan says so, as it will never update() it.
+  void drop_empty_plan();
   // The KV cache lost its contents (its workers were replaced; the steps in
   // flight, if any, are void): the KV manager starts empty and every running
   // or swapped sequence waits to be computed again from its tokens, as after

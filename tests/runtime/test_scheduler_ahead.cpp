@@ -123,6 +123,28 @@ TEST_F(AheadCacheTest, VoidedPlansCountNothingAsComputed) {
   EXPECT_EQ(out[0].token_ids, (Ids{108, 109, 110, 111}));
 }
 
+// A plan that ran nothing and was never sent is dropped; it must not take
+// the place of a later plan in the bookkeeping of what is computed.
+TEST_F(AheadCacheTest, ADroppedEmptyPlanLeavesTheOthersInOrder) {
+  make(SchedulerConfig{}, blocks(16));
+  scheduler->add_request(request("a", 4, 1));
+  const StepPlan prompt = scheduler->schedule();
+  ASSERT_EQ(prompt.samples.size(), 1u);
+  EXPECT_TRUE(scheduler->schedule().sequences.empty());  // a's pending token is its last
+  scheduler->drop_empty_plan();
+  std::vector<SampledToken> sampled = {{prompt.samples[0].seq_id, 50, {}, {}}};
+  EXPECT_EQ(scheduler->update(sampled).size(), 1u);  // a ends
+  scheduler->add_request(request("b", 4, 3));
+  const StepPlan b_prompt = scheduler->schedule();
+  sampled = {{b_prompt.samples.at(0).seq_id, 51, {}, {}}};
+  EXPECT_TRUE(scheduler->update(sampled).empty());
+  scheduler->schedule();       // b's next token: counted, never run
+  scheduler->recompute_all();  // gives back that one, not b's prompt
+  EXPECT_EQ(scheduler->sequence(1).num_tokens_to_recompute, 4);
+  EXPECT_THROW(scheduler->drop_empty_plan(), Error);  // no plan left to drop
+  run_to_completion();
+}
+
 INSTANTIATE_TEST_SUITE_P(Preemption, AheadTest,
                          ::testing::Values(PreemptionMode::recompute, PreemptionMode::swap),
                          [](const auto& p) {
