@@ -1,6 +1,7 @@
 // The step protocol under a deterministic scheduler: one plan message per
-// step to the worker, its reply back, tokens streamed to the owner, and
-// outputs identical to the offline engine's.
+// step to the worker (two steps in flight with async scheduling, one
+// without), its reply back, tokens streamed to the owner, and outputs
+// identical to the offline engine's.
 #define CAF_SUITE step_protocol
 #include "tests/actors/actor_fixture.hpp"
 
