@@ -131,10 +131,15 @@ void Scheduler::recompute_all() {
   // The steps in flight are void: their tokens were never computed, and
   // their samples will never come.
   for (const auto& counted : unconfirmed_)
-    for (const auto& [id, num_tokens] : counted)
-      if (const auto it = sequences_.find(id); it != sequences_.end())
-        it->second->num_computed_tokens =
-            std::max<int64_t>(0, it->second->num_computed_tokens - num_tokens);
+    for (const auto& [id, num_tokens] : counted) {
+      const auto it = sequences_.find(id);
+      if (it == sequences_.end()) continue;
+      // A sequence preempted by recompute since holds its count there.
+      Sequence& seq = *it->second;
+      int64_t& count = seq.status == SequenceStatus::waiting ? seq.num_tokens_to_recompute
+                                                             : seq.num_computed_tokens;
+      count = std::max<int64_t>(0, count - num_tokens);
+    }
   unconfirmed_.clear();
   for (const auto& [_, seq] : sequences_) seq->drop_pending_tokens();
   for (Queue* queue : {&running_, &swapped_}) {
@@ -260,6 +265,7 @@ void Scheduler::fork_children(Sequence& parent, size_t scheduled_index, StepPlan
     child->num_computed_tokens =
         scheduled.num_computed_tokens + static_cast<int64_t>(scheduled.token_ids.size());
     child->num_cached_tokens = parent.num_cached_tokens;
+    unconfirmed_.back().emplace_back(child->id, child->num_computed_tokens);
     child->token_ids.push_back(kPendingToken);  // sampled in this step, like the parent's
     child->num_pending_tokens = 1;
     kv_cache_.fork(parent.id, child->id);

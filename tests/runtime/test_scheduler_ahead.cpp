@@ -145,6 +145,34 @@ TEST_F(AheadCacheTest, ADroppedEmptyPlanLeavesTheOthersInOrder) {
   run_to_completion();
 }
 
+// Neither a sequence admitted in a voided plan and preempted by the next
+// one, nor children forked in a voided plan, count anything as computed.
+TEST_F(AheadCacheTest, VoidedAdmissionsAndForksCountNoRecompute) {
+  SchedulerConfig config;
+  config.preemption_mode = PreemptionMode::recompute;
+  make(config, blocks(3));  // the null block and 2 of 4 tokens
+  scheduler->add_request(request("a", 4, 4));
+  scheduler->add_request(request("b", 4, 4));
+  ASSERT_EQ(scheduler->schedule().sequences.size(), 2u);
+  scheduler->schedule();  // a needs a block: b is preempted
+  EXPECT_EQ(scheduler->stats().num_preemptions_recompute, 1);
+  scheduler->recompute_all();
+  EXPECT_EQ(scheduler->sequence(0).num_tokens_to_recompute, 0);
+  EXPECT_EQ(scheduler->sequence(1).num_tokens_to_recompute, 0);
+  run_to_completion();
+
+  make(SchedulerConfig{}, blocks(16));
+  Request forked = request("c", 4, 3);
+  forked.n = 2;
+  scheduler->add_request(forked);
+  scheduler->schedule();  // the prompt, and the fork of sample 1
+  scheduler->recompute_all();
+  EXPECT_EQ(scheduler->sequence(0).num_tokens_to_recompute, 0);
+  EXPECT_EQ(scheduler->sequence(1).num_tokens_to_recompute, 0);
+  run_to_completion();
+  EXPECT_EQ(scheduler->stats().num_tokens_recomputed, 0);
+}
+
 INSTANTIATE_TEST_SUITE_P(Preemption, AheadTest,
                          ::testing::Values(PreemptionMode::recompute, PreemptionMode::swap),
                          [](const auto& p) {
