@@ -306,20 +306,18 @@ void on_overdue(Self self, int64_t step_id) {
   handle_fault(self, str_cat("worker ranks ", ranks, " timed out in step ", step_id), -1);
 }
 
-bool is_empty(const StepPlan& plan) {
-  return plan.sequences.empty() && plan.swap_out.empty() && plan.swap_in.empty() &&
-         plan.copy_on_write.empty() && plan.finished_seq_ids.empty();
-}
-
 // Plans a step on every rank and sends it. A step behind one in flight that
-// would do nothing on any rank (every sequence waits for the step before)
-// is not sent; returns whether one was.
+// would run nothing on any rank (every sequence waits for the step before)
+// is not sent (its finished sequences go with the next); returns whether
+// one was.
 bool send_step(Self self) {
   SchedulerState& st = self->state;
   std::vector<StepPlan> plans;
   for (RankCore& core : st.ranks) plans.push_back(core.scheduler->schedule());
-  if (!st.in_flight.empty() && std::all_of(plans.begin(), plans.end(), is_empty)) {
-    for (RankCore& core : st.ranks) core.scheduler->drop_empty_plan();
+  if (!st.in_flight.empty() &&
+      std::all_of(plans.begin(), plans.end(), [](const StepPlan& p) { return p.runs_nothing(); })) {
+    for (size_t rank = 0; rank < st.ranks.size(); ++rank)
+      st.ranks[rank].scheduler->drop_empty_plan(std::move(plans[rank]));
     return false;
   }
   InFlightStep& step = st.in_flight.emplace_back();

@@ -121,10 +121,12 @@ StepPlan Scheduler::schedule() {
   return plan;
 }
 
-void Scheduler::drop_empty_plan() {
-  check(!unconfirmed_.empty() && unconfirmed_.back().empty(),
-        "scheduler: only a plan that ran nothing can be dropped");
+void Scheduler::drop_empty_plan(StepPlan plan) {
+  check(plan.runs_nothing() && !unconfirmed_.empty() && unconfirmed_.back().empty(),
+        "scheduler: only the last plan, and one that runs nothing, can be dropped");
   unconfirmed_.pop_back();
+  finished_since_plan_.insert(finished_since_plan_.begin(), plan.finished_seq_ids.begin(),
+                              plan.finished_seq_ids.end());
 }
 
 void Scheduler::recompute_all() {

@@ -97,6 +97,10 @@ struct StepPlan {
   std::vector<SequenceId> finished_seq_ids;  // since the last plan: drop their state
 
   int64_t num_batched_tokens() const;
+  // No sequence runs and no block moves (finished_seq_ids may be set).
+  bool runs_nothing() const {
+    return sequences.empty() && swap_out.empty() && swap_in.empty() && copy_on_write.empty();
+  }
 };
 
 struct SampledToken {
@@ -142,9 +146,10 @@ class Scheduler {
   void abort_request(const std::string& request_id);
 
   StepPlan schedule();
-  // Takes back the last plan, which ran nothing (no sequences): a caller
-  // that does not send such a plan says so, as it will never update() it.
-  void drop_empty_plan();
+  // Takes back the last plan, which must run nothing: a caller that does not
+  // send such a plan says so, as it will never update() it. Its finished
+  // sequences go out with the next plan.
+  void drop_empty_plan(StepPlan plan);
   // The KV cache lost its contents (its workers were replaced; the steps in
   // flight, if any, are void): the KV manager starts empty and every running
   // or swapped sequence waits to be computed again from its tokens, as after

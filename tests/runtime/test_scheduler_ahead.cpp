@@ -130,18 +130,24 @@ TEST_F(AheadCacheTest, ADroppedEmptyPlanLeavesTheOthersInOrder) {
   scheduler->add_request(request("a", 4, 1));
   const StepPlan prompt = scheduler->schedule();
   ASSERT_EQ(prompt.samples.size(), 1u);
-  EXPECT_TRUE(scheduler->schedule().sequences.empty());  // a's pending token is its last
-  scheduler->drop_empty_plan();
+  StepPlan empty = scheduler->schedule();
+  EXPECT_TRUE(empty.runs_nothing());  // a's pending token is its last
+  scheduler->drop_empty_plan(std::move(empty));
   std::vector<SampledToken> sampled = {{prompt.samples[0].seq_id, 50, {}, {}}};
   EXPECT_EQ(scheduler->update(sampled).size(), 1u);  // a ends
+  StepPlan only_finished = scheduler->schedule();
+  EXPECT_TRUE(only_finished.runs_nothing());
+  EXPECT_EQ(only_finished.finished_seq_ids, (std::vector<SequenceId>{0}));
+  scheduler->drop_empty_plan(std::move(only_finished));  // a's end goes with the next plan
   scheduler->add_request(request("b", 4, 3));
   const StepPlan b_prompt = scheduler->schedule();
+  EXPECT_EQ(b_prompt.finished_seq_ids, (std::vector<SequenceId>{0}));
   sampled = {{b_prompt.samples.at(0).seq_id, 51, {}, {}}};
   EXPECT_TRUE(scheduler->update(sampled).empty());
   scheduler->schedule();       // b's next token: counted, never run
   scheduler->recompute_all();  // gives back that one, not b's prompt
   EXPECT_EQ(scheduler->sequence(1).num_tokens_to_recompute, 4);
-  EXPECT_THROW(scheduler->drop_empty_plan(), Error);  // no plan left to drop
+  EXPECT_THROW(scheduler->drop_empty_plan({}), Error);  // no plan left to drop
   run_to_completion();
 }
 
