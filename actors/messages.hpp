@@ -110,8 +110,9 @@ struct EngineMetrics {
   int32_t num_free_blocks = 0;
   int32_t num_blocks = 0;  // allocatable
   int64_t prefix_hit_tokens = 0;
-  double step_seconds =
-      0;  // scheduler: step taken up (sent, or the one before answered) -> all replied
+  // Scheduler: a step taken up (sent, or the one before it answered) -> all
+  // ranks replied.
+  double step_seconds = 0;
   double compute_seconds = 0;  // rank 0: inside the model runner
   int world_size = 1;
   int num_experts = 0;                      // per MoE layer; 0 for a dense model

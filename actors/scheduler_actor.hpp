@@ -14,11 +14,12 @@
 // two steps are in flight: a step is planned and sent while the one before
 // it runs, its samples pending (see runtime/sequence.hpp), so a worker
 // finds its next plan waiting when it finishes a step, and the planning,
-// the updates and the token events of the scheduler overlap its compute. Workers run
-// their steps in order, so step t+1's block copies and writes come after
-// step t's reads. A sequence that stops in step t has run in step t+1 in
-// vain; its sample there is dropped. Off, one step is in flight and the
-// worker of a single-rank engine shares this actor's thread.
+// the updates and the token events of the scheduler overlap its compute.
+// Workers run their steps in order, so step t+1's block copies and writes
+// come after step t's reads. A sequence that stops in step t has run in
+// step t+1 in vain; its sample there is dropped. Off, one step is in
+// flight and the worker of a single-rank engine shares this actor's thread.
+// (docs/architecture.md, "Async scheduling".)
 //
 // Ranks are data parallel: each request is assigned to one rank (the one
 // with the fewest unfinished requests) and lives in that rank's KV cache.
@@ -34,10 +35,10 @@
 // round-trip inside every scheduling decision. This actor is its one owner.
 //
 // Timeouts: every step has a deadline (worker_timeout after it was sent, or
-// after the step before it was answered),
-// watched by one timer that is armed once and re-armed only when it fires,
-// not one timer per request: a CAF request timeout costs a clock-thread
-// wake-up, which at batch 1 was a third of the actor overhead per step.
+// after the step before it was answered), watched by one timer that is
+// armed once and re-armed only when it fires, not one timer per request: a
+// CAF request timeout costs a clock-thread wake-up, which at batch 1 was a
+// third of the actor overhead per step.
 //
 // Faults: a worker that fails a step, dies or times out fails exactly the
 // requests that ran on its rank (with tensor parallelism: on the group),

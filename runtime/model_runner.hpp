@@ -30,11 +30,12 @@ class ModelRunner {
   std::vector<SampledToken> run(const StepPlan& plan);
 
  private:
+  // The run's token ids, its pending token replaced (valid until the next call).
+  std::span<const int32_t> resolve(const ScheduledSequence& s);
+
   Model& model_;
   PagedKVCache& cache_;
   const ExpertParallelContext* ep_ = nullptr;
-  std::span<const int32_t> resolve(const ScheduledSequence& s);
-
   std::unordered_map<SequenceId, Sampler> samplers_;
   std::unordered_map<SequenceId, int32_t> last_sampled_;
   std::vector<int32_t> resolved_;  // resolve()'s copy of a run with a pending token
