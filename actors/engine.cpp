@@ -164,14 +164,18 @@ SchedulerSetup make_scheduler_setup(std::shared_ptr<Model> model, const EngineCo
         tensor_parallel_size, " must be 1 or world_size (", world_size, ")");
   // In-process CPU ranks stand in for devices but share the host's memory:
   // each gets 1/world_size of it, so a memory fraction holds for the whole
-  // process; a budget in bytes is per rank, as it would be per device. A
-  // tensor-parallel rank's blocks hold only its share of the KV heads.
+  // process; a GPU is its rank's own. A budget in bytes is per rank, as it
+  // would be per device. A tensor-parallel rank's blocks hold only its share
+  // of the KV heads.
   const ModelConfig& c = model->config();
   const int64_t bytes_per_block =
       kv_bytes_per_block(tensor_parallel_config(c, tensor_parallel_size), config.block_size);
   const int64_t weight_bytes = model_stats(c, model->weights()).weight_bytes;
-  const int64_t pool_bytes =
-      kv_pool_bytes(config.kv_budget, host_memory_bytes() / world_size, weight_bytes);
+  const Backend& backend = model->backend();
+  const int64_t device_memory = backend.device() == Device::cpu
+                                    ? backend.memory_bytes() / world_size
+                                    : backend.memory_bytes();
+  const int64_t pool_bytes = kv_pool_bytes(config.kv_budget, device_memory, weight_bytes);
   SchedulerSetup setup;
   KVCacheConfig& kv = setup.kv_cache;
   kv.block_size = config.block_size;

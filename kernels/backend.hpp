@@ -41,7 +41,7 @@ std::string_view op_name(Op op);
 //   sliding_window > 0). Query heads map to KV heads in groups (GQA):
 //   kv_head = head / (num_heads / num_kv_heads).
 struct AttentionParams {
-  Tensor q;    // [num_tokens, num_heads, head_dim] f32
+  Tensor q;  // [num_tokens, num_heads, head_dim] f32
   Tensor k_cache;
   Tensor v_cache;
   Tensor out;  // [num_tokens, num_heads, head_dim] f32
@@ -84,6 +84,9 @@ class Backend {
   virtual std::string_view name() const = 0;
   virtual Device device() const = 0;
   virtual bool supports(Op op) const = 0;
+  // Bytes of memory on the device this backend allocates from (the host's
+  // memory for the CPU): what a KV budget's memory fraction is a share of.
+  virtual int64_t memory_bytes() const = 0;
 
   virtual void* allocate(size_t bytes) = 0;
   virtual void deallocate(void* ptr) = 0;

@@ -1,7 +1,5 @@
 #include "runtime/kv_budget.hpp"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <limits>
 
@@ -45,12 +43,6 @@ int32_t num_kv_blocks(int64_t pool_bytes, int64_t bytes_per_block) {
   check(blocks >= 2, "KV budget: ", pool_bytes, " bytes hold ", blocks, " blocks of ",
         bytes_per_block, " bytes; need >= 2 (the null block and one more)");
   return static_cast<int32_t>(std::min<int64_t>(blocks, std::numeric_limits<int32_t>::max()));
-}
-
-int64_t host_memory_bytes() {
-  const long pages = ::sysconf(_SC_PHYS_PAGES), page_size = ::sysconf(_SC_PAGE_SIZE);
-  check(pages > 0 && page_size > 0, "cannot read this machine's memory size");
-  return int64_t{pages} * page_size;
 }
 
 }  // namespace hive

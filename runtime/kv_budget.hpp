@@ -10,6 +10,7 @@
 // from which the weights are subtracted first.
 #include <cstdint>
 
+#include "kernels/cpu/cpu_backend.hpp"  // host_memory_bytes
 #include "runtime/model_config.hpp"
 
 namespace hive {
@@ -32,8 +33,5 @@ int32_t num_swap_blocks(int64_t swap_bytes, int64_t bytes_per_block);
 
 // Blocks that fit in `pool_bytes`, the null block included; throws below 2.
 int32_t num_kv_blocks(int64_t pool_bytes, int64_t bytes_per_block);
-
-// Physical memory of this machine (the CPU backend's device memory).
-int64_t host_memory_bytes();
 
 }  // namespace hive

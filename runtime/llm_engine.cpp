@@ -13,7 +13,8 @@ LLMEngine::LLMEngine(Model& model, const EngineConfig& config, Detokenize detoke
   const ModelConfig& c = model.config();
   const int64_t bytes_per_block = kv_bytes_per_block(c, config.block_size);
   const int64_t weight_bytes = model_stats(c, model.weights()).weight_bytes;
-  const int64_t pool_bytes = kv_pool_bytes(config.kv_budget, host_memory_bytes(), weight_bytes);
+  const int64_t pool_bytes =
+      kv_pool_bytes(config.kv_budget, model.backend().memory_bytes(), weight_bytes);
   KVCacheConfig kv;
   kv.block_size = config.block_size;
   kv.num_device_blocks = num_kv_blocks(pool_bytes, bytes_per_block);

@@ -1,5 +1,7 @@
 #include "kernels/cpu/cpu_backend.hpp"
 
+#include <unistd.h>
+
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -11,6 +13,12 @@ namespace hive {
 
 namespace {
 constexpr size_t kAlignment = 64;  // a cache line; enough for any SIMD load
+}
+
+int64_t host_memory_bytes() {
+  const long pages = ::sysconf(_SC_PHYS_PAGES), page_size = ::sysconf(_SC_PAGE_SIZE);
+  check(pages > 0 && page_size > 0, "cannot read this machine's memory size");
+  return int64_t{pages} * page_size;
 }
 
 void* CpuBackend::allocate(size_t bytes) {

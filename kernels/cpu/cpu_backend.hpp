@@ -4,11 +4,15 @@
 
 namespace hive {
 
+// Physical memory of this machine.
+int64_t host_memory_bytes();
+
 class CpuBackend : public Backend {
  public:
   std::string_view name() const override { return "cpu"; }
   Device device() const override { return Device::cpu; }
   bool supports(Op op) const override { return op != Op::count; }
+  int64_t memory_bytes() const override { return host_memory_bytes(); }
 
   void* allocate(size_t bytes) override;
   void deallocate(void* ptr) override;

@@ -62,6 +62,9 @@ std::string cuda_library_versions() {
 
 CudaBackend::CudaBackend(int device_index) : device_index_(device_index) {
   check_cuda(cudaSetDevice(device_index), "cudaSetDevice");
+  size_t free = 0, total = 0;
+  check_cuda(cudaMemGetInfo(&free, &total), "cudaMemGetInfo");
+  memory_bytes_ = static_cast<int64_t>(total);
 }
 
 CudaBackend::~CudaBackend() = default;

@@ -33,6 +33,7 @@ class CudaBackend final : public Backend {
   std::string_view name() const override { return "cuda"; }
   Device device() const override { return Device::cuda; }
   bool supports(Op op) const override;
+  int64_t memory_bytes() const override { return memory_bytes_; }
 
   void* allocate(size_t bytes) override;
   void deallocate(void* ptr) override;
@@ -65,6 +66,7 @@ class CudaBackend final : public Backend {
  private:
   [[noreturn]] static void missing(Op op);
   int device_index_;
+  int64_t memory_bytes_ = 0;
 };
 
 }  // namespace hive

@@ -16,6 +16,8 @@
 #include "actors/engine.hpp"
 #include "kernels/cpu/cpu_backend.hpp"
 #include "kernels/error.hpp"
+#include "runtime/kv_budget.hpp"
+#include "runtime/model_stats.hpp"
 #include "tests/common/logits.hpp"
 #include "tests/common/model_dirs.hpp"
 #include "tests/common/parallel_requests.hpp"
@@ -173,6 +175,33 @@ TEST(EngineParallel, CpuRanksSplitAMemoryFractionBetweenThem) {
   config.kv_budget = KVBudget{int64_t{1} << 20, 0.0};  // bytes: per rank, as per device
   EXPECT_EQ(make_scheduler_setup(model, config, 2).kv_cache.num_device_blocks,
             make_scheduler_setup(model, config, 1).kv_cache.num_device_blocks);
+}
+
+// The KV pool is a share of the memory of the device the model's backend
+// allocates from, not of the host's: a CPU backend here that reports 64 MiB.
+class SmallMemoryBackend : public CpuBackend {
+ public:
+  int64_t memory_bytes() const override { return int64_t{64} << 20; }
+};
+
+TEST(EngineParallel, TheKVPoolIsAShareOfTheBackendsMemory) {
+  SmallMemoryBackend small;
+  auto model = std::make_shared<Model>(kModels + "qwen3_moe", small);
+  EngineConfig config;
+  config.kv_budget = KVBudget{0, 0.5};
+  const int64_t weight_bytes = model_stats(model->config(), model->weights()).weight_bytes;
+  const int64_t bytes_per_block = kv_bytes_per_block(model->config(), config.block_size);
+  for (const int world : {1, 2}) {
+    const int64_t share = (int64_t{64} << 20) / world / 2 - weight_bytes;
+    EXPECT_EQ(make_scheduler_setup(model, config, world).kv_cache.num_device_blocks,
+              share / bytes_per_block)
+        << "world " << world;
+  }
+  EXPECT_EQ(LLMEngine(*model, config).kv_cache_manager().device_pool().num_blocks(),
+            ((int64_t{64} << 20) / 2 - weight_bytes) / bytes_per_block);
+  // More than the backend has is an error, however much the host has.
+  config.kv_budget = KVBudget{int64_t{65} << 20, 0.0};
+  EXPECT_THROW(make_scheduler_setup(model, config, 1), Error);
 }
 
 // A fault on rank 1 fails the requests that ran there; rank 0's requests

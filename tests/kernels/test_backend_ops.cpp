@@ -33,6 +33,14 @@ Buffer upload(Backend& backend, const Tensor& host) {
   return b;
 }
 
+// A KV budget's memory fraction is a share of this: the device's memory.
+TEST(BackendOps, MemoryIsTheDevicesOwn) {
+  auto backend = device_backend();
+  ASSERT_TRUE(backend);
+  EXPECT_GT(backend->memory_bytes(), int64_t{1} << 30) << backend->name();
+  EXPECT_LT(backend->memory_bytes(), int64_t{1} << 42) << backend->name();
+}
+
 TEST(BackendOps, RmsNorm) {
   auto backend = device_backend();
   ASSERT_TRUE(backend);
