@@ -338,6 +338,7 @@ EngineMetrics Engine::metrics() {
       .receive(
           [&](ExpertStats& stats) {
             metrics.expert_load = std::move(stats.load);
+            metrics.expert_remote = std::move(stats.remote);
             metrics.expert_imbalance = std::move(stats.imbalance);
             // The expert actor's decision; workers adopt it from the next step.
             metrics.replicated_experts = std::move(stats.replicated);

@@ -9,9 +9,9 @@ expert_actor::behavior_type expert(expert_actor::stateful_pointer<ExpertState> s
   self->state.load = ExpertLoad(setup.num_layers, setup.num_experts);
   self->state.replicate_hot_experts = setup.replicate_hot_experts;
   return {
-      [self](load_atom, const std::vector<int64_t>& delta) {
+      [self](load_atom, const std::vector<int64_t>& delta, const std::vector<int64_t>& remote) {
         ExpertState& st = self->state;
-        st.load.add(delta);
+        st.load.add(delta, remote);
         // Decided once, from the first traffic: replicas are only ever added
         // on the workers, so a hot set that kept moving would grow without bound.
         if (st.replicated.empty() && st.replicate_hot_experts > 0 && st.load.total() > 0) {
@@ -25,6 +25,7 @@ expert_actor::behavior_type expert(expert_actor::stateful_pointer<ExpertState> s
         ExpertStats stats;
         stats.num_experts = st.load.num_experts();
         stats.load = st.load.load();
+        stats.remote = st.load.remote();
         for (int layer = 0; layer < st.load.num_layers(); ++layer)
           stats.imbalance.push_back(st.load.imbalance(layer));
         stats.replicated = st.replicated;

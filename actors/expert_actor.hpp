@@ -1,7 +1,8 @@
 #pragma once
 // The expert actor: owns the expert placement policy and the per-layer,
 // per-expert load statistics (ExpertLoad). The scheduler sends it the load
-// delta of every step (summed over the worker ranks' replies), one way. Once
+// delta of every step (tokens routed, and of those the tokens sent to another
+// rank; summed over the worker ranks' replies), one way. Once
 // the first step with routed tokens is in, it picks the hottest
 // `replicate_hot_experts` experts and sends the list back (replicas_atom),
 // once; the scheduler hands it to all workers in the same step, so every
@@ -17,8 +18,9 @@
 
 namespace hive {
 
-using expert_actor = caf::typed_actor<caf::reacts_to<load_atom, std::vector<int64_t>>,
-                                      caf::replies_to<metrics_atom>::with<ExpertStats>>;
+using expert_actor =
+    caf::typed_actor<caf::reacts_to<load_atom, std::vector<int64_t>, std::vector<int64_t>>,
+                     caf::replies_to<metrics_atom>::with<ExpertStats>>;
 
 struct ExpertSetup {
   int num_layers = 0;

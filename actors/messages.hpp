@@ -51,8 +51,9 @@ struct WorkerResult {
   int64_t step_id = 0;
   int rank = 0;
   std::vector<SampledToken> sampled;
-  double compute_seconds = 0;        // inside the model runner
-  std::vector<int64_t> expert_load;  // [layer * num_experts + expert], this step
+  double compute_seconds = 0;          // inside the model runner
+  std::vector<int64_t> expert_load;    // [layer * num_experts + expert], this step
+  std::vector<int64_t> expert_remote;  // of those, sent to another rank
 };
 
 // What a request's owner receives: new tokens of one sample, and once, the
@@ -117,6 +118,7 @@ struct EngineMetrics {
   int world_size = 1;
   int num_experts = 0;                      // per MoE layer; 0 for a dense model
   std::vector<int64_t> expert_load;         // tokens routed, [layer * num_experts + expert]
+  std::vector<int64_t> expert_remote;       // of those, computed on another rank than theirs
   std::vector<double> expert_imbalance;     // [layer]: max / mean load; 0 where none
   std::vector<int32_t> replicated_experts;  // held by every rank
 };
@@ -125,6 +127,7 @@ struct EngineMetrics {
 struct ExpertStats {
   int num_experts = 0;
   std::vector<int64_t> load;      // [layer * num_experts + expert]
+  std::vector<int64_t> remote;    // the same shape: sent to another rank
   std::vector<double> imbalance;  // [layer]
   std::vector<int32_t> replicated;
 };
@@ -184,7 +187,7 @@ typename Inspector::result_type inspect(Inspector& f, WorkerStep& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, WorkerResult& x) {
   return f(caf::meta::type_name("WorkerResult"), x.step_id, x.rank, x.sampled, x.compute_seconds,
-           x.expert_load);
+           x.expert_load, x.expert_remote);
 }
 
 template <class Inspector>
@@ -203,13 +206,14 @@ typename Inspector::result_type inspect(Inspector& f, EngineMetrics& x) {
   return f(caf::meta::type_name("EngineMetrics"), x.num_steps, x.num_generated_tokens,
            x.num_finished_requests, x.num_failed_requests, x.num_worker_restarts, x.num_running,
            x.num_waiting, x.num_free_blocks, x.num_blocks, x.prefix_hit_tokens, x.step_seconds,
-           x.compute_seconds, x.world_size, x.num_experts, x.expert_load, x.expert_imbalance,
-           x.replicated_experts);
+           x.compute_seconds, x.world_size, x.num_experts, x.expert_load, x.expert_remote,
+           x.expert_imbalance, x.replicated_experts);
 }
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, ExpertStats& x) {
-  return f(caf::meta::type_name("ExpertStats"), x.num_experts, x.load, x.imbalance, x.replicated);
+  return f(caf::meta::type_name("ExpertStats"), x.num_experts, x.load, x.remote, x.imbalance,
+           x.replicated);
 }
 
 }  // namespace hive

@@ -202,7 +202,8 @@ void finish_step(Self self) {
   }
   // The load goes out before any token: whoever sees a request finish and
   // then asks the expert actor for metrics finds this step counted.
-  if (st.setup.expert && !step.load.empty()) self->send(st.setup.expert, load_atom_v, step.load);
+  if (st.setup.expert && !step.load.empty())
+    self->send(st.setup.expert, load_atom_v, step.load, step.remote);
   std::vector<std::pair<token_sink, TokenEvent>> events;
   std::vector<SequenceOutput> outputs;
   mark_started(st, step);
@@ -231,10 +232,13 @@ void on_reply(Self self, WorkerResult& result) {
   if (result.rank % tp == 0)
     step->sampled.at(static_cast<size_t>(result.rank / tp)) = std::move(result.sampled);
   if (result.rank == 0) st.metrics.compute_seconds += result.compute_seconds;
-  if (step->load.empty()) step->load.resize(result.expert_load.size(), 0);
-  check(step->load.size() == result.expert_load.size(), "worker rank ", result.rank,
-        " reported load for ", result.expert_load.size(), " experts");
-  for (size_t i = 0; i < result.expert_load.size(); ++i) step->load[i] += result.expert_load[i];
+  for (auto [sum, delta] : {std::pair{&step->load, &result.expert_load},
+                            std::pair{&step->remote, &result.expert_remote}}) {
+    if (sum->empty()) sum->resize(delta->size(), 0);
+    check(sum->size() == delta->size(), "worker rank ", result.rank, " reported load for ",
+          delta->size(), " experts");
+    for (size_t i = 0; i < delta->size(); ++i) (*sum)[i] += (*delta)[i];
+  }
   if (--step->replies_pending > 0) return;
   // Every worker runs its steps in order: the oldest completes first.
   check(step == &st.in_flight.front(), "step ", result.step_id, " completed before step ",

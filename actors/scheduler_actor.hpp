@@ -129,7 +129,8 @@ struct InFlightStep {
   std::vector<std::vector<SampledToken>> sampled;
   std::vector<bool> replied;  // per worker
   int replies_pending = 0;
-  std::vector<int64_t> load;  // summed over the ranks' replies
+  std::vector<int64_t> load;    // summed over the ranks' replies
+  std::vector<int64_t> remote;  // the same: tokens sent to another rank
   // When the workers took it up: sent, or the step before it answered.
   std::chrono::steady_clock::time_point start;
 };

@@ -20,14 +20,16 @@ void setup_expert_parallel(WorkerState& state, const WorkerSpec& spec) {
   state.placement = std::make_unique<ExpertPlacement>(static_cast<int>(c.num_experts),
                                                       spec.group->world_size(), spec.placement);
   state.load.resize(static_cast<size_t>(c.num_layers));
-  state.ep = {state.comm.get(), state.placement.get(), &state.load};
+  state.remote.resize(static_cast<size_t>(c.num_layers));
+  state.ep = {state.comm.get(), state.placement.get(), &state.load, &state.remote};
   state.runner->set_expert_parallel(&state.ep);
 }
 
-// The step's load, flattened to [layer * num_experts + expert].
-std::vector<int64_t> take_load(WorkerState& state) {
+// A step's counts, flattened to [layer * num_experts + expert], then zeroed.
+std::vector<int64_t> take_counts(const WorkerState& state,
+                                 std::vector<std::vector<int64_t>>& per_layer) {
   std::vector<int64_t> flat;
-  for (std::vector<int64_t>& layer : state.load) {
+  for (std::vector<int64_t>& layer : per_layer) {
     if (layer.empty()) layer.resize(static_cast<size_t>(state.placement->num_experts()), 0);
     flat.insert(flat.end(), layer.begin(), layer.end());
     std::fill(layer.begin(), layer.end(), 0);
@@ -48,7 +50,10 @@ WorkerResult run_step(WorkerState& state, const WorkerStep& step) {
   result.sampled = state.runner->run(plan);
   result.compute_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  if (state.placement) result.expert_load = take_load(state);
+  if (state.placement) {
+    result.expert_load = take_counts(state, state.load);
+    result.expert_remote = take_counts(state, state.remote);
+  }
   return result;
 }
 

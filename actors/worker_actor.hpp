@@ -61,7 +61,8 @@ struct WorkerState {
   std::shared_ptr<InProcessGroup> group;
   std::unique_ptr<Communicator> comm;
   std::unique_ptr<ExpertPlacement> placement;
-  std::vector<std::vector<int64_t>> load;  // [layer][expert], this step
+  std::vector<std::vector<int64_t>> load;    // [layer][expert], this step: tokens routed
+  std::vector<std::vector<int64_t>> remote;  // of those, sent to another rank
   ExpertParallelContext ep;
   int rank = 0;
   bool fail_next_step = false;  // fault injection: the next step throws

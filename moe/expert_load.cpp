@@ -21,15 +21,18 @@ size_t num_counts(int num_layers, int num_experts) {
 ExpertLoad::ExpertLoad(int num_layers, int num_experts)
     : num_layers_(num_layers),
       num_experts_(num_experts),
-      load_(num_counts(num_layers, num_experts), 0) {}
+      load_(num_counts(num_layers, num_experts), 0),
+      remote_(load_.size(), 0) {}
 
-void ExpertLoad::add(std::span<const int64_t> delta) {
+void ExpertLoad::add(std::span<const int64_t> delta, std::span<const int64_t> remote) {
   if (delta.empty()) return;
-  check(delta.size() == load_.size(), "expert load delta of ", delta.size(), " counts, expected ",
+  check(delta.size() == load_.size() && (remote.empty() || remote.size() == load_.size()),
+        "expert load delta of ", delta.size(), " and ", remote.size(), " counts, expected ",
         load_.size());
   for (size_t i = 0; i < delta.size(); ++i) {
     load_[i] += delta[i];
     total_ += delta[i];
+    if (!remote.empty()) remote_[i] += remote[i];
   }
 }
 

@@ -68,7 +68,8 @@ Buffer compute_received(Backend& backend, const Tensor& rows, const std::vector<
 void moe_forward_expert_parallel(Backend& backend, Communicator& comm,
                                  const ExpertPlacement& placement, const Tensor& x,
                                  const MoeWeights& weights, const RouterConfig& router,
-                                 const Tensor& out, std::vector<int64_t>* expert_load) {
+                                 const Tensor& out, std::vector<int64_t>* expert_load,
+                                 std::vector<int64_t>* remote_load) {
   const int64_t n = x.shape[0], hidden = x.shape[1];
   const int k = router.top_k, world = comm.world_size(), rank = comm.rank();
   check(placement.world_size() == world && placement.num_experts() == router.num_experts,
@@ -76,9 +77,9 @@ void moe_forward_expert_parallel(Backend& backend, Communicator& comm,
         " ranks used with ", router.num_experts, " experts on ", world, " ranks");
   check(weights.experts.size() == static_cast<size_t>(router.num_experts), "MoE weights for ",
         weights.experts.size(), " experts, the router has ", router.num_experts);
-  check(!expert_load || expert_load->size() == static_cast<size_t>(router.num_experts),
-        "expert load of ", expert_load ? expert_load->size() : 0, " counts for ",
-        router.num_experts, " experts");
+  for (const std::vector<int64_t>* counts : {expert_load, remote_load})
+    check(!counts || counts->size() == static_cast<size_t>(router.num_experts), "expert load of ",
+          counts ? counts->size() : 0, " counts for ", router.num_experts, " experts");
   std::vector<int32_t> ids;
   std::vector<float> routing;
   if (n > 0) {
@@ -99,6 +100,7 @@ void moe_forward_expert_parallel(Backend& backend, Communicator& comm,
   std::vector<int32_t> send_tokens, send_experts;
   for (const Assignment& a : sent) {
     ++send_counts[static_cast<size_t>(a.target_rank)];
+    if (remote_load && a.target_rank != rank) ++(*remote_load)[static_cast<size_t>(a.expert)];
     send_tokens.push_back(a.token);
     send_experts.push_back(a.expert);
   }

@@ -21,10 +21,13 @@ namespace hive {
 // placement.local_experts(comm.rank()) must be valid, the others are never
 // read. The router and the shared expert are replicated. expert_load
 // (optional, [num_experts]) is incremented by the number of this rank's tokens routed
-// to each expert.
+// to each expert; remote_load (optional, [num_experts]) by the number of
+// those that went to another rank (the all-to-all traffic: a replica on this
+// rank keeps its expert's tokens here).
 void moe_forward_expert_parallel(Backend& backend, Communicator& comm,
                                  const ExpertPlacement& placement, const Tensor& x,
                                  const MoeWeights& weights, const RouterConfig& router,
-                                 const Tensor& out, std::vector<int64_t>* expert_load = nullptr);
+                                 const Tensor& out, std::vector<int64_t>* expert_load = nullptr,
+                                 std::vector<int64_t>* remote_load = nullptr);
 
 }  // namespace hive

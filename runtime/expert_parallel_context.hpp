@@ -19,6 +19,8 @@ struct ExpertParallelContext {
   // Optional, [num_layers][num_experts]: incremented by the number of this
   // rank's tokens routed to each expert of each MoE layer.
   std::vector<std::vector<int64_t>>* expert_load = nullptr;
+  // Optional, the same shape: of those, the tokens sent to another rank.
+  std::vector<std::vector<int64_t>>* expert_remote = nullptr;
 };
 
 }  // namespace hive

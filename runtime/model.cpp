@@ -129,15 +129,16 @@ void Model::moe_block(int64_t layer, const Tensor& x, const ExpertParallelContex
     return;
   }
   check(ep->comm && ep->placement, "forward: expert-parallel context without a communicator");
-  std::vector<int64_t>* load = nullptr;
-  if (ep->expert_load) {
-    auto& per_layer = *ep->expert_load;
-    per_layer.resize(static_cast<size_t>(config_.num_layers));
-    load = &per_layer[static_cast<size_t>(layer)];
-    load->resize(static_cast<size_t>(config_.num_experts), 0);
-  }
+  // This layer's counts of [layer][expert] statistics, created on first use.
+  const auto counts_of = [&](std::vector<std::vector<int64_t>>* per_layer) {
+    if (!per_layer) return static_cast<std::vector<int64_t>*>(nullptr);
+    per_layer->resize(static_cast<size_t>(config_.num_layers));
+    std::vector<int64_t>& counts = (*per_layer)[static_cast<size_t>(layer)];
+    counts.resize(static_cast<size_t>(config_.num_experts), 0);
+    return &counts;
+  };
   moe_forward_expert_parallel(backend_, *ep->comm, *ep->placement, x, w, router_config(), out,
-                              load);
+                              counts_of(ep->expert_load), counts_of(ep->expert_remote));
 }
 
 void Model::forward_idle(const ExpertParallelContext& ep) {

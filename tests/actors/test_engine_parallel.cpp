@@ -108,10 +108,53 @@ TEST_P(EngineParallel, RanksMatchOneRankAndCountExpertLoad) {
           EXPECT_EQ(imbalance, 0.0);
         }
       }
+      // Some tokens crossed ranks, never more than were routed.
+      ASSERT_EQ(m.expert_remote.size(), m.expert_load.size());
+      int64_t crossed = 0;
+      for (size_t i = 0; i < m.expert_load.size(); ++i) {
+        EXPECT_LE(m.expert_remote[i], m.expert_load[i]);
+        crossed += m.expert_remote[i];
+      }
+      EXPECT_GT(crossed, 0);
       // With replication asked for, the hottest expert is held by every rank.
       EXPECT_EQ(m.replicated_experts.size(), world == 4 ? 1u : 0u);
       EXPECT_EQ(engine.shutdown(), 0);
     }
+}
+
+// The expert actor's replica list reaches every worker: once the hottest
+// expert is replicated (after the first step), each rank serves its own
+// tokens for it. A second batch, run after the first has finished, sends
+// none of them to another rank; without replication some cross.
+TEST_P(EngineParallel, AReplicatedExpertKeepsItsTokensOnTheirRanks) {
+  SCOPED_TRACE(testing::Message() << GetParam() << ", seed " << test::test_seed());
+  CpuBackend cpu;
+  Model model(kModels + GetParam(), cpu);
+  const ModelConfig& c = model.config();
+  const std::vector<Request> requests = make_requests(c.vocab_size);
+  // The tokens of `expert` that crossed ranks, over all layers.
+  const auto crossed = [&](const EngineMetrics& m, int32_t expert) {
+    int64_t sum = 0;
+    for (int64_t layer = 0; layer < c.num_layers; ++layer)
+      sum += m.expert_remote.at(static_cast<size_t>(layer * c.num_experts + expert));
+    return sum;
+  };
+  std::vector<EngineMetrics> first, second;
+  for (const int replicate : {0, 1}) {
+    Engine engine(options(GetParam(), 4, "round_robin", replicate));
+    for (std::vector<EngineMetrics>* after : {&first, &second}) {
+      for (const TokenEvent& event : run_all(engine, requests)) EXPECT_EQ(event.error, "");
+      after->push_back(engine.metrics());
+    }
+    EXPECT_EQ(engine.shutdown(), 0);
+  }
+  ASSERT_EQ(first[1].replicated_experts.size(), 1u);
+  const int32_t hot = first[1].replicated_experts[0];
+  EXPECT_EQ(second[0].expert_load, second[1].expert_load);  // the same routing
+  EXPECT_GT(crossed(second[0], hot) - crossed(first[0], hot), 0) << "expert " << hot;
+  EXPECT_EQ(crossed(second[1], hot) - crossed(first[1], hot), 0) << "expert " << hot;
+  // Before the replica existed, its tokens crossed as they did without one.
+  EXPECT_GT(crossed(first[1], hot), 0);
 }
 
 INSTANTIATE_TEST_SUITE_P(MoeFixtures, EngineParallel, ::testing::Values("qwen3_moe", "mixtral"));

@@ -75,6 +75,7 @@ TEST_P(ExpertParallelTest, MatchesTheSingleRankLayerExactly) {
     std::vector<std::vector<int64_t>> loads(
         static_cast<size_t>(c.world_size),
         std::vector<int64_t>(static_cast<size_t>(router.num_experts)));
+    std::vector<std::vector<int64_t>> remote = loads;
     InProcessGroup group(c.world_size);
     std::vector<std::thread> ranks;
     int64_t first = 0;
@@ -88,7 +89,7 @@ TEST_P(ExpertParallelTest, MatchesTheSingleRankLayerExactly) {
             backend, *comm, placement,
             Tensor::view(x.data() + first * hidden, DType::f32, {n, hidden}), weights, router,
             Tensor::view(got.data() + first * hidden, DType::f32, {n, hidden}),
-            &loads[static_cast<size_t>(r)]);
+            &loads[static_cast<size_t>(r)], &remote[static_cast<size_t>(r)]);
       });
       first += n;
     }
@@ -98,6 +99,21 @@ TEST_P(ExpertParallelTest, MatchesTheSingleRankLayerExactly) {
     for (const auto& load : loads)
       for (int64_t count : load) routed += count;
     EXPECT_EQ(routed, total * router.top_k);
+    // Traffic: a rank's tokens for an expert it holds (its own or a replica)
+    // stay; all others cross.
+    int64_t crossed = 0;
+    for (int r = 0; r < c.world_size; ++r)
+      for (int e = 0; e < router.num_experts; ++e) {
+        const auto at = [&](const auto& counts) {
+          return counts[static_cast<size_t>(r)][static_cast<size_t>(e)];
+        };
+        EXPECT_EQ(at(remote), placement.holds(r, e) ? 0 : at(loads))
+            << "rank " << r << ", expert " << e;
+        crossed += at(remote);
+      }
+    if (c.world_size > 1) {
+      EXPECT_GT(crossed, 0);
+    }
   }
 }
 

@@ -160,21 +160,23 @@ std::vector<Request> read_prompts(const std::string& path, LazyTokenizer& tokeni
   return requests;
 }
 
-// Expert load over the run: how even the routing was, and what was replicated.
+// Expert load over the run: how even the routing was, how much of it crossed
+// ranks, and what was replicated.
 void print_expert_load(const EngineMetrics& m) {
   double worst = 0;
   size_t worst_layer = 0;
-  int64_t routed = 0;
+  int64_t routed = 0, remote = 0;
   for (size_t l = 0; l < m.expert_imbalance.size(); ++l)
     if (m.expert_imbalance[l] > worst) worst = m.expert_imbalance[l], worst_layer = l;
   for (const int64_t n : m.expert_load) routed += n;
+  for (const int64_t n : m.expert_remote) remote += n;
   std::string replicated;
   for (const int32_t e : m.replicated_experts) replicated += " " + std::to_string(e);
   std::fprintf(stderr,
-               "experts: %d ranks, %lld tokens routed, max imbalance %.2f (layer %zu), "
-               "replicated on every rank:%s\n",
-               m.world_size, static_cast<long long>(routed), worst, worst_layer,
-               replicated.empty() ? " none" : replicated.c_str());
+               "experts: %d ranks, %lld tokens routed (%lld to another rank), max imbalance "
+               "%.2f (layer %zu), replicated on every rank:%s\n",
+               m.world_size, static_cast<long long>(routed), static_cast<long long>(remote), worst,
+               worst_layer, replicated.empty() ? " none" : replicated.c_str());
 }
 
 }  // namespace
