@@ -286,8 +286,46 @@ ModelConfig load_model_config(const std::filesystem::path& model_dir) {
       if (std::find(c.eos_token_ids.begin(), c.eos_token_ids.end(), id) == c.eos_token_ids.end())
         c.eos_token_ids.push_back(id);
     }
+    c.generation = parse_generation_defaults(g, generation.string());
   }
   return c;
+}
+
+GenerationDefaults parse_generation_defaults(const json& g, const std::string& source) {
+  const Reader r(g, source);
+  GenerationDefaults d;
+  if (r.has("temperature")) {
+    const double t = r.number_or("temperature", 0);
+    check(t >= 0, source, ": 'temperature' must be >= 0 (got ", t, ")");
+    d.temperature = static_cast<float>(t);
+  }
+  if (r.has("top_k")) {
+    const int64_t k = r.integer_or("top_k", 0);
+    check(k >= 0 && k <= INT32_MAX, source, ": 'top_k' must be in [0, ", INT32_MAX, "] (got ", k,
+          ")");
+    d.top_k = static_cast<int>(k);
+  }
+  if (r.has("top_p")) {
+    const double p = r.number_or("top_p", 1);
+    check(p > 0 && p <= 1, source, ": 'top_p' must be in (0, 1] (got ", p, ")");
+    d.top_p = static_cast<float>(p);
+  }
+  if (r.has("max_new_tokens")) {
+    const int64_t n = r.integer_or("max_new_tokens", 1);
+    check(n >= 1 && n <= INT32_MAX, source, ": 'max_new_tokens' must be in [1, ", INT32_MAX,
+          "] (got ", n, ")");
+    d.max_new_tokens = n;
+  }
+  if (r.has("do_sample") && !r.boolean_or("do_sample", true)) d.temperature = 0.0f;
+  return d;
+}
+
+SamplingParams GenerationDefaults::sampling() const {
+  SamplingParams p;
+  if (temperature) p.temperature = *temperature;
+  if (top_k) p.top_k = *top_k;
+  if (top_p) p.top_p = *top_p;
+  return p;
 }
 
 }  // namespace hive

@@ -4,10 +4,13 @@
 // Qwen3-MoE); keys follow transformers 4.x and 5.x spellings.
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json_fwd.hpp>
+
+#include "runtime/sampling.hpp"
 
 namespace hive {
 
@@ -22,6 +25,22 @@ struct RopeConfig {
   double low_freq_factor = 1.0;
   double high_freq_factor = 4.0;
   int64_t original_max_position_embeddings = 8192;
+};
+
+// The sampling defaults a checkpoint's generation_config.json writes, for
+// requests that leave a field unset (as vLLM's `--generation-config auto`):
+// only keys the file has count. "do_sample": false, written, means greedy
+// whatever the temperature (as in Hugging Face's generate()).
+struct GenerationDefaults {
+  std::optional<float> temperature;
+  std::optional<int> top_k;
+  std::optional<float> top_p;
+  std::optional<int64_t> max_new_tokens;
+
+  // Hive's defaults (greedy, no top-k or top-p limit) with these applied.
+  SamplingParams sampling() const;
+  // max_new_tokens when the file gives it, else `fallback`.
+  int64_t max_tokens_or(int64_t fallback) const { return max_new_tokens.value_or(fallback); }
 };
 
 struct ModelConfig {
@@ -53,6 +72,7 @@ struct ModelConfig {
 
   std::vector<int64_t> eos_token_ids;
   int64_t bos_token_id = -1;
+  GenerationDefaults generation;  // from generation_config.json
 
   bool is_moe() const { return num_experts > 0; }
   bool is_moe_layer(int64_t layer) const;
@@ -66,6 +86,11 @@ struct ModelConfig {
 
 // Parses and validates; errors name `source` (the file) and the key.
 ModelConfig parse_model_config(const nlohmann::json& json, const std::string& source);
+// Reads config.json and, when there is one, generation_config.json (more
+// end-of-sequence ids, sampling defaults).
 ModelConfig load_model_config(const std::filesystem::path& model_dir);
+// The sampling defaults of a parsed generation_config.json; errors name
+// `source` and the key.
+GenerationDefaults parse_generation_defaults(const nlohmann::json& json, const std::string& source);
 
 }  // namespace hive

@@ -106,6 +106,59 @@ TEST(CliRun, TextPromptsPrintText) {
   EXPECT_NE(r.out.find("chat: \""), std::string::npos) << r.out;
 }
 
+// Keys a prompt line leaves out take the checkpoint's generation_config.json
+// values (here max_new_tokens 4 and sampling at temperature 1.5, top-k 50);
+// keys it gives win.
+TEST(CliRun, PromptsTakeTheCheckpointsGenerationDefaults) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / "hive_cli_run_generation";
+  const fs::path model_dir = dir / "model";
+  fs::create_directories(model_dir);
+  const fs::path fixture = fs::path(HIVE_TEST_DATA) / "models/qwen3_moe";
+  for (const auto& entry : fs::directory_iterator(fixture))
+    fs::copy_file(entry.path(), model_dir / entry.path().filename(),
+                  fs::copy_options::overwrite_existing);
+  std::ofstream(model_dir / "generation_config.json")
+      << nlohmann::json{{"temperature", 1.5}, {"top_k", 50}, {"max_new_tokens", 4}}.dump();
+  std::ofstream(dir / "run.yaml")
+      << "model: " << model_dir.string()
+      << "\ndevice: cpu\nkv_cache: {block_size: 4, memory_budget: 1MiB}\n";
+  std::ofstream(dir / "prompts.jsonl")
+      << R"({"id": "a", "prompt_ids": [5, 9, 13, 2], "ignore_eos": true, "seed": 3})"
+      << "\n"
+      << R"({"id": "b", "prompt_ids": [8, 1], "max_tokens": 2, "temperature": 0, "ignore_eos": true})"
+      << "\n";
+  const Result r =
+      run_command(test::hive_binary() + " run --config " + (dir / "run.yaml").string() +
+                  " --prompts " + (dir / "prompts.jsonl").string());
+  ASSERT_EQ(r.status, 0) << r.out;
+
+  CpuBackend cpu;
+  Model model(fixture, cpu);
+  EngineConfig config;
+  config.block_size = 4;
+  config.kv_budget = KVBudget{int64_t{1} << 20, 0.0};
+  Request a;
+  a.id = "a";
+  a.prompt_token_ids = {5, 9, 13, 2};
+  a.stop.max_tokens = 4;
+  a.stop.ignore_eos = true;
+  a.sampling = SamplingParams{1.5f, 50, 1.0f, 3};
+  Request b;
+  b.id = "b";
+  b.prompt_token_ids = {8, 1};
+  b.stop.max_tokens = 2;
+  b.stop.ignore_eos = true;
+  for (const Request& request : {a, b}) {
+    LLMEngine engine(model, config);
+    const std::vector<int32_t> expected = engine.generate({request}).at(0).samples.at(0).token_ids;
+    ASSERT_EQ(expected.size(), static_cast<size_t>(request.stop.max_tokens));
+    EXPECT_NE(r.out.find(request.id + ":" + join(expected) + "  [length]"), std::string::npos)
+        << r.out;
+  }
+  fs::remove_all(dir);
+}
+
 TEST(CliRun, ABadPromptLineNamesTheFileAndLine) {
   const std::filesystem::path dir = std::filesystem::temp_directory_path() / "hive_cli_run_bad";
   std::filesystem::create_directories(dir);

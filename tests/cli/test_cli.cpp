@@ -97,6 +97,56 @@ TEST(Cli, FixedSeedGivesFixedSample) {
   EXPECT_TRUE(unseeded_differs) << "runs without --seed repeat the same sample: " << first;
 }
 
+// A copy of the qwen2_moe fixture whose generation_config.json is `generation`.
+fs::path model_with_generation_config(const nlohmann::json& generation) {
+  const fs::path dir =
+      fs::temp_directory_path() / ("hive_generation_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  for (const auto& entry : fs::directory_iterator(kModels / "qwen2_moe"))
+    fs::copy_file(entry.path(), dir / entry.path().filename(),
+                  fs::copy_options::overwrite_existing);
+  std::ofstream(dir / "generation_config.json") << generation.dump();
+  return dir;
+}
+
+size_t count_ids(const std::string& line) {
+  std::istringstream in(line);
+  size_t n = 0;
+  for (int id; in >> id;) ++n;
+  return n;
+}
+
+// Flags left out take the checkpoint's generation_config.json values; flags
+// given win; a default max_new_tokens past the context is cut to fit.
+TEST(Cli, GenerateTakesTheCheckpointsGenerationDefaults) {
+  const fs::path dir = model_with_generation_config({{"eos_token_id", 2},
+                                                     {"do_sample", true},
+                                                     {"temperature", 1.5},
+                                                     {"top_k", 50},
+                                                     {"top_p", 0.95},
+                                                     {"max_new_tokens", 5}});
+  const std::string prompt = " --prompt-ids 5,6,7 --ignore-eos --device cpu";
+  const std::string fixture = "generate --model " + (kModels / "qwen2_moe").string() + prompt;
+  const std::string copy = "generate --model " + dir.string() + prompt;
+  const Result defaults = run(copy + " --seed 7");
+  ASSERT_EQ(defaults.status, 0) << defaults.out;
+  EXPECT_EQ(count_ids(first_line(defaults.out)), 5u) << defaults.out;
+  EXPECT_EQ(first_line(defaults.out),
+            first_line(run(fixture + " --max-tokens 5 --temperature 1.5 --top-k 50 --top-p 0.95 "
+                                     "--seed 7")
+                           .out));
+  EXPECT_EQ(first_line(run(copy + " --temperature 0 --max-tokens 3").out),
+            first_line(run(fixture + " --max-tokens 3").out));
+  std::ofstream(dir / "generation_config.json") << nlohmann::json{{"max_new_tokens", 1000}}.dump();
+  const Result cut = run(copy);
+  ASSERT_EQ(cut.status, 0) << cut.out;
+  EXPECT_EQ(count_ids(first_line(cut.out)), 256u - 3u);  // max_position_embeddings - prompt
+  const Result asked = run(copy + " --max-tokens 1000");
+  EXPECT_NE(asked.status, 0);
+  EXPECT_NE(asked.out.find("exceed the model's context length"), std::string::npos) << asked.out;
+  fs::remove_all(dir);
+}
+
 TEST(Cli, InspectReportsTransformersCounts) {
   for (const char* name : {"qwen3", "mixtral", "qwen2_moe", "qwen3_moe"}) {
     const auto expected = nlohmann::json::parse(std::ifstream(kModels / name / "expected.json"));

@@ -250,6 +250,57 @@ TEST_F(LoaderTest, GenerationConfigAddsEndOfSequenceIds) {
                {"generation_config.json", "'eos_token_id' must be an integer"});
 }
 
+// generation_config.json's sampling keys are the defaults of requests that
+// leave them unset; keys it lacks keep Hive's; "do_sample": false is greedy.
+TEST_F(LoaderTest, GenerationConfigGivesSamplingDefaults) {
+  copy_model("qwen3");
+  std::ofstream(dir / "generation_config.json") << json{
+      {"do_sample", true},
+      {"temperature", 0.6},
+      {"top_k", 20},
+      {"top_p", 0.95},
+      {"max_new_tokens", 40}}.dump();
+  const GenerationDefaults g = load_model_config(dir).generation;
+  EXPECT_EQ(g.max_tokens_or(16), 40);
+  const SamplingParams p = g.sampling();
+  EXPECT_FLOAT_EQ(p.temperature, 0.6f);
+  EXPECT_EQ(p.top_k, 20);
+  EXPECT_FLOAT_EQ(p.top_p, 0.95f);
+  EXPECT_FALSE(p.seed);
+
+  std::ofstream(dir / "generation_config.json") << json{{"top_p", 0.5}}.dump();
+  const SamplingParams only_top_p = load_model_config(dir).generation.sampling();
+  EXPECT_EQ(only_top_p.temperature, SamplingParams{}.temperature);
+  EXPECT_EQ(only_top_p.top_k, SamplingParams{}.top_k);
+  EXPECT_FLOAT_EQ(only_top_p.top_p, 0.5f);
+  EXPECT_EQ(load_model_config(dir).generation.max_tokens_or(16), 16);
+
+  std::ofstream(dir / "generation_config.json")
+      << json{{"do_sample", false}, {"temperature", 0.7}}.dump();
+  EXPECT_EQ(load_model_config(dir).generation.sampling().temperature, 0.0f);
+
+  fs::remove(dir / "generation_config.json");
+  EXPECT_EQ(load_model_config(dir).generation.sampling().temperature, 0.0f);
+  EXPECT_EQ(load_model_config(dir).generation.max_tokens_or(7), 7);
+
+  for (const auto& [bad, message] :
+       {std::pair{json{{"temperature", -1}}, "'temperature' must be >= 0 (got -1)"},
+        std::pair{json{{"temperature", "hot"}}, "'temperature' must be a number"},
+        std::pair{json{{"top_k", 1.5}}, "'top_k' must be an integer"},
+        std::pair{json{{"top_k", -2}}, "'top_k' must be in [0, 2147483647] (got -2)"},
+        std::pair{json{{"top_p", 0}}, "'top_p' must be in (0, 1] (got 0)"},
+        std::pair{json{{"max_new_tokens", 0}}, "'max_new_tokens' must be in [1, 2147483647]"},
+        std::pair{json{{"do_sample", 1}}, "'do_sample' must be true or false"}}) {
+    std::ofstream(dir / "generation_config.json") << bad.dump();
+    expect_error([&] { load_model_config(dir); }, {"generation_config.json", message});
+  }
+  // The bundled model's file asks for greedy decoding and 128 new tokens.
+  const GenerationDefaults bundled =
+      load_model_config(fs::path(HIVE_SOURCE_DIR) / "models/hive-moe-target").generation;
+  EXPECT_EQ(bundled.sampling().temperature, 0.0f);
+  EXPECT_EQ(bundled.max_tokens_or(16), 128);
+}
+
 // Keys a config may leave out take transformers 5.24's defaults for the
 // architecture, not one of our own.
 TEST_F(LoaderTest, AbsentKeysTakeTransformersDefaults) {

@@ -5,6 +5,7 @@
 // prompt streams its output as it comes; several run together through the
 // offline engine, one output line per prompt in input order (text as a JSON
 // string, since it may hold newlines).
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -17,6 +18,7 @@
 #include "kernels/error.hpp"
 #include "runtime/generate.hpp"
 #include "runtime/llm_engine.hpp"
+#include "runtime/model_config.hpp"
 #include "tools/cli/args.hpp"
 #include "tools/cli/commands.hpp"
 #include "tools/cli/text_prompt.hpp"
@@ -193,11 +195,26 @@ int run_generate(const std::vector<std::string>& argv) {
       check(!args.has(flag), flag,
             " applies to several prompts; one prompt runs alone with a KV cache sized to fit it");
 
+  // Flags left out take the checkpoint's generation_config.json defaults; a
+  // default max_tokens is cut to what the context leaves the longest prompt.
+  const ModelConfig model_config = load_model_config(model_dir);
+  const GenerationDefaults& defaults = model_config.generation;
+  size_t longest = 0;
+  for (const auto& p : prompts) longest = std::max(longest, p.size());
+  const int64_t room = model_config.max_position_embeddings > 0
+                           ? model_config.max_position_embeddings - static_cast<int64_t>(longest)
+                           : kInt32Max;
   GenerateOptions options;
-  options.max_tokens = args.get_int("--max-tokens", text_mode ? 64 : 16, 1, kInt32Max);
-  options.sampling.temperature = static_cast<float>(args.get_double("--temperature", 0.0));
-  options.sampling.top_k = static_cast<int>(args.get_int("--top-k", 0, 0, kInt32Max));
-  options.sampling.top_p = static_cast<float>(args.get_double("--top-p", 1.0));
+  options.max_tokens = args.get_int("--max-tokens",
+                                    std::clamp<int64_t>(defaults.max_tokens_or(text_mode ? 64 : 16),
+                                                        1, std::max<int64_t>(room, 1)),
+                                    1, kInt32Max);
+  options.sampling = defaults.sampling();
+  options.sampling.temperature =
+      static_cast<float>(args.get_double("--temperature", options.sampling.temperature));
+  options.sampling.top_k =
+      static_cast<int>(args.get_int("--top-k", options.sampling.top_k, 0, kInt32Max));
+  options.sampling.top_p = static_cast<float>(args.get_double("--top-p", options.sampling.top_p));
   if (args.has("--seed"))
     options.sampling.seed = static_cast<uint64_t>(args.get_int("--seed", 0, 0));
   options.ignore_eos = args.has("--ignore-eos");

@@ -5,8 +5,12 @@
 // instead of ids: {"prompt": "Once upon a time"} (tokenized with the model's
 // tokenizer; "chat": true applies its chat template). Every key but the
 // prompt is optional; an unknown key, a value of the wrong type or range, or
-// a repeated id is an error naming the file and line. Outputs are ids for id
+// a repeated id is an error naming the file and line. The sampling keys and
+// max_tokens left out take the checkpoint's generation_config.json values
+// where it has them (max_new_tokens, cut to what the context leaves), else
+// the defaults above. Outputs are ids for id
 // prompts and a JSON string for text prompts.
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -106,7 +110,9 @@ class PromptLine {
 };
 
 std::vector<Request> read_prompts(const std::string& path, LazyTokenizer& tokenizer,
-                                  int64_t vocab_size, std::set<std::string>& text_ids) {
+                                  const ModelConfig& model, std::set<std::string>& text_ids) {
+  const int64_t vocab_size = model.vocab_size;
+  const SamplingParams defaults = model.generation.sampling();
   std::ifstream in(path);
   check(in.good(), "--prompts: cannot open ", path);
   std::vector<Request> requests;
@@ -141,12 +147,21 @@ std::vector<Request> read_prompts(const std::string& path, LazyTokenizer& tokeni
     for (const int32_t id : r.prompt_token_ids)
       check(id < vocab_size, where, ": prompt token id ", id, " is out of range [0, ", vocab_size,
             ")");
-    r.stop.max_tokens = p.integer("max_tokens", 16, 1, INT32_MAX);
+    // A default, unlike a value given, never asks for more than the context holds.
+    const auto prompt_len = static_cast<int64_t>(r.prompt_token_ids.size());
+    const int64_t room = model.max_position_embeddings > 0
+                             ? model.max_position_embeddings - prompt_len
+                             : int64_t{INT32_MAX};
+    r.stop.max_tokens = p.integer(
+        "max_tokens",
+        std::clamp<int64_t>(model.generation.max_tokens_or(16), 1, std::max<int64_t>(room, 1)), 1,
+        INT32_MAX);
     r.stop.ignore_eos = p.boolean("ignore_eos");
     r.stop.stop_token_ids = p.ids("stop_token_ids");
-    r.sampling.temperature = static_cast<float>(p.number("temperature", 0.0, 0.0, 1e6));
-    r.sampling.top_k = static_cast<int>(p.integer("top_k", 0, 0, INT32_MAX));
-    r.sampling.top_p = static_cast<float>(p.number("top_p", 1.0, 0.0, 1.0));
+    r.sampling.temperature =
+        static_cast<float>(p.number("temperature", defaults.temperature, 0.0, 1e6));
+    r.sampling.top_k = static_cast<int>(p.integer("top_k", defaults.top_k, 0, INT32_MAX));
+    r.sampling.top_p = static_cast<float>(p.number("top_p", defaults.top_p, 0.0, 1.0));
     if (p.has("seed")) r.sampling.seed = static_cast<uint64_t>(p.integer("seed", 0, 0, INT64_MAX));
     r.priority = static_cast<int>(p.integer("priority", 0, INT32_MIN, INT32_MAX));
     try {
@@ -186,8 +201,8 @@ int run_run(const std::vector<std::string>& argv) {
   const LaunchConfig config = load_launch_config(args.require("--config"));
   LazyTokenizer tokenizer(config.model);
   std::set<std::string> text_ids;  // requests whose output prints as text
-  std::vector<Request> requests = read_prompts(
-      args.require("--prompts"), tokenizer, load_model_config(config.model).vocab_size, text_ids);
+  std::vector<Request> requests =
+      read_prompts(args.require("--prompts"), tokenizer, load_model_config(config.model), text_ids);
   if (!config.speculative.draft_model.empty())
     std::fprintf(stderr,
                  "note: the config's speculative section is not used yet; running without a "
