@@ -30,6 +30,7 @@ void build_core(SchedulerState& st) {
 void spawn_workers(Self self) {
   SchedulerState& st = self->state;
   st.workers.clear();
+  st.num_ready = 0;
   st.replicas_sent = false;  // fresh workers hold no replicas yet
   // A fresh group per worker generation: a failed generation aborted its own.
   const bool collectives = st.setup.num_experts > 0 || st.setup.tensor_parallel_size > 1;
@@ -359,8 +360,10 @@ bool send_step(Self self) {
 void maybe_step(Self self) {
   SchedulerState& st = self->state;
   const auto depth = static_cast<size_t>(st.setup.max_steps_in_flight);
-  while (st.in_flight.size() < depth && has_unfinished(st) && !st.workers.empty() &&
-         send_step(self)) {
+  // No step goes out before every worker has started: loading a shard or
+  // allocating a large KV cache can take longer than a step's deadline.
+  const bool started = !st.workers.empty() && st.num_ready == st.workers.size();
+  while (started && st.in_flight.size() < depth && has_unfinished(st) && send_step(self)) {
   }
   check_drained(self);
 }
@@ -456,6 +459,14 @@ scheduler_actor::behavior_type scheduler(Self self, SchedulerSetup setup) {
       [self](replicas_atom, std::vector<int32_t>& replicated) {
         self->state.replicated_experts = std::move(replicated);
         self->state.replicas_sent = false;
+      },
+      [self](ready_atom, const caf::actor_addr& worker) {
+        // Only the current generation counts: a replaced worker's word is stale.
+        for (const worker_actor& w : self->state.workers)
+          if (w.address() == worker) {
+            ++self->state.num_ready;
+            return maybe_step(self);
+          }
       },
       [self](watchdog_atom) { on_watchdog(self); },
       [self](watchdog_atom, int64_t step_id) { on_overdue(self, step_id); },

@@ -38,7 +38,10 @@
 // after the step before it was answered), watched by one timer that is
 // armed once and re-armed only when it fires, not one timer per request: a
 // CAF request timeout costs a clock-thread wake-up, which at batch 1 was a
-// third of the actor overhead per step.
+// third of the actor overhead per step. Starting has no deadline: no step
+// goes out until every worker of a generation has said it is ready (a
+// tensor-parallel shard can take minutes to load, at start and after a
+// fault), and one that cannot start stops with the cause.
 //
 // Faults: a worker that fails a step, dies or times out fails exactly the
 // requests that ran on its rank (with tensor parallelism: on the group),
@@ -76,6 +79,8 @@ using scheduler_actor =
                      caf::replies_to<metrics_atom>::with<EngineMetrics>,
                      caf::replies_to<shutdown_atom, bool>::with<int64_t>,
                      caf::reacts_to<fault_atom, int>,  // testing: rank's next step throws
+                     // From a worker: it has started (shard loaded, KV cache allocated).
+                     caf::reacts_to<ready_atom, caf::actor_addr>,
                      // From the expert actor: experts every rank is to hold a replica of.
                      caf::reacts_to<replicas_atom, std::vector<int32_t>>,
                      caf::reacts_to<watchdog_atom>,            // internal: the step deadline timer
@@ -140,6 +145,7 @@ struct SchedulerState {
   std::vector<RankCore> ranks;
   std::vector<worker_actor> workers;
   std::shared_ptr<InProcessGroup> group;    // this generation of workers' group
+  size_t num_ready = 0;                     // of its workers, those that have started
   std::vector<int32_t> replicated_experts;  // from the expert actor
   bool replicas_sent = false;               // to this generation of workers
   std::map<std::string, TrackedRequest> requests;

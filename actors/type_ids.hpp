@@ -27,6 +27,7 @@ CAF_ADD_ATOM(hive, hive, fault_atom, "fault")
 CAF_ADD_ATOM(hive, hive, load_atom, "load")
 CAF_ADD_ATOM(hive, hive, replicas_atom, "replicas")
 CAF_ADD_ATOM(hive, hive, watchdog_atom, "watchdog")
+CAF_ADD_ATOM(hive, hive, ready_atom, "ready")
 
 CAF_END_TYPE_ID_BLOCK(hive)
 

@@ -5,6 +5,7 @@
 #include <exception>
 
 #include <caf/sec.hpp>
+#include <caf/send.hpp>
 
 #include "kernels/error.hpp"
 
@@ -87,6 +88,10 @@ worker_actor::behavior_type worker(worker_actor::stateful_pointer<WorkerState> s
                                str_cat("worker rank ", spec.rank, " could not start: ", e.what())));
     return worker_actor::behavior_type::make_empty_behavior();
   }
+  // Anonymous (a typed actor sends only to typed handles, and the scheduler's
+  // type is not known here), so the worker names itself.
+  if (spec.scheduler)
+    caf::anon_send(caf::actor_cast<caf::actor>(spec.scheduler), ready_atom_v, self->address());
   // The model outlives the worker: the spec's shared_ptr lives in the behavior.
   return {
       [self, spec](step_atom, const WorkerStep& step) -> caf::result<WorkerResult> {

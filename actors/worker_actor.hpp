@@ -49,7 +49,8 @@ struct WorkerSpec {
   // > 1: the group is one tensor-parallel model; the worker loads its shard
   // of `model`'s checkpoint and runs every step with its peers.
   int tensor_parallel_size = 1;
-  // The scheduler actor that spawned it: the worker stops when it does.
+  // The scheduler actor that spawned it: the worker tells it when it has
+  // started (ready_atom) and stops when it does.
   caf::actor_addr scheduler;
 };
 

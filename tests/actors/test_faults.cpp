@@ -177,6 +177,26 @@ CAF_TEST(a worker that dies while idle is restarted) {
   CAF_CHECK_EQUAL(streamed("r"), reference(r));
 }
 
+CAF_TEST(a worker slower to start than the step deadline fails nothing) {
+  // The replacement of a dead worker is spawned, not yet started (loading a
+  // shard can take minutes), when r arrives: no step may go out, so no
+  // deadline runs, however long the start takes.
+  const worker_actor first = worker_hdl();
+  self->send_exit(first, caf::exit_reason::kill);
+  run_until([&] { return !scheduler_state().workers.empty() && worker_hdl() != first; });
+  const Request r = make_request("r", {1, 2, 3, 4}, 5);
+  submit(r);
+  expect((submit_atom, Submission), from(self).to(scheduler_hdl).with(_, _));
+  CAF_CHECK(scheduler_state().in_flight.empty());
+  CAF_CHECK_EQUAL(advance_time(scheduler_state().setup.worker_timeout * 3), 0u);
+  run();
+  CAF_CHECK_EQUAL(streamed("r"), reference(r));
+  const TokenEvent* done = finished_event("r");
+  CAF_REQUIRE(done != nullptr);
+  CAF_CHECK_EQUAL(done->error, "");
+  CAF_CHECK_EQUAL(metrics().num_worker_restarts, 1);
+}
+
 CAF_TEST(workers that keep dying before a step completes stop the engine with the cause) {
   // Two faults, then a completed request: the count starts again.
   for (int i = 0; i < 2; ++i) {
