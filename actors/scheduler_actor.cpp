@@ -31,6 +31,7 @@ void spawn_workers(Self self) {
   SchedulerState& st = self->state;
   st.workers.clear();
   st.num_ready = 0;
+  self->delayed_send(self, st.setup.worker_start_timeout, start_due_atom_v, ++st.generation);
   st.replicas_sent = false;  // fresh workers hold no replicas yet
   // A fresh group per worker generation: a failed generation aborted its own.
   const bool collectives = st.setup.num_experts > 0 || st.setup.tensor_parallel_size > 1;
@@ -236,8 +237,8 @@ void on_reply(Self self, WorkerResult& result) {
   for (auto [sum, delta] : {std::pair{&step->load, &result.expert_load},
                             std::pair{&step->remote, &result.expert_remote}}) {
     if (sum->empty()) sum->resize(delta->size(), 0);
-    check(sum->size() == delta->size(), "worker rank ", result.rank, " reported load for ",
-          delta->size(), " experts");
+    check(sum->size() == delta->size(), "worker rank ", result.rank, " reported expert counts for ",
+          delta->size(), " (layer, expert) pairs, expected ", sum->size());
     for (size_t i = 0; i < delta->size(); ++i) (*sum)[i] += (*delta)[i];
   }
   if (--step->replies_pending > 0) return;
@@ -467,6 +468,15 @@ scheduler_actor::behavior_type scheduler(Self self, SchedulerSetup setup) {
             ++self->state.num_ready;
             return maybe_step(self);
           }
+      },
+      [self](start_due_atom, int64_t generation) {
+        SchedulerState& st = self->state;
+        if (generation != st.generation || st.num_ready == st.workers.size()) return;
+        handle_fault(
+            self,
+            str_cat(st.workers.size() - st.num_ready, " of ", st.workers.size(),
+                    " workers did not start within ", st.setup.worker_start_timeout.count(), " ms"),
+            -1);
       },
       [self](watchdog_atom) { on_watchdog(self); },
       [self](watchdog_atom, int64_t step_id) { on_overdue(self, step_id); },

@@ -38,10 +38,11 @@
 // after the step before it was answered), watched by one timer that is
 // armed once and re-armed only when it fires, not one timer per request: a
 // CAF request timeout costs a clock-thread wake-up, which at batch 1 was a
-// third of the actor overhead per step. Starting has no deadline: no step
-// goes out until every worker of a generation has said it is ready (a
-// tensor-parallel shard can take minutes to load, at start and after a
-// fault), and one that cannot start stops with the cause.
+// third of the actor overhead per step. No step goes out until every worker
+// of a generation has said it is ready (a tensor-parallel shard can take
+// minutes to load, at start and after a fault), so starting runs under its
+// own, longer deadline (worker_start_timeout); a worker that cannot start
+// stops with the cause.
 //
 // Faults: a worker that fails a step, dies or times out fails exactly the
 // requests that ran on its rank (with tensor parallelism: on the group),
@@ -70,21 +71,21 @@
 
 namespace hive {
 
-using scheduler_actor =
-    caf::typed_actor<caf::reacts_to<submit_atom, Submission>,
-                     caf::reacts_to<cancel_atom, std::string>,
-                     // Cancel only if the request still reports to this sink (a
-                     // dropped stream must not cancel a newer request of its id).
-                     caf::reacts_to<cancel_atom, std::string, token_sink>,
-                     caf::replies_to<metrics_atom>::with<EngineMetrics>,
-                     caf::replies_to<shutdown_atom, bool>::with<int64_t>,
-                     caf::reacts_to<fault_atom, int>,  // testing: rank's next step throws
-                     // From a worker: it has started (shard loaded, KV cache allocated).
-                     caf::reacts_to<ready_atom, caf::actor_addr>,
-                     // From the expert actor: experts every rank is to hold a replica of.
-                     caf::reacts_to<replicas_atom, std::vector<int32_t>>,
-                     caf::reacts_to<watchdog_atom>,            // internal: the step deadline timer
-                     caf::reacts_to<watchdog_atom, int64_t>>;  // internal: step id past it
+using scheduler_actor = caf::typed_actor<
+    caf::reacts_to<submit_atom, Submission>, caf::reacts_to<cancel_atom, std::string>,
+    // Cancel only if the request still reports to this sink (a
+    // dropped stream must not cancel a newer request of its id).
+    caf::reacts_to<cancel_atom, std::string, token_sink>,
+    caf::replies_to<metrics_atom>::with<EngineMetrics>,
+    caf::replies_to<shutdown_atom, bool>::with<int64_t>,
+    caf::reacts_to<fault_atom, int>,  // testing: rank's next step throws
+    // From a worker: it has started (shard loaded, KV cache allocated).
+    caf::reacts_to<ready_atom, caf::actor_addr>,
+    caf::reacts_to<start_due_atom, int64_t>,  // internal: generation's start deadline
+    // From the expert actor: experts every rank is to hold a replica of.
+    caf::reacts_to<replicas_atom, std::vector<int32_t>>,
+    caf::reacts_to<watchdog_atom>,            // internal: the step deadline timer
+    caf::reacts_to<watchdog_atom, int64_t>>;  // internal: step id past it
 
 struct SchedulerSetup {
   KVCacheConfig kv_cache;
@@ -99,6 +100,9 @@ struct SchedulerSetup {
   // a step that hangs blocks the engine; the deadline catches only a worker
   // that never ran the step.
   std::chrono::milliseconds worker_timeout{60000};
+  // A generation of workers not all started (ready) by then is a fault: a
+  // load that hangs must not stall its requests for ever.
+  std::chrono::milliseconds worker_start_timeout{600000};
   int64_t vocab_size = 0;  // prompt token ids are checked against it
   int num_experts = 0;
   int num_layers = 0;
@@ -145,6 +149,7 @@ struct SchedulerState {
   std::vector<RankCore> ranks;
   std::vector<worker_actor> workers;
   std::shared_ptr<InProcessGroup> group;    // this generation of workers' group
+  int64_t generation = 0;                   // workers spawned so far, as generations
   size_t num_ready = 0;                     // of its workers, those that have started
   std::vector<int32_t> replicated_experts;  // from the expert actor
   bool replicas_sent = false;               // to this generation of workers

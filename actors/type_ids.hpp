@@ -28,6 +28,7 @@ CAF_ADD_ATOM(hive, hive, load_atom, "load")
 CAF_ADD_ATOM(hive, hive, replicas_atom, "replicas")
 CAF_ADD_ATOM(hive, hive, watchdog_atom, "watchdog")
 CAF_ADD_ATOM(hive, hive, ready_atom, "ready")
+CAF_ADD_ATOM(hive, hive, start_due_atom, "startdue")
 
 CAF_END_TYPE_ID_BLOCK(hive)
 

@@ -197,6 +197,25 @@ CAF_TEST(a worker slower to start than the step deadline fails nothing) {
   CAF_CHECK_EQUAL(metrics().num_worker_restarts, 1);
 }
 
+CAF_TEST(workers that do not start within the start timeout are a fault) {
+  const worker_actor first = worker_hdl();
+  self->send_exit(first, caf::exit_reason::kill);
+  run_until([&] { return !scheduler_state().workers.empty() && worker_hdl() != first; });
+  const worker_actor hung = worker_hdl();
+  const Request r = make_request("r", {1, 2, 3, 4}, 5);
+  submit(r);
+  expect((submit_atom, Submission), from(self).to(scheduler_hdl).with(_, _));
+  // The new worker never gets to start; its start deadline passes.
+  CAF_CHECK_GREATER_OR_EQUAL(advance_time(scheduler_state().setup.worker_start_timeout), 1u);
+  while (sched.prioritize(scheduler_hdl)) sched.run_once();  // the scheduler alone
+  CAF_CHECK(worker_hdl() != hung);
+  CAF_CHECK_EQUAL(metrics().num_worker_restarts, 2);
+  run();
+  // r never ran: it runs on the third generation, untouched.
+  CAF_CHECK_EQUAL(streamed("r"), reference(r));
+  CAF_CHECK_EQUAL(finished_event("r")->error, "");
+}
+
 CAF_TEST(workers that keep dying before a step completes stop the engine with the cause) {
   // Two faults, then a completed request: the count starts again.
   for (int i = 0; i < 2; ++i) {
