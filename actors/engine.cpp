@@ -162,20 +162,17 @@ SchedulerSetup make_scheduler_setup(std::shared_ptr<Model> model, const EngineCo
   check(world_size >= 1, "world_size must be >= 1 (got ", world_size, ")");
   check(tensor_parallel_size == 1 || tensor_parallel_size == world_size, "tensor_parallel_size ",
         tensor_parallel_size, " must be 1 or world_size (", world_size, ")");
-  // In-process CPU ranks stand in for devices but share the host's memory:
-  // each gets 1/world_size of it, so a memory fraction holds for the whole
-  // process; a GPU is its rank's own. A budget in bytes is per rank, as it
-  // would be per device. A tensor-parallel rank's blocks hold only its share
-  // of the KV heads.
+  // In-process ranks share the model's backend (the host's memory, or one
+  // GPU's): each gets 1/world_size of its memory, so a memory fraction holds
+  // for the whole process. A budget in bytes is per rank, as it would be per
+  // device. A tensor-parallel rank's blocks hold only its share of the KV
+  // heads.
   const ModelConfig& c = model->config();
   const int64_t bytes_per_block =
       kv_bytes_per_block(tensor_parallel_config(c, tensor_parallel_size), config.block_size);
   const int64_t weight_bytes = model_stats(c, model->weights()).weight_bytes;
-  const Backend& backend = model->backend();
-  const int64_t device_memory = backend.device() == Device::cpu
-                                    ? backend.memory_bytes() / world_size
-                                    : backend.memory_bytes();
-  const int64_t pool_bytes = kv_pool_bytes(config.kv_budget, device_memory, weight_bytes);
+  const int64_t pool_bytes =
+      kv_pool_bytes(config.kv_budget, model->backend().memory_bytes() / world_size, weight_bytes);
   SchedulerSetup setup;
   KVCacheConfig& kv = setup.kv_cache;
   kv.block_size = config.block_size;
@@ -250,7 +247,11 @@ Engine::Engine(const EngineOptions& options)
   rt.model = std::make_shared<Model>(options.model, *rt.backend);
   SchedulerSetup setup = make_scheduler_setup(rt.model, options.engine, options.world_size,
                                               options.tensor_parallel_size);
+  max_sequence_tokens_ = int64_t{setup.kv_cache.num_device_blocks - 1} * setup.kv_cache.block_size;
+  if (setup.scheduler.max_model_len > 0)
+    max_sequence_tokens_ = std::min(max_sequence_tokens_, setup.scheduler.max_model_len);
   setup.worker_timeout = options.worker_timeout;
+  setup.worker_start_timeout = options.worker_start_timeout;
   setup.placement = parse_placement_kind(options.expert_placement);
   rt.config = std::make_unique<caf::actor_system_config>();
   // One scheduler thread, work sharing: the scheduler actor, the expert

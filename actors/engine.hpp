@@ -51,6 +51,8 @@ struct EngineOptions {
   std::string expert_placement = "contiguous";  // contiguous | round_robin
   int replicate_hot_experts = 0;                // hottest experts copied onto every rank
   std::chrono::milliseconds worker_timeout{60000};
+  // Workers not all started by then (a hung load) are a fault.
+  std::chrono::milliseconds worker_start_timeout{600000};
 };
 
 // The engine options a launch file describes.
@@ -131,6 +133,9 @@ class Engine {
   void inject_worker_fault(int rank);
 
   const ModelConfig& model_config() const;
+  // The most tokens, prompt and output, one request can hold: the context
+  // length, or a rank's KV pool when that is smaller.
+  int64_t max_sequence_tokens() const { return max_sequence_tokens_; }
 
  private:
   caf::actor_system& system() const;
@@ -143,6 +148,7 @@ class Engine {
   scheduler_actor scheduler_;
   std::mutex shutdown_mutex_;            // one shutdown at a time; later ones wait
   std::atomic<bool> shut_down_ = false;  // cancel() may run on the engine's thread
+  int64_t max_sequence_tokens_ = 0;
 };
 
 }  // namespace hive

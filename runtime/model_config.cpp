@@ -317,6 +317,11 @@ GenerationDefaults parse_generation_defaults(const json& g, const std::string& s
     d.max_new_tokens = n;
   }
   if (r.has("do_sample") && !r.boolean_or("do_sample", true)) d.temperature = 0.0f;
+  // Keys whose value changes sampling, with the value that does not.
+  for (const auto& [key, neutral] :
+       {std::pair{"repetition_penalty", 1.0}, std::pair{"min_p", 0.0}, std::pair{"typical_p", 1.0},
+        std::pair{"no_repeat_ngram_size", 0.0}, std::pair{"num_beams", 1.0}})
+    if (r.has(key) && r.number_or(key, neutral) != neutral) d.ignored.emplace_back(key);
   return d;
 }
 

@@ -28,14 +28,18 @@ struct RopeConfig {
 };
 
 // The sampling defaults a checkpoint's generation_config.json writes, for
-// requests that leave a field unset (as vLLM's `--generation-config auto`):
-// only keys the file has count. "do_sample": false, written, means greedy
-// whatever the temperature (as in Hugging Face's generate()).
+// requests that leave a field unset (as vLLM's `--generation-config auto`
+// takes them): only keys the file has count. "do_sample": false, written,
+// means greedy whatever the temperature, as in Hugging Face's generate()
+// (vLLM ignores do_sample).
 struct GenerationDefaults {
   std::optional<float> temperature;
   std::optional<int> top_k;
   std::optional<float> top_p;
   std::optional<int64_t> max_new_tokens;
+  // Sampling keys the file sets to a value that would change the output
+  // but Hive does not apply (repetition_penalty, min_p, ...), for a note.
+  std::vector<std::string> ignored;
 
   // Hive's defaults (greedy, no top-k or top-p limit) with these applied.
   SamplingParams sampling() const;

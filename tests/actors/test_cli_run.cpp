@@ -7,6 +7,7 @@
 #include <string>
 
 #include "kernels/cpu/cpu_backend.hpp"
+#include "runtime/kv_budget.hpp"
 #include "runtime/llm_engine.hpp"
 #include "tests/common/run_command.hpp"
 
@@ -156,6 +157,35 @@ TEST(CliRun, PromptsTakeTheCheckpointsGenerationDefaults) {
     EXPECT_NE(r.out.find(request.id + ":" + join(expected) + "  [length]"), std::string::npos)
         << r.out;
   }
+  // A default longer than a rank's KV pool holds (8 KiB: 16 blocks of 4
+  // tokens, the null block included, on this fixture) is cut to fit it: 60
+  // tokens, less the prompt.
+  std::ofstream(model_dir / "generation_config.json")
+      << nlohmann::json{{"max_new_tokens", 100000}}.dump();
+  std::ofstream(dir / "run.yaml") << "model: " << model_dir.string()
+                                  << "\ndevice: cpu\nkv_cache: {block_size: 4, memory_budget: "
+                                  << kv_bytes_per_block(model.config(), 4) * 16 << "}\n";
+  std::ofstream(dir / "prompts.jsonl")
+      << R"({"id": "a", "prompt_ids": [5, 9, 13, 2], "ignore_eos": true})"
+      << "\n";
+  const Result cut =
+      run_command(test::hive_binary() + " run --config " + (dir / "run.yaml").string() +
+                  " --prompts " + (dir / "prompts.jsonl").string());
+  ASSERT_EQ(cut.status, 0) << cut.out;
+  EXPECT_NE(cut.out.find("56 tokens in"), std::string::npos) << cut.out;
+  EXPECT_NE(cut.out.find("[length]"), std::string::npos) << cut.out;
+  // A prompt that fills the context is an error naming the line.
+  std::string context_ids = "1";
+  for (int i = 1; i < model.config().max_position_embeddings; ++i) context_ids += ", 1";
+  std::ofstream(dir / "prompts.jsonl") << R"({"prompt_ids": [)" << context_ids << "]}\n";
+  const Result full =
+      run_command(test::hive_binary() + " run --config " + (dir / "run.yaml").string() +
+                  " --prompts " + (dir / "prompts.jsonl").string());
+  EXPECT_EQ(full.status, 1);
+  EXPECT_NE(full.out.find("prompts.jsonl:1: the prompt (256 tokens) leaves no room in the model's "
+                          "context of 256 tokens"),
+            std::string::npos)
+      << full.out;
   fs::remove_all(dir);
 }
 

@@ -141,6 +141,26 @@ TEST(Cli, GenerateTakesTheCheckpointsGenerationDefaults) {
   const Result cut = run(copy);
   ASSERT_EQ(cut.status, 0) << cut.out;
   EXPECT_EQ(count_ids(first_line(cut.out)), 256u - 3u);  // max_position_embeddings - prompt
+  // Several prompts: each is cut to what the context leaves it.
+  const Result two =
+      test::run_command(test::hive_binary() + " generate --model " + dir.string() +
+                            " --prompt-ids 5,6,7 --prompt-ids 1,2,3,4,5 --ignore-eos --device cpu",
+                        /*with_stderr=*/false);
+  ASSERT_EQ(two.status, 0) << two.out;
+  std::istringstream lines(two.out);
+  std::string line;
+  for (const size_t want : {253u, 251u}) {
+    std::getline(lines, line);
+    EXPECT_EQ(count_ids(line), want);
+  }
+  std::string context_ids = "1";
+  for (int i = 1; i < 256; ++i) context_ids += ",1";
+  const Result full = run("generate --model " + dir.string() + " --prompt-ids " + context_ids);
+  EXPECT_NE(full.status, 0);
+  EXPECT_NE(full.out.find("prompt 1 (256 tokens) leaves no room in the model's context of 256 "
+                          "tokens"),
+            std::string::npos)
+      << full.out;
   const Result asked = run(copy + " --max-tokens 1000");
   EXPECT_NE(asked.status, 0);
   EXPECT_NE(asked.out.find("exceed the model's context length"), std::string::npos) << asked.out;

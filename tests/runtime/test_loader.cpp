@@ -279,6 +279,15 @@ TEST_F(LoaderTest, GenerationConfigGivesSamplingDefaults) {
       << json{{"do_sample", false}, {"temperature", 0.7}}.dump();
   EXPECT_EQ(load_model_config(dir).generation.sampling().temperature, 0.0f);
 
+  // Keys Hive does not apply are named when their value would change sampling.
+  std::ofstream(dir / "generation_config.json") << json{
+      {"repetition_penalty", 1.1},
+      {"min_p", nullptr},
+      {"num_beams", 1},
+      {"typical_p", 0.9}}.dump();
+  EXPECT_EQ(load_model_config(dir).generation.ignored,
+            (std::vector<std::string>{"repetition_penalty", "typical_p"}));
+
   fs::remove(dir / "generation_config.json");
   EXPECT_EQ(load_model_config(dir).generation.sampling().temperature, 0.0f);
   EXPECT_EQ(load_model_config(dir).generation.max_tokens_or(7), 7);

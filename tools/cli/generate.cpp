@@ -97,10 +97,16 @@ EngineConfig engine_config(const Args& args) {
 }
 
 // tokenizer: set for text prompts, whose outputs print as JSON strings.
+// default_length: options.max_tokens is a default, cut per prompt to what
+// the context and the KV pool leave it.
 int generate_many(Model& model, const std::vector<std::vector<int32_t>>& prompts,
-                  const GenerateOptions& options, const EngineConfig& config,
+                  const GenerateOptions& options, bool default_length, const EngineConfig& config,
                   const Tokenizer* tokenizer) {
   LLMEngine engine(model, config);
+  int64_t room =
+      int64_t{engine.kv_cache_manager().device_pool().num_allocatable_blocks()} * config.block_size;
+  if (model.config().max_position_embeddings > 0)
+    room = std::min(room, model.config().max_position_embeddings);
   std::vector<Request> requests;
   int64_t prompt_tokens = 0;
   for (size_t i = 0; i < prompts.size(); ++i) {
@@ -108,7 +114,10 @@ int generate_many(Model& model, const std::vector<std::vector<int32_t>>& prompts
     r.id = str_cat("prompt ", i + 1);  // as the CLI's own errors count them
     r.prompt_token_ids = prompts[i];
     r.sampling = options.sampling;
-    r.stop.max_tokens = options.max_tokens;
+    r.stop.max_tokens = default_length
+                            ? std::clamp<int64_t>(room - static_cast<int64_t>(prompts[i].size()), 1,
+                                                  options.max_tokens)
+                            : options.max_tokens;
     r.stop.ignore_eos = options.ignore_eos;
     prompt_tokens += static_cast<int64_t>(prompts[i].size());
     requests.push_back(std::move(r));
@@ -196,19 +205,25 @@ int run_generate(const std::vector<std::string>& argv) {
             " applies to several prompts; one prompt runs alone with a KV cache sized to fit it");
 
   // Flags left out take the checkpoint's generation_config.json defaults; a
-  // default max_tokens is cut to what the context leaves the longest prompt.
+  // default max_tokens is cut, per prompt, to what the context (and with
+  // several prompts the KV pool) leaves it.
   const ModelConfig model_config = load_model_config(model_dir);
   const GenerationDefaults& defaults = model_config.generation;
-  size_t longest = 0;
-  for (const auto& p : prompts) longest = std::max(longest, p.size());
-  const int64_t room = model_config.max_position_embeddings > 0
-                           ? model_config.max_position_embeddings - static_cast<int64_t>(longest)
-                           : kInt32Max;
+  for (const std::string& key : defaults.ignored)
+    std::fprintf(stderr, "note: generation_config.json sets %s, which Hive does not apply\n",
+                 key.c_str());
+  const int64_t context = model_config.max_position_embeddings;
+  for (size_t i = 0; i < prompts.size(); ++i)
+    check(context == 0 || static_cast<int64_t>(prompts[i].size()) < context, "prompt ", i + 1, " (",
+          prompts[i].size(), " tokens) leaves no room in the model's context of ", context,
+          " tokens");
+  const bool default_length = !args.has("--max-tokens");
   GenerateOptions options;
-  options.max_tokens = args.get_int("--max-tokens",
-                                    std::clamp<int64_t>(defaults.max_tokens_or(text_mode ? 64 : 16),
-                                                        1, std::max<int64_t>(room, 1)),
-                                    1, kInt32Max);
+  options.max_tokens =
+      args.get_int("--max-tokens", defaults.max_tokens_or(text_mode ? 64 : 16), 1, kInt32Max);
+  if (default_length && prompts.size() == 1 && context > 0)
+    options.max_tokens =
+        std::min(options.max_tokens, context - static_cast<int64_t>(prompts[0].size()));
   options.sampling = defaults.sampling();
   options.sampling.temperature =
       static_cast<float>(args.get_double("--temperature", options.sampling.temperature));
@@ -226,7 +241,8 @@ int run_generate(const std::vector<std::string>& argv) {
   if (!choice.note.empty()) std::fprintf(stderr, "%s\n", choice.note.c_str());
   Model model(model_dir, *choice.backend);
   if (prompts.size() > 1)
-    return generate_many(model, prompts, options, config, tokenizer ? &*tokenizer : nullptr);
+    return generate_many(model, prompts, options, default_length, config,
+                         tokenizer ? &*tokenizer : nullptr);
   if (!text_mode) {
     return generate_one(
         model, prompts[0], options,

@@ -109,10 +109,16 @@ class PromptLine {
   std::string where_;
 };
 
+// text_ids: requests with a text prompt; default_length_ids: requests whose
+// max_tokens is a default (the engine may cut it to fit its KV pool).
 std::vector<Request> read_prompts(const std::string& path, LazyTokenizer& tokenizer,
-                                  const ModelConfig& model, std::set<std::string>& text_ids) {
+                                  const ModelConfig& model, std::set<std::string>& text_ids,
+                                  std::set<std::string>& default_length_ids) {
   const int64_t vocab_size = model.vocab_size;
   const SamplingParams defaults = model.generation.sampling();
+  for (const std::string& key : model.generation.ignored)
+    std::fprintf(stderr, "note: generation_config.json sets %s, which Hive does not apply\n",
+                 key.c_str());
   std::ifstream in(path);
   check(in.good(), "--prompts: cannot open ", path);
   std::vector<Request> requests;
@@ -152,6 +158,10 @@ std::vector<Request> read_prompts(const std::string& path, LazyTokenizer& tokeni
     const int64_t room = model.max_position_embeddings > 0
                              ? model.max_position_embeddings - prompt_len
                              : int64_t{INT32_MAX};
+    check(room >= 1, where, ": the prompt (", prompt_len,
+          " tokens) leaves no room in the model's context of ", model.max_position_embeddings,
+          " tokens");
+    if (!p.has("max_tokens")) default_length_ids.insert(r.id);
     r.stop.max_tokens = p.integer(
         "max_tokens",
         std::clamp<int64_t>(model.generation.max_tokens_or(16), 1, std::max<int64_t>(room, 1)), 1,
@@ -200,14 +210,21 @@ int run_run(const std::vector<std::string>& argv) {
   const Args args(argv, {"--config", "--prompts"}, {});
   const LaunchConfig config = load_launch_config(args.require("--config"));
   LazyTokenizer tokenizer(config.model);
-  std::set<std::string> text_ids;  // requests whose output prints as text
+  std::set<std::string> text_ids, default_length_ids;
   std::vector<Request> requests =
-      read_prompts(args.require("--prompts"), tokenizer, load_model_config(config.model), text_ids);
+      read_prompts(args.require("--prompts"), tokenizer, load_model_config(config.model), text_ids,
+                   default_length_ids);
   if (!config.speculative.draft_model.empty())
     std::fprintf(stderr,
                  "note: the config's speculative section is not used yet; running without a "
                  "draft model\n");
   Engine engine(config);
+  // A default max_tokens is cut to what a rank's KV pool leaves too.
+  for (Request& r : requests)
+    if (default_length_ids.count(r.id))
+      r.stop.max_tokens = std::clamp<int64_t>(
+          engine.max_sequence_tokens() - static_cast<int64_t>(r.prompt_token_ids.size()), 1,
+          r.stop.max_tokens);
   const auto start = std::chrono::steady_clock::now();
   std::vector<std::pair<std::string, TokenStream>> streams;
   std::map<std::string, std::vector<int32_t>> text_prompts;  // continuations decode after them
