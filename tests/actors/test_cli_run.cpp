@@ -17,6 +17,13 @@ namespace {
 using test::run_command;
 using Result = test::CommandResult;
 
+// hive run with dir/run.yaml and dir/prompts.jsonl.
+Result hive_run(const std::filesystem::path& dir, bool with_stderr = true) {
+  return run_command(test::hive_binary() + " run --config " + (dir / "run.yaml").string() +
+                         " --prompts " + (dir / "prompts.jsonl").string(),
+                     with_stderr);
+}
+
 std::string join(const std::vector<int32_t>& ids) {
   std::string text;
   for (const int32_t id : ids) text += " " + std::to_string(id);
@@ -36,9 +43,7 @@ std::string expect_runs_like_offline(const std::string& name, const std::string&
       << "\n"
       << R"({"id": "b", "prompt_ids": [8, 1], "max_tokens": 3, "ignore_eos": true})"
       << "\n";
-  const Result r =
-      run_command(test::hive_binary() + " run --config " + (dir / "run.yaml").string() +
-                  " --prompts " + (dir / "prompts.jsonl").string());
+  const Result r = hive_run(dir);
   EXPECT_EQ(r.status, 0) << r.out;
 
   CpuBackend cpu;
@@ -95,10 +100,7 @@ TEST(CliRun, TextPromptsPrintText) {
       << "\n"
       << R"({"id": "chat", "prompt": "Tell me a fortune.", "chat": true, "max_tokens": 8})"
       << "\n";
-  const Result r =
-      run_command(test::hive_binary() + " run --config " + (dir / "run.yaml").string() +
-                      " --prompts " + (dir / "prompts.jsonl").string(),
-                  /*with_stderr=*/false);
+  const Result r = hive_run(dir, false);
   ASSERT_EQ(r.status, 0) << r.out;
   std::ifstream in(std::string(HIVE_SOURCE_DIR) + "/tests/models/data/expected.json");
   const std::string want = nlohmann::json::parse(in)["plain_prompt"]["greedy_text"];
@@ -129,9 +131,7 @@ TEST(CliRun, PromptsTakeTheCheckpointsGenerationDefaults) {
       << "\n"
       << R"({"id": "b", "prompt_ids": [8, 1], "max_tokens": 2, "temperature": 0, "ignore_eos": true})"
       << "\n";
-  const Result r =
-      run_command(test::hive_binary() + " run --config " + (dir / "run.yaml").string() +
-                  " --prompts " + (dir / "prompts.jsonl").string());
+  const Result r = hive_run(dir);
   ASSERT_EQ(r.status, 0) << r.out;
 
   CpuBackend cpu;
@@ -168,9 +168,7 @@ TEST(CliRun, PromptsTakeTheCheckpointsGenerationDefaults) {
   std::ofstream(dir / "prompts.jsonl")
       << R"({"id": "a", "prompt_ids": [5, 9, 13, 2], "ignore_eos": true})"
       << "\n";
-  const Result cut =
-      run_command(test::hive_binary() + " run --config " + (dir / "run.yaml").string() +
-                  " --prompts " + (dir / "prompts.jsonl").string());
+  const Result cut = hive_run(dir);
   ASSERT_EQ(cut.status, 0) << cut.out;
   EXPECT_NE(cut.out.find("56 tokens in"), std::string::npos) << cut.out;
   EXPECT_NE(cut.out.find("[length]"), std::string::npos) << cut.out;
@@ -178,9 +176,7 @@ TEST(CliRun, PromptsTakeTheCheckpointsGenerationDefaults) {
   std::string context_ids = "1";
   for (int i = 1; i < model.config().max_position_embeddings; ++i) context_ids += ", 1";
   std::ofstream(dir / "prompts.jsonl") << R"({"prompt_ids": [)" << context_ids << "]}\n";
-  const Result full =
-      run_command(test::hive_binary() + " run --config " + (dir / "run.yaml").string() +
-                  " --prompts " + (dir / "prompts.jsonl").string());
+  const Result full = hive_run(dir);
   EXPECT_EQ(full.status, 1);
   EXPECT_NE(full.out.find("prompts.jsonl:1: the prompt (256 tokens) leaves no room in the model's "
                           "context of 256 tokens"),
@@ -197,9 +193,7 @@ TEST(CliRun, ABadPromptLineNamesTheFileAndLine) {
                                        << "\n"
                                        << R"({"id": "b"})"
                                        << "\n";
-  const Result r =
-      run_command(test::hive_binary() + " run --config " + (dir / "run.yaml").string() +
-                  " --prompts " + (dir / "prompts.jsonl").string());
+  const Result r = hive_run(dir);
   EXPECT_EQ(r.status, 1);
   EXPECT_NE(r.out.find("prompts.jsonl:2: give \"prompt\" (text) or \"prompt_ids\""),
             std::string::npos)
@@ -207,9 +201,7 @@ TEST(CliRun, ABadPromptLineNamesTheFileAndLine) {
   // A text prompt for a model directory without a tokenizer says so.
   std::ofstream(dir / "prompts.jsonl") << R"({"id": "a", "prompt": "hello"})"
                                        << "\n";
-  const Result text =
-      run_command(test::hive_binary() + " run --config " + (dir / "run.yaml").string() +
-                  " --prompts " + (dir / "prompts.jsonl").string());
+  const Result text = hive_run(dir);
   EXPECT_EQ(text.status, 1);
   EXPECT_NE(text.out.find("tokenizer.json"), std::string::npos) << text.out;
   // Unknown keys, values of the wrong type or range, and a repeated id.
@@ -237,9 +229,7 @@ TEST(CliRun, ABadPromptLineNamesTheFileAndLine) {
                 ":2: id 'x' is already used on line 1"},
        }) {
     std::ofstream(dir / "prompts.jsonl") << c.line << "\n";
-    const Result bad =
-        run_command(test::hive_binary() + " run --config " + (dir / "run.yaml").string() +
-                    " --prompts " + (dir / "prompts.jsonl").string());
+    const Result bad = hive_run(dir);
     EXPECT_EQ(bad.status, 1) << c.line;
     EXPECT_NE(bad.out.find(c.message), std::string::npos) << c.line << "\n" << bad.out;
   }

@@ -19,6 +19,25 @@ EngineConfig one_at_a_time() {
 
 struct FaultFixture : ActorFixture {
   FaultFixture() : ActorFixture(one_at_a_time()) {}
+
+  // r streamed the offline engine's tokens and finished without an error.
+  void check_completed(const Request& r) {
+    CAF_CHECK_EQUAL(streamed(r.id), reference(r));
+    const TokenEvent* done = finished_event(r.id);
+    CAF_REQUIRE(done != nullptr);
+    CAF_CHECK_EQUAL(done->error, "");
+  }
+
+  // Kills the worker, runs until its replacement is spawned but not started,
+  // and has the scheduler take in `r`. Returns the replacement.
+  worker_actor submit_before_the_worker_starts(const Request& r) {
+    const worker_actor first = worker_hdl();
+    self->send_exit(first, caf::exit_reason::kill);
+    run_until([&] { return !scheduler_state().workers.empty() && worker_hdl() != first; });
+    submit(r);
+    expect((submit_atom, Submission), from(self).to(scheduler_hdl).with(_, _));
+    return worker_hdl();
+  }
 };
 
 }  // namespace
@@ -84,10 +103,7 @@ CAF_TEST(a reply queued behind the deadline timer that fired while the step ran 
   CAF_REQUIRE(sched.prioritize(worker_hdl()));
   sched.run_once();  // the step; its reply now waits behind the timer
   run();
-  CAF_CHECK_EQUAL(streamed("r"), reference(r));
-  const TokenEvent* done = finished_event("r");
-  CAF_REQUIRE(done != nullptr);
-  CAF_CHECK_EQUAL(done->error, "");
+  check_completed(r);
   CAF_CHECK_EQUAL(metrics().num_worker_restarts, 0);
 }
 
@@ -160,10 +176,7 @@ CAF_TEST(a request whose step the worker never took up is not failed by its deat
   submit(r);
   self->send_exit(worker_hdl(), caf::exit_reason::kill);
   run();
-  CAF_CHECK_EQUAL(streamed("r"), reference(r));
-  const TokenEvent* done = finished_event("r");
-  CAF_REQUIRE(done != nullptr);
-  CAF_CHECK_EQUAL(done->error, "");
+  check_completed(r);
   CAF_CHECK_EQUAL(metrics().num_worker_restarts, 1);
 }
 
@@ -181,30 +194,18 @@ CAF_TEST(a worker slower to start than the step deadline fails nothing) {
   // The replacement of a dead worker is spawned, not yet started (loading a
   // shard can take minutes), when r arrives: no step may go out, so no
   // deadline runs, however long the start takes.
-  const worker_actor first = worker_hdl();
-  self->send_exit(first, caf::exit_reason::kill);
-  run_until([&] { return !scheduler_state().workers.empty() && worker_hdl() != first; });
   const Request r = make_request("r", {1, 2, 3, 4}, 5);
-  submit(r);
-  expect((submit_atom, Submission), from(self).to(scheduler_hdl).with(_, _));
+  submit_before_the_worker_starts(r);
   CAF_CHECK(scheduler_state().in_flight.empty());
   CAF_CHECK_EQUAL(advance_time(scheduler_state().setup.worker_timeout * 3), 0u);
   run();
-  CAF_CHECK_EQUAL(streamed("r"), reference(r));
-  const TokenEvent* done = finished_event("r");
-  CAF_REQUIRE(done != nullptr);
-  CAF_CHECK_EQUAL(done->error, "");
+  check_completed(r);
   CAF_CHECK_EQUAL(metrics().num_worker_restarts, 1);
 }
 
 CAF_TEST(workers that do not start within the start timeout are a fault) {
-  const worker_actor first = worker_hdl();
-  self->send_exit(first, caf::exit_reason::kill);
-  run_until([&] { return !scheduler_state().workers.empty() && worker_hdl() != first; });
-  const worker_actor hung = worker_hdl();
   const Request r = make_request("r", {1, 2, 3, 4}, 5);
-  submit(r);
-  expect((submit_atom, Submission), from(self).to(scheduler_hdl).with(_, _));
+  const worker_actor hung = submit_before_the_worker_starts(r);
   // The new worker never gets to start; its start deadline passes.
   CAF_CHECK_GREATER_OR_EQUAL(advance_time(scheduler_state().setup.worker_start_timeout), 1u);
   while (sched.prioritize(scheduler_hdl)) sched.run_once();  // the scheduler alone
