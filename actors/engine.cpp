@@ -148,6 +148,9 @@ EngineOptions engine_options(const LaunchConfig& config) {
   s.max_num_batched_tokens = config.scheduler.max_num_batched_tokens;
   s.enable_chunked_prefill = config.scheduler.enable_chunked_prefill;
   s.async_scheduling = config.scheduler.async_scheduling;
+  options.worker_timeout = std::chrono::milliseconds(config.scheduler.worker_timeout_ms);
+  options.worker_start_timeout =
+      std::chrono::milliseconds(config.scheduler.worker_start_timeout_ms);
   s.policy =
       config.scheduler.policy == "priority" ? SchedulingPolicy::priority : SchedulingPolicy::fcfs;
   const std::string& mode = config.scheduler.preemption_mode;

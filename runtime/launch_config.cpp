@@ -143,6 +143,13 @@ struct Reader {
     }
     fail(at(node), key, ": expected one of ", listed, " (got '", text, "')");
   }
+  int64_t duration_ms(const YAML::Node& node, const std::string& key) const {
+    const std::string text = scalar(node, key, "a duration");
+    const auto value = parse_duration_ms(text);
+    check(value.has_value() && *value > 0, at(node), key,
+          ": expected a positive duration such as 500ms, 60s or 10min (got '", text, "')");
+    return *value;
+  }
   int64_t bytes(const YAML::Node& node, const std::string& key) const {
     const std::string text = scalar(node, key, "a size");
     const auto value = parse_byte_size(text);
@@ -165,6 +172,20 @@ int check_parallel_layout(const ParallelConfig& parallel, const std::string& whe
         "(expert_parallel_size = world_size, tensor_parallel_size 1) or one tensor-parallel "
         "model (tensor_parallel_size = world_size, expert_parallel_size 1)");
   return ep;
+}
+
+std::optional<int64_t> parse_duration_ms(const std::string& text) {
+  static const std::map<std::string, int64_t> units = {
+      {"ms", 1}, {"s", 1000}, {"min", 60000}, {"h", 3600000}};
+  const size_t digits = text.find_first_not_of("0123456789");
+  if (digits == 0 || digits == std::string::npos) return std::nullopt;  // a unit is required
+  const auto unit = units.find(text.substr(digits));
+  int64_t count = 0, ms = 0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + digits, count);
+  if (unit == units.end() || error != std::errc() ||
+      __builtin_mul_overflow(count, unit->second, &ms))
+    return std::nullopt;
+  return ms;
 }
 
 std::optional<int64_t> parse_byte_size(const std::string& text) {
@@ -293,6 +314,10 @@ LaunchConfig parse_launch_config(const std::string& yaml_text, const std::string
       sc.preemption_mode = r.choice(n, k, {"by_cost", "recompute", "swap"});
       preemption_mode_at = r.at(n);
     });
+    s.optional("worker_timeout",
+               [&](auto& n, auto& k) { sc.worker_timeout_ms = r.duration_ms(n, k); });
+    s.optional("worker_start_timeout",
+               [&](auto& n, auto& k) { sc.worker_start_timeout_ms = r.duration_ms(n, k); });
     s.reject_unknown_keys();
   });
   top.optional("server", [&](auto& node, auto& name) {

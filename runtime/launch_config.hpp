@@ -10,7 +10,8 @@
 //   parallel: {world_size: 2, expert_parallel_size: 2, tensor_parallel_size: 1,
 //              expert_placement: round_robin, replicate_hot_experts: 1}
 //   kv_cache: {block_size: 16, memory_budget: 256MiB, enable_prefix_caching: true}
-//   scheduler: {max_num_seqs: 64, max_num_batched_tokens: 512, policy: fcfs}
+//   scheduler: {max_num_seqs: 64, max_num_batched_tokens: 512, policy: fcfs,
+//               worker_timeout: 60s, worker_start_timeout: 10min}
 //   server: {host: 127.0.0.1, port: 8000}
 //   speculative: {draft_model: ../models/hive-draft, num_speculative_tokens: 4}
 #include <cstdint>
@@ -41,9 +42,11 @@ struct SchedulerLimits {
   int max_num_seqs = 64;
   int max_num_batched_tokens = 512;
   bool enable_chunked_prefill = true;
-  bool async_scheduling = true;             // plan step t+1 while step t runs
-  std::string policy = "fcfs";              // fcfs | priority
-  std::string preemption_mode = "by_cost";  // by_cost | recompute | swap
+  bool async_scheduling = true;              // plan step t+1 while step t runs
+  std::string policy = "fcfs";               // fcfs | priority
+  std::string preemption_mode = "by_cost";   // by_cost | recompute | swap
+  int64_t worker_timeout_ms = 60000;         // a step not answered by then is a fault
+  int64_t worker_start_timeout_ms = 600000;  // so are workers not started by then
 };
 
 struct ServerConfig {
@@ -82,5 +85,7 @@ int check_parallel_layout(const ParallelConfig& parallel, const std::string& whe
 
 // "512MiB", "2GiB", "1.5GB", "4096" -> bytes; nullopt when malformed.
 std::optional<int64_t> parse_byte_size(const std::string& text);
+// "500ms", "60s", "10min", "1h" -> milliseconds; nullopt when malformed.
+std::optional<int64_t> parse_duration_ms(const std::string& text);
 
 }  // namespace hive

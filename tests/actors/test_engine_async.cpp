@@ -181,6 +181,17 @@ TEST(EngineAsyncOption, ALaunchFileTurnsItOffAndTheSchedulerKeepsOneStepInFlight
   EXPECT_EQ(make_scheduler_setup(model, tight_config(true), 1).max_steps_in_flight, 2);
 }
 
+TEST(EngineLaunchOptions, ALaunchFileSetsTheWorkerTimeouts) {
+  LaunchConfig launch;
+  launch.model = std::string(HIVE_TEST_DATA) + "/models/qwen3_moe";
+  EXPECT_EQ(engine_options(launch).worker_timeout, std::chrono::seconds(60));
+  EXPECT_EQ(engine_options(launch).worker_start_timeout, std::chrono::minutes(10));
+  launch.scheduler.worker_timeout_ms = 2500;
+  launch.scheduler.worker_start_timeout_ms = 90000;
+  EXPECT_EQ(engine_options(launch).worker_timeout, std::chrono::milliseconds(2500));
+  EXPECT_EQ(engine_options(launch).worker_start_timeout, std::chrono::seconds(90));
+}
+
 INSTANTIATE_TEST_SUITE_P(Scheduling, EngineAsync, ::testing::Bool(),
                          [](const auto& p) { return p.param ? "async" : "one_step_at_a_time"; });
 

@@ -78,6 +78,29 @@ TEST(LaunchConfig, ByteSizes) {
   EXPECT_FALSE(parse_byte_size("8589934592GiB").has_value());
 }
 
+TEST(LaunchConfig, Durations) {
+  EXPECT_EQ(parse_duration_ms("500ms"), 500);
+  EXPECT_EQ(parse_duration_ms("60s"), 60000);
+  EXPECT_EQ(parse_duration_ms("10min"), 600000);
+  EXPECT_EQ(parse_duration_ms("2h"), 7200000);
+  const std::string too_long = std::string(30, '9') + "ms";
+  for (const std::string& bad :
+       {std::string("60"), std::string("s"), std::string("1.5s"), std::string("-1s"),
+        std::string(" 5s"), std::string("5 s"), std::string("5sec"),
+        std::string("9223372036854775807h"), too_long})
+    EXPECT_FALSE(parse_duration_ms(bad).has_value()) << bad;
+  const LaunchConfig c =
+      parse("model: m\nscheduler: {worker_timeout: 2s, worker_start_timeout: 30min}\n");
+  EXPECT_EQ(c.scheduler.worker_timeout_ms, 2000);
+  EXPECT_EQ(c.scheduler.worker_start_timeout_ms, 1800000);
+  EXPECT_EQ(parse("model: m\n").scheduler.worker_timeout_ms, 60000);
+  expect_error("model: m\nscheduler:\n  worker_timeout: 60\n",
+               "test.yaml:3: scheduler.worker_timeout: expected a positive duration such as "
+               "500ms, 60s or 10min (got '60')");
+  expect_error("model: m\nscheduler:\n  worker_start_timeout: 0s\n",
+               "scheduler.worker_start_timeout: expected a positive duration");
+}
+
 TEST(LaunchConfig, MistakesNameLineKeyExpectedAndGot) {
   expect_error("device: cpu\n", "test.yaml:1: missing required key 'model'");
   expect_error("model: m\nmodle_path: x\n", "test.yaml:2: unknown key 'modle_path'");
