@@ -162,10 +162,8 @@ std::vector<Request> read_prompts(const std::string& path, LazyTokenizer& tokeni
           " tokens) leaves no room in the model's context of ", model.max_position_embeddings,
           " tokens");
     if (!p.has("max_tokens")) default_length_ids.insert(r.id);
-    r.stop.max_tokens = p.integer(
-        "max_tokens",
-        std::clamp<int64_t>(model.generation.max_tokens_or(16), 1, std::max<int64_t>(room, 1)), 1,
-        INT32_MAX);
+    r.stop.max_tokens =
+        p.integer("max_tokens", std::min(model.generation.max_tokens_or(16), room), 1, INT32_MAX);
     r.stop.ignore_eos = p.boolean("ignore_eos");
     r.stop.stop_token_ids = p.ids("stop_token_ids");
     r.sampling.temperature =
