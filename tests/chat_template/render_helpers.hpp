@@ -5,7 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "runtime/chat_template/chat_template.hpp"
+#include "runtime/text/chat_template/chat_template.hpp"
 
 namespace hive::testing {
 

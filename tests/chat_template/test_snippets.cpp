@@ -3,7 +3,7 @@
 // rendered it, or fail where jinja2 failed.
 #include <gtest/gtest.h>
 
-#include "runtime/chat_template/chat_template.hpp"
+#include "runtime/text/chat_template/chat_template.hpp"
 #include "tests/chat_template/fixture_data.hpp"
 
 namespace hive {

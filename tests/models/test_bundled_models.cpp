@@ -10,7 +10,7 @@
 #include <sstream>
 #include <string>
 
-#include "runtime/tokenizer/tokenizer.hpp"
+#include "runtime/text/tokenizer/tokenizer.hpp"
 #include "tests/common/run_command.hpp"
 
 namespace hive {

@@ -5,11 +5,11 @@
 #include <thread>
 
 #include "kernels/error.hpp"
-#include "runtime/tokenizer/regex.hpp"
-#include "runtime/tokenizer/split_behavior.hpp"
-#include "runtime/tokenizer/token_trie.hpp"
-#include "runtime/tokenizer/unicode.hpp"
-#include "runtime/tokenizer/utf8.hpp"
+#include "runtime/text/tokenizer/regex.hpp"
+#include "runtime/text/tokenizer/split_behavior.hpp"
+#include "runtime/text/tokenizer/token_trie.hpp"
+#include "runtime/text/tokenizer/unicode.hpp"
+#include "runtime/text/tokenizer/utf8.hpp"
 #include "tests/tokenizer/fixtures.hpp"
 
 namespace hive::test {

@@ -3,8 +3,8 @@
 // fallback) and compare with what Hugging Face produced for the same input.
 #include <gtest/gtest.h>
 
-#include "runtime/tokenizer/streaming_detokenizer.hpp"
-#include "runtime/tokenizer/utf8.hpp"
+#include "runtime/text/tokenizer/streaming_detokenizer.hpp"
+#include "runtime/text/tokenizer/utf8.hpp"
 #include "tests/tokenizer/fixtures.hpp"
 
 namespace hive::test {

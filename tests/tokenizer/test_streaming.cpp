@@ -6,8 +6,8 @@
 #include <algorithm>
 #include <span>
 
-#include "runtime/tokenizer/streaming_detokenizer.hpp"
-#include "runtime/tokenizer/utf8.hpp"
+#include "runtime/text/tokenizer/streaming_detokenizer.hpp"
+#include "runtime/text/tokenizer/utf8.hpp"
 #include "tests/tokenizer/fixtures.hpp"
 
 namespace hive::test {

@@ -19,7 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "kernels/error.hpp"
-#include "runtime/tokenizer/tokenizer.hpp"
+#include "runtime/text/tokenizer/tokenizer.hpp"
 
 namespace {
 

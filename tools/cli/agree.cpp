@@ -15,7 +15,7 @@
 #include "kernels/error.hpp"
 #include "runtime/generate.hpp"
 #include "runtime/model.hpp"
-#include "runtime/tokenizer/tokenizer.hpp"
+#include "runtime/text/tokenizer/tokenizer.hpp"
 #include "tools/cli/args.hpp"
 #include "tools/cli/commands.hpp"
 #include "tools/cli/window_logits.hpp"

@@ -4,7 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "kernels/error.hpp"
-#include "runtime/chat_template/chat_template.hpp"
+#include "runtime/text/chat_template/chat_template.hpp"
 
 #ifndef HIVE_SOURCE_DIR
 #error "HIVE_SOURCE_DIR must name the source tree (a compile definition)"

@@ -16,8 +16,8 @@
 #include <string>
 #include <vector>
 
-#include "runtime/tokenizer/streaming_detokenizer.hpp"
-#include "runtime/tokenizer/tokenizer.hpp"
+#include "runtime/text/tokenizer/streaming_detokenizer.hpp"
+#include "runtime/text/tokenizer/tokenizer.hpp"
 #include "tools/cli/args.hpp"
 
 namespace hive::cli {

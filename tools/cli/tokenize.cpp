@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "kernels/error.hpp"
-#include "runtime/tokenizer/tokenizer.hpp"
+#include "runtime/text/tokenizer/tokenizer.hpp"
 #include "tools/cli/args.hpp"
 #include "tools/cli/commands.hpp"
 

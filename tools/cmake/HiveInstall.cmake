@@ -17,7 +17,7 @@ set(HIVE_INSTALL_CMAKEDIR ${CMAKE_INSTALL_LIBDIR}/cmake/hive)
 
 # hive_actors is exported as hive::actors, and so on; the same names work
 # inside this build.
-set(HIVE_LIBRARIES hive_kernels hive_moe hive_tokenizer hive_chat_template hive_runtime
+set(HIVE_LIBRARIES hive_kernels hive_moe hive_text hive_runtime
   hive_actors)
 foreach(library IN LISTS HIVE_LIBRARIES)
   string(REGEX REPLACE "^hive_" "" name ${library})
