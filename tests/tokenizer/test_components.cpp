@@ -9,7 +9,7 @@
 #include "runtime/text/tokenizer/split_behavior.hpp"
 #include "runtime/text/tokenizer/token_trie.hpp"
 #include "runtime/text/tokenizer/unicode.hpp"
-#include "runtime/text/tokenizer/utf8.hpp"
+#include "runtime/text/utf8.hpp"
 #include "tests/tokenizer/fixtures.hpp"
 
 namespace hive::test {
@@ -19,15 +19,15 @@ using namespace hive::tokenizer;
 
 TEST(Utf8, ReplacesEachMaximalInvalidSubsequence) {
   const std::string fffd = "\xEF\xBF\xBD";
-  EXPECT_EQ(to_valid_utf8("abc"), "abc");
-  EXPECT_EQ(to_valid_utf8("\xFF"), fffd);
-  EXPECT_EQ(to_valid_utf8("a\xE4\xB8"), "a" + fffd);             // truncated: one U+FFFD
-  EXPECT_EQ(to_valid_utf8("\xED\xA0\x80"), fffd + fffd + fffd);  // a surrogate: three
-  EXPECT_EQ(to_valid_utf8("\xF0\x9F\x98\x80"), "\xF0\x9F\x98\x80");
-  EXPECT_EQ(to_valid_utf8("\xC0\xAF"), fffd + fffd);  // overlong
-  EXPECT_EQ(to_valid_utf8("\xF4\x90\x80\x80"), fffd + fffd + fffd + fffd);
-  EXPECT_TRUE(is_valid_utf8("\xE4\xB8\xAD"));
-  EXPECT_FALSE(is_valid_utf8("\xE4\xB8"));
+  EXPECT_EQ(utf8::to_valid("abc"), "abc");
+  EXPECT_EQ(utf8::to_valid("\xFF"), fffd);
+  EXPECT_EQ(utf8::to_valid("a\xE4\xB8"), "a" + fffd);             // truncated: one U+FFFD
+  EXPECT_EQ(utf8::to_valid("\xED\xA0\x80"), fffd + fffd + fffd);  // a surrogate: three
+  EXPECT_EQ(utf8::to_valid("\xF0\x9F\x98\x80"), "\xF0\x9F\x98\x80");
+  EXPECT_EQ(utf8::to_valid("\xC0\xAF"), fffd + fffd);  // overlong
+  EXPECT_EQ(utf8::to_valid("\xF4\x90\x80\x80"), fffd + fffd + fffd + fffd);
+  EXPECT_TRUE(utf8::is_valid("\xE4\xB8\xAD"));
+  EXPECT_FALSE(utf8::is_valid("\xE4\xB8"));
 }
 
 TEST(Unicode, NormalizesAroundAsciiRuns) {

@@ -4,7 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "runtime/text/tokenizer/streaming_detokenizer.hpp"
-#include "runtime/text/tokenizer/utf8.hpp"
+#include "runtime/text/utf8.hpp"
 #include "tests/tokenizer/fixtures.hpp"
 
 namespace hive::test {
@@ -50,7 +50,7 @@ TEST_P(HfFixture, InvalidUtf8IsReplacedLikeLossyDecoding) {
   ASSERT_EQ(inputs.size(), data["invalid_utf8"].size());
   for (std::size_t i = 0; i < inputs.size(); ++i) {
     const std::string bytes = from_hex(inputs[i].get<std::string>());
-    ASSERT_FALSE(tokenizer::is_valid_utf8(bytes));
+    ASSERT_FALSE(utf8::is_valid(bytes));
     const Json& row = data["invalid_utf8"][i];
     EXPECT_EQ(tokenizer().encode(bytes, false), ids_of(row["ids"])) << "bytes " << inputs[i];
     EXPECT_EQ(tokenizer().encode(bytes, true), ids_of(row["ids_special"])) << "bytes " << inputs[i];
@@ -83,7 +83,7 @@ void check_stream(const Tokenizer& tokenizer, const std::vector<int32_t>& ids, b
   std::string joined;
   for (std::size_t k = 0; k < ids.size(); ++k) {
     const std::string chunk = stream.step(ids[k]);
-    EXPECT_TRUE(tokenizer::is_valid_utf8(chunk)) << what << " step " << k;
+    EXPECT_TRUE(utf8::is_valid(chunk)) << what << " step " << k;
     if (reference.is_array()) {
       const std::string want = reference[k].is_null() ? "" : reference[k].get<std::string>();
       EXPECT_EQ(chunk, want) << what << " step " << k;

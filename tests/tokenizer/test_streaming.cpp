@@ -7,7 +7,7 @@
 #include <span>
 
 #include "runtime/text/tokenizer/streaming_detokenizer.hpp"
-#include "runtime/text/tokenizer/utf8.hpp"
+#include "runtime/text/utf8.hpp"
 #include "tests/tokenizer/fixtures.hpp"
 
 namespace hive::test {
@@ -28,7 +28,7 @@ TEST(StreamingDetokenizer, HoldsPartialCharactersOfByteFallbackTokens) {
   std::string joined;
   int empty = 0;
   for (const std::string& chunk : out) {
-    EXPECT_TRUE(tokenizer::is_valid_utf8(chunk));
+    EXPECT_TRUE(utf8::is_valid(chunk));
     EXPECT_EQ(chunk.find("\xEF\xBF\xBD"), std::string::npos) << "no replacement character";
     empty += chunk.empty();
     joined += chunk;
@@ -86,7 +86,7 @@ TEST(StreamingDetokenizer, APrimedStreamContinuesAtEverySplitPoint) {
             ++exact;
           } else if (before.ends_with(replacement) && all.find(replacement) == std::string::npos) {
             ASSERT_TRUE(all.ends_with(text)) << quoted(text);
-            ASSERT_TRUE(tokenizer::is_valid_utf8(text)) << quoted(text);
+            ASSERT_TRUE(utf8::is_valid(text)) << quoted(text);
             ++inside;
           }
         }
@@ -183,7 +183,7 @@ TEST(StreamingDetokenizer, KeepsGoingOnInvalidByteFallbackSequences) {
                                     *tokenizer.token_to_id("<0xDA>"), *tokenizer.token_to_id("9")};
   const auto out = chunks(tokenizer, ids);
   EXPECT_EQ(out[0], "=");
-  for (const std::string& chunk : out) EXPECT_TRUE(tokenizer::is_valid_utf8(chunk));
+  for (const std::string& chunk : out) EXPECT_TRUE(utf8::is_valid(chunk));
 }
 
 }  // namespace

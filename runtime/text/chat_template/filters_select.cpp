@@ -6,7 +6,7 @@
 #include "runtime/text/chat_template/jinja_tests.hpp"
 #include "runtime/text/chat_template/object_access.hpp"
 #include "runtime/text/chat_template/string_ops.hpp"
-#include "runtime/text/chat_template/utf8.hpp"
+#include "runtime/text/chat_template/python_chars.hpp"
 #include "runtime/text/chat_template/value_ops.hpp"
 
 namespace hive::chat_template::filter {
@@ -65,7 +65,7 @@ Value attribute_path(const Value& item, const Value& attribute) {
 }
 
 Value ignore_case(const Value& value) {
-  return value.is_string() ? Value::string(utf8::lower(value.as_string())) : value;
+  return value.is_string() ? Value::string(py::lower(value.as_string())) : value;
 }
 
 // map(attribute="x", default=d) looks an attribute up; map("filter", args...)

@@ -7,7 +7,7 @@
 #include "runtime/text/chat_template/call_args.hpp"
 #include "runtime/text/chat_template/filter_functions.hpp"
 #include "runtime/text/chat_template/string_ops.hpp"
-#include "runtime/text/chat_template/utf8.hpp"
+#include "runtime/text/utf8.hpp"
 #include "runtime/text/chat_template/value_ops.hpp"
 #include "runtime/text/chat_template/value_text.hpp"
 

@@ -4,7 +4,8 @@
 #include "runtime/text/chat_template/call_args.hpp"
 #include "runtime/text/chat_template/filter_functions.hpp"
 #include "runtime/text/chat_template/string_ops.hpp"
-#include "runtime/text/chat_template/utf8.hpp"
+#include "runtime/text/chat_template/python_chars.hpp"
+#include "runtime/text/utf8.hpp"
 #include "runtime/text/chat_template/value_ops.hpp"
 #include "runtime/text/chat_template/value_text.hpp"
 
@@ -12,12 +13,12 @@ namespace hive::chat_template::filter {
 namespace {
 
 bool is_word_char(char32_t c) {
-  return c == '_' || utf8::is_alpha_char(c) || utf8::is_digit_char(c);
+  return c == '_' || py::is_alpha_char(c) || py::is_digit_char(c);
 }
 
 // jinja2 splits titles at runs of `-`, whitespace and opening brackets.
 bool is_title_break(char32_t c) {
-  return c == '-' || c == '(' || c == '{' || c == '[' || c == '<' || utf8::is_space(c);
+  return c == '-' || c == '(' || c == '{' || c == '[' || c == '<' || py::is_space(c);
 }
 
 }  // namespace
@@ -29,12 +30,12 @@ Value trim(const Value& input, const CallArgs& call) {
 
 Value upper(const Value& input, const CallArgs& call) {
   BoundArgs args("upper", call, {});
-  return Value::string(utf8::upper(to_str(input)));
+  return Value::string(py::upper(to_str(input)));
 }
 
 Value lower(const Value& input, const CallArgs& call) {
   BoundArgs args("lower", call, {});
-  return Value::string(utf8::lower(to_str(input)));
+  return Value::string(py::lower(to_str(input)));
 }
 
 Value capitalize(const Value& input, const CallArgs& call) {
@@ -49,7 +50,7 @@ Value title(const Value& input, const CallArgs& call) {
   std::u32string out;
   for (size_t i = 0; i < text.size(); ++i) {
     const bool starts_item = i == 0 || is_title_break(text[i]) != is_title_break(text[i - 1]);
-    out += starts_item ? utf8::upper_char(text[i]) : utf8::lower_char(text[i]);
+    out += starts_item ? py::upper_char(text[i]) : py::lower_char(text[i]);
   }
   return Value::string(utf8::from_u32(out));
 }

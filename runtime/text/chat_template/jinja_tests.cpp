@@ -5,7 +5,7 @@
 #include "kernels/error.hpp"
 #include "runtime/text/chat_template/call_args.hpp"
 #include "runtime/text/chat_template/filters.hpp"
-#include "runtime/text/chat_template/utf8.hpp"
+#include "runtime/text/chat_template/python_chars.hpp"
 #include "runtime/text/chat_template/value_ops.hpp"
 #include "runtime/text/chat_template/value_text.hpp"
 
@@ -79,13 +79,13 @@ bool is_sequence(const Value& v, const CallArgs& a) {
 bool is_lower(const Value& v, const CallArgs& a) {
   no_args("lower", a);
   const std::string text = to_str(v);
-  return text == utf8::lower(text) && text != utf8::upper(text);
+  return text == py::lower(text) && text != py::upper(text);
 }
 
 bool is_upper(const Value& v, const CallArgs& a) {
   no_args("upper", a);
   const std::string text = to_str(v);
-  return text == utf8::upper(text) && text != utf8::lower(text);
+  return text == py::upper(text) && text != py::lower(text);
 }
 
 bool is_odd(const Value& v, const CallArgs& a) {

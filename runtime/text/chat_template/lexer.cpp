@@ -1,7 +1,8 @@
 #include "runtime/text/chat_template/lexer.hpp"
 
 #include "runtime/text/chat_template/literals.hpp"
-#include "runtime/text/chat_template/utf8.hpp"
+#include "runtime/text/chat_template/python_chars.hpp"
+#include "runtime/text/utf8.hpp"
 
 namespace hive::chat_template {
 namespace {
@@ -16,7 +17,7 @@ bool starts_with(std::string_view text, size_t pos, std::string_view prefix) {
 size_t skip_space(std::string_view text, size_t pos) {
   while (pos < text.size()) {
     size_t next = pos;
-    if (!utf8::is_space(utf8::decode(text, next))) break;
+    if (!py::is_space(utf8::decode(text, next))) break;
     pos = next;
   }
   return pos;
@@ -30,7 +31,7 @@ bool all_space(std::string_view text) {
 std::string_view rstrip(std::string_view text) {
   const std::u32string wide = utf8::to_u32(text);
   size_t keep = wide.size();
-  while (keep > 0 && utf8::is_space(wide[keep - 1])) --keep;
+  while (keep > 0 && py::is_space(wide[keep - 1])) --keep;
   size_t bytes = 0;
   for (size_t i = 0; i < keep; ++i) utf8::decode(text, bytes);
   return text.substr(0, bytes);

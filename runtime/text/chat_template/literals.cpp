@@ -4,7 +4,7 @@
 #include <charconv>
 
 #include "kernels/error.hpp"
-#include "runtime/text/chat_template/utf8.hpp"
+#include "runtime/text/utf8.hpp"
 
 namespace hive::chat_template {
 namespace {

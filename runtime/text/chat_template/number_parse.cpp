@@ -7,15 +7,15 @@
 #include <string>
 #include <vector>
 
-#include "runtime/text/chat_template/utf8.hpp"
+#include "runtime/text/chat_template/python_chars.hpp"
 
 namespace hive::chat_template {
 namespace {
 
 std::string_view strip_space(std::string_view text) {
   size_t begin = 0, end = text.size();
-  while (begin < end && utf8::is_space(static_cast<unsigned char>(text[begin]))) ++begin;
-  while (end > begin && utf8::is_space(static_cast<unsigned char>(text[end - 1]))) --end;
+  while (begin < end && py::is_space(static_cast<unsigned char>(text[begin]))) ++begin;
+  while (end > begin && py::is_space(static_cast<unsigned char>(text[end - 1]))) --end;
   return text.substr(begin, end - begin);
 }
 

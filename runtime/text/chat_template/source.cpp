@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "runtime/text/chat_template/utf8.hpp"
+#include "runtime/text/utf8.hpp"
 
 namespace hive::chat_template {
 

@@ -7,7 +7,8 @@
 #include "kernels/error.hpp"
 #include "runtime/text/chat_template/call_args.hpp"
 #include "runtime/text/chat_template/string_ops.hpp"
-#include "runtime/text/chat_template/utf8.hpp"
+#include "runtime/text/chat_template/python_chars.hpp"
+#include "runtime/text/utf8.hpp"
 #include "runtime/text/chat_template/value_ops.hpp"
 
 namespace hive::chat_template {
@@ -34,8 +35,8 @@ std::string title_string(const std::string& s) {
   bool previous_cased = false;
   for (size_t pos = 0; pos < s.size();) {
     const char32_t c = utf8::decode(s, pos);
-    utf8::append(out, previous_cased ? utf8::lower_char(c) : utf8::upper_char(c));
-    previous_cased = utf8::is_upper_char(c) || utf8::is_lower_char(c);
+    utf8::append(out, previous_cased ? py::lower_char(c) : py::upper_char(c));
+    previous_cased = py::is_upper_char(c) || py::is_lower_char(c);
   }
   return out;
 }
@@ -162,7 +163,7 @@ Value predicate(const std::string& self, const CallArgs& call) {
 }
 
 bool is_alnum(char32_t c) {
-  return utf8::is_alpha_char(c) || utf8::is_digit_char(c);
+  return py::is_alpha_char(c) || py::is_digit_char(c);
 }
 
 template <bool Upper>
@@ -171,8 +172,8 @@ Value case_predicate(const std::string& self, const CallArgs& call) {
   bool any_cased = false;
   for (size_t pos = 0; pos < self.size();) {
     const char32_t c = utf8::decode(self, pos);
-    if (Upper ? utf8::is_lower_char(c) : utf8::is_upper_char(c)) return Value::boolean(false);
-    any_cased = any_cased || utf8::is_upper_char(c) || utf8::is_lower_char(c);
+    if (Upper ? py::is_lower_char(c) : py::is_upper_char(c)) return Value::boolean(false);
+    any_cased = any_cased || py::is_upper_char(c) || py::is_lower_char(c);
   }
   return Value::boolean(any_cased);
 }
@@ -184,10 +185,10 @@ Value transform(const std::string& self, const CallArgs& call) {
 }
 
 std::string upper_string(const std::string& s) {
-  return utf8::upper(s);
+  return py::upper(s);
 }
 std::string lower_string(const std::string& s) {
-  return utf8::lower(s);
+  return py::lower(s);
 }
 
 const std::map<std::string_view, Method>& methods() {
@@ -212,10 +213,10 @@ const std::map<std::string_view, Method>& methods() {
       {"casefold", transform<lower_string>},
       {"title", transform<title_string>},
       {"capitalize", transform<capitalize_string>},
-      {"isdigit", predicate<utf8::is_digit_char>},
-      {"isalpha", predicate<utf8::is_alpha_char>},
+      {"isdigit", predicate<py::is_digit_char>},
+      {"isalpha", predicate<py::is_alpha_char>},
       {"isalnum", predicate<is_alnum>},
-      {"isspace", predicate<utf8::is_space>},
+      {"isspace", predicate<py::is_space>},
       {"isupper", case_predicate<true>},
       {"islower", case_predicate<false>},
   };

@@ -3,7 +3,8 @@
 #include <algorithm>
 
 #include "kernels/error.hpp"
-#include "runtime/text/chat_template/utf8.hpp"
+#include "runtime/text/chat_template/python_chars.hpp"
+#include "runtime/text/utf8.hpp"
 
 namespace hive::chat_template {
 namespace {
@@ -26,13 +27,13 @@ Value split_whitespace_left(const std::u32string& s, int64_t maxsplit) {
   size_t i = 0;
   const size_t n = s.size();
   for (int64_t left = maxsplit < 0 ? INT64_MAX : maxsplit; left > 0; --left) {
-    while (i < n && utf8::is_space(s[i])) ++i;
+    while (i < n && py::is_space(s[i])) ++i;
     if (i == n) break;
     const size_t j = i;
-    while (i < n && !utf8::is_space(s[i])) ++i;
+    while (i < n && !py::is_space(s[i])) ++i;
     parts.push_back(s.substr(j, i - j));
   }
-  while (i < n && utf8::is_space(s[i])) ++i;
+  while (i < n && py::is_space(s[i])) ++i;
   if (i < n) parts.push_back(s.substr(i));
   return strings_to_list(parts);
 }
@@ -42,14 +43,14 @@ Value split_whitespace_right(const std::u32string& s, int64_t maxsplit) {
   std::vector<std::u32string> parts;
   size_t end = s.size();  // one past the last unread character
   for (int64_t left = maxsplit < 0 ? INT64_MAX : maxsplit; left > 0; --left) {
-    while (end > 0 && utf8::is_space(s[end - 1])) --end;
+    while (end > 0 && py::is_space(s[end - 1])) --end;
     if (end == 0) break;
     size_t start = end;
-    while (start > 0 && !utf8::is_space(s[start - 1])) --start;
+    while (start > 0 && !py::is_space(s[start - 1])) --start;
     parts.push_back(s.substr(start, end - start));
     end = start;
   }
-  while (end > 0 && utf8::is_space(s[end - 1])) --end;
+  while (end > 0 && py::is_space(s[end - 1])) --end;
   if (end > 0) parts.push_back(s.substr(0, end));
   std::reverse(parts.begin(), parts.end());
   return strings_to_list(parts);
@@ -90,7 +91,7 @@ std::string strip_string(const std::string& s, const std::optional<std::string>&
   const std::u32string text = utf8::to_u32(s);
   const std::u32string set = chars ? utf8::to_u32(*chars) : std::u32string();
   const auto strips = [&](char32_t c) {
-    return chars ? set.find(c) != std::u32string::npos : utf8::is_space(c);
+    return chars ? set.find(c) != std::u32string::npos : py::is_space(c);
   };
   size_t begin = 0, end = text.size();
   while (left && begin < end && strips(text[begin])) ++begin;
@@ -153,7 +154,7 @@ std::string capitalize_string(const std::string& s) {
   std::string out;
   for (size_t pos = 0; pos < s.size();) {
     const char32_t c = utf8::decode(s, pos);
-    utf8::append(out, out.empty() ? utf8::upper_char(c) : utf8::lower_char(c));
+    utf8::append(out, out.empty() ? py::upper_char(c) : py::lower_char(c));
   }
   return out;
 }

@@ -6,7 +6,7 @@
 #include <limits>
 
 #include "kernels/error.hpp"
-#include "runtime/text/chat_template/utf8.hpp"
+#include "runtime/text/utf8.hpp"
 #include "runtime/text/chat_template/value_ops.hpp"
 #include "runtime/text/chat_template/value_text.hpp"
 

@@ -1,7 +1,7 @@
 #include "runtime/text/chat_template/value_ops.hpp"
 
 #include "kernels/error.hpp"
-#include "runtime/text/chat_template/utf8.hpp"
+#include "runtime/text/utf8.hpp"
 
 namespace hive::chat_template {
 namespace {

@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "runtime/text/chat_template/utf8.hpp"
+#include "runtime/text/utf8.hpp"
 
 namespace hive::chat_template {
 namespace {

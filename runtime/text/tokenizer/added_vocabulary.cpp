@@ -5,7 +5,7 @@
 #include "runtime/text/tokenizer/bpe_model.hpp"
 #include "runtime/text/tokenizer/normalizer.hpp"
 #include "runtime/text/tokenizer/unicode.hpp"
-#include "runtime/text/tokenizer/utf8.hpp"
+#include "runtime/text/utf8.hpp"
 
 namespace hive::tokenizer {
 namespace {
@@ -14,20 +14,20 @@ namespace {
 bool ends_with_word(std::string_view text) {
   if (text.empty()) return false;
   std::size_t end = text.size();
-  return is_word_char(previous_code_point(text, end));
+  return is_word_char(utf8::previous_code_point(text, end));
 }
 
 bool starts_with_word(std::string_view text) {
   if (text.empty()) return false;
   std::size_t pos = 0;
-  return is_word_char(next_code_point(text, pos));
+  return is_word_char(utf8::next_code_point(text, pos));
 }
 
 std::size_t trailing_space_start(std::string_view text) {
   std::size_t end = text.size();
   while (end > 0) {
     std::size_t before = end;
-    if (!is_whitespace(previous_code_point(text, before))) break;
+    if (!is_whitespace(utf8::previous_code_point(text, before))) break;
     end = before;
   }
   return end;
@@ -37,7 +37,7 @@ std::size_t leading_space_end(std::string_view text) {
   std::size_t pos = 0;
   while (pos < text.size()) {
     std::size_t after = pos;
-    if (!is_whitespace(next_code_point(text, after))) break;
+    if (!is_whitespace(utf8::next_code_point(text, after))) break;
     pos = after;
   }
   return pos;

@@ -3,7 +3,7 @@
 
 #include "kernels/error.hpp"
 #include "runtime/text/tokenizer/bpe_model.hpp"
-#include "runtime/text/tokenizer/utf8.hpp"
+#include "runtime/text/utf8.hpp"
 
 namespace hive::tokenizer {
 namespace {
@@ -86,7 +86,7 @@ void BpeModel::initial_symbols(std::string_view word, std::vector<int32_t>& ids,
   std::size_t pos = 0;
   while (pos < word.size()) {
     const std::size_t start = pos;
-    pos += utf8_sequence_length(static_cast<unsigned char>(word[pos]));
+    pos += utf8::sequence_length(static_cast<unsigned char>(word[pos]));
     const auto byte_length = static_cast<uint32_t>(pos - start);
     std::string_view symbol = word.substr(start, pos - start);
     const bool prefixed = start > 0 && !continuing_subword_prefix_.empty();

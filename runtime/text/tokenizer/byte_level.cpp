@@ -2,7 +2,7 @@
 
 #include <array>
 
-#include "runtime/text/tokenizer/utf8.hpp"
+#include "runtime/text/utf8.hpp"
 
 namespace hive::tokenizer {
 namespace {
@@ -18,7 +18,7 @@ struct Alphabet {
       const bool printable = (byte >= '!' && byte <= '~') || (byte >= 0xA1 && byte <= 0xAC) ||
                              (byte >= 0xAE && byte <= 0xFF);
       const char32_t c = printable ? static_cast<char32_t>(byte) : 256 + next_extra++;
-      append_utf8(byte_to_text[byte], c);
+      utf8::append(byte_to_text[byte], c);
       char_to_byte[c] = static_cast<int16_t>(byte);
     }
   }
@@ -48,7 +48,7 @@ void append_alphabet_bytes(std::string_view token, std::string& out) {
   const std::size_t mark = out.size();
   std::size_t pos = 0;
   while (pos < token.size()) {
-    const char32_t c = next_code_point(token, pos);
+    const char32_t c = utf8::next_code_point(token, pos);
     if (c >= table.char_to_byte.size() || table.char_to_byte[c] < 0) {
       out.resize(mark);
       out.append(token);

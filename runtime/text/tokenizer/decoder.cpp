@@ -4,7 +4,7 @@
 #include "runtime/text/tokenizer/byte_level.hpp"
 #include "runtime/text/tokenizer/metaspace.hpp"
 #include "runtime/text/tokenizer/replace_pattern.hpp"
-#include "runtime/text/tokenizer/utf8.hpp"
+#include "runtime/text/utf8.hpp"
 
 namespace hive::tokenizer {
 namespace {
@@ -15,7 +15,7 @@ class ByteLevelDecoder final : public Decoder {
   void decode_chain(std::vector<std::string>& tokens) const override {
     std::string bytes;
     for (const std::string& token : tokens) append_alphabet_bytes(token, bytes);
-    tokens.assign(1, to_valid_utf8(bytes));
+    tokens.assign(1, utf8::to_valid(bytes));
   }
 };
 
@@ -52,7 +52,7 @@ class ByteFallbackDecoder final : public Decoder {
     std::string pending;
     auto flush = [&] {
       if (pending.empty()) return;
-      if (is_valid_utf8(pending)) {
+      if (utf8::is_valid(pending)) {
         out.push_back(pending);
       } else {
         for (std::size_t i = 0; i < pending.size(); ++i) out.emplace_back("\xEF\xBF\xBD");
@@ -91,12 +91,12 @@ class StripDecoder final : public Decoder {
       std::size_t begin = 0, end = token.size();
       for (std::size_t i = 0; i < start_ && begin < end; ++i) {
         std::size_t next = begin;
-        if (next_code_point(token, next) != content_) break;
+        if (utf8::next_code_point(token, next) != content_) break;
         begin = next;
       }
       for (std::size_t i = 0; i < stop_ && end > begin; ++i) {
         std::size_t previous = end;
-        if (previous_code_point(token, previous) != content_) break;
+        if (utf8::previous_code_point(token, previous) != content_) break;
         end = previous;
       }
       token = token.substr(begin, end - begin);

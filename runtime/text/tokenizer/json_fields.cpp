@@ -1,7 +1,7 @@
 #include "runtime/text/tokenizer/json_fields.hpp"
 
 #include "kernels/error.hpp"
-#include "runtime/text/tokenizer/utf8.hpp"
+#include "runtime/text/utf8.hpp"
 
 namespace hive::tokenizer {
 
@@ -71,10 +71,10 @@ int64_t int_field(const Json& object, std::string_view key, const std::string& p
 
 char32_t char_field(const Json& object, std::string_view key, const std::string& path) {
   const std::string text = string_field(object, key, path);
-  if (!(is_valid_utf8(text) && count_code_points(text) == 1))
+  if (!(utf8::is_valid(text) && utf8::length(text) == 1))
     fail(child_path(path, key), ": expected a single character (got \"", text, "\")");
   std::size_t pos = 0;
-  return next_code_point(text, pos);
+  return utf8::next_code_point(text, pos);
 }
 
 std::string component_type(const Json& component, const std::string& path) {

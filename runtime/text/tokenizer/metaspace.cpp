@@ -2,7 +2,7 @@
 
 #include "kernels/error.hpp"
 #include "runtime/text/tokenizer/split_behavior.hpp"
-#include "runtime/text/tokenizer/utf8.hpp"
+#include "runtime/text/utf8.hpp"
 
 namespace hive::tokenizer {
 namespace {
@@ -31,7 +31,7 @@ std::string replace_all(const std::string& text, char from, const std::string& t
 Metaspace Metaspace::from_json(const Json& spec, const std::string& path) {
   Metaspace metaspace;
   metaspace.replacement_ = char_field(spec, "replacement", path);
-  append_utf8(metaspace.replacement_text_, metaspace.replacement_);
+  utf8::append(metaspace.replacement_text_, metaspace.replacement_);
   const auto scheme = optional_string(spec, "prepend_scheme", path);
   if (scheme) metaspace.prepend_scheme_ = parse_scheme(*scheme, child_path(path, "prepend_scheme"));
   // Older files say add_prefix_space: false; Hugging Face accepts that only
@@ -68,7 +68,7 @@ void Metaspace::decode_chain(std::vector<std::string>& tokens) const {
     const std::string& token = tokens[i];
     while (pos < token.size()) {
       const std::size_t start = pos;
-      if (next_code_point(token, pos) != replacement_)
+      if (utf8::next_code_point(token, pos) != replacement_)
         out.append(token, start, pos - start);
       else if (!drop)
         out.push_back(' ');

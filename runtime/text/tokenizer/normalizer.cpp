@@ -6,7 +6,7 @@
 #include "runtime/text/tokenizer/regex.hpp"
 #include "runtime/text/tokenizer/replace_pattern.hpp"
 #include "runtime/text/tokenizer/unicode.hpp"
-#include "runtime/text/tokenizer/utf8.hpp"
+#include "runtime/text/utf8.hpp"
 
 namespace hive::tokenizer {
 namespace {
@@ -67,7 +67,7 @@ class Strip final : public Normalizer {
       std::size_t pos = 0;
       while (pos < end) {
         const std::size_t before = pos;
-        if (!is_whitespace(next_code_point(text, pos))) {
+        if (!is_whitespace(utf8::next_code_point(text, pos))) {
           pos = before;
           break;
         }
@@ -79,7 +79,7 @@ class Strip final : public Normalizer {
       std::size_t pos = end;
       while (pos > start) {
         std::size_t before = pos;
-        if (!is_whitespace(previous_code_point(text, before))) break;
+        if (!is_whitespace(utf8::previous_code_point(text, before))) break;
         pos = before;
       }
       end = pos;
@@ -98,7 +98,7 @@ class StripAccents final : public Normalizer {
     std::size_t pos = 0;
     while (pos < piece.text.size()) {
       const std::size_t start = pos;
-      if (!is_combining_mark(next_code_point(piece.text, pos)))
+      if (!is_combining_mark(utf8::next_code_point(piece.text, pos)))
         out.append(piece.text, start, pos - start);
       else if (start == 0)
         piece.at_input_start = false;

@@ -1,7 +1,7 @@
 #include "runtime/text/tokenizer/replace_pattern.hpp"
 
 #include "kernels/error.hpp"
-#include "runtime/text/tokenizer/utf8.hpp"
+#include "runtime/text/utf8.hpp"
 
 namespace hive::tokenizer {
 
@@ -26,7 +26,7 @@ ReplaceResult ReplacePattern::apply(std::string_view text) const {
   for (const MatchRange& match : regex_.find_all(text)) {
     if (match.start == 0 && match.end > 0) {
       result.first_match_at_start = true;
-      const std::size_t first_char_end = utf8_sequence_length(static_cast<unsigned char>(text[0]));
+      const std::size_t first_char_end = utf8::sequence_length(static_cast<unsigned char>(text[0]));
       result.first_match_shifts_start = content_.empty() || match.end > first_char_end;
     }
     result.text.append(text.substr(copied, match.start - copied));

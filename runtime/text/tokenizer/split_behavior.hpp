@@ -40,7 +40,7 @@ std::vector<PieceRange> apply_split_behavior(const std::vector<Span>& spans,
 
 }  // namespace hive::tokenizer
 
-#include "runtime/text/tokenizer/utf8.hpp"
+#include "runtime/text/utf8.hpp"
 
 namespace hive::tokenizer {
 
@@ -51,7 +51,7 @@ std::vector<Span> char_spans(std::string_view text, Predicate&& matches) {
   std::size_t gap_start = 0, pos = 0;
   while (pos < text.size()) {
     const std::size_t start = pos;
-    const char32_t c = next_code_point(text, pos);
+    const char32_t c = utf8::next_code_point(text, pos);
     if (!matches(c)) continue;
     if (gap_start < start) spans.push_back(Span{gap_start, start, false});
     spans.push_back(Span{start, pos, true});

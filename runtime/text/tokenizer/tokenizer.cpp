@@ -1,7 +1,7 @@
 #include "runtime/text/tokenizer/tokenizer.hpp"
 
 #include "runtime/text/tokenizer/tokenizer_impl.hpp"
-#include "runtime/text/tokenizer/utf8.hpp"
+#include "runtime/text/utf8.hpp"
 
 namespace hive {
 
@@ -15,8 +15,8 @@ const std::string* Tokenizer::Impl::token_string(int32_t id) const {
 std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special_tokens) const {
   const Impl& impl = *impl_;
   std::string repaired;
-  if (!tokenizer::is_valid_utf8(text)) {
-    repaired = tokenizer::to_valid_utf8(text);
+  if (!utf8::is_valid(text)) {
+    repaired = utf8::to_valid(text);
     text = repaired;
   }
   std::vector<int32_t> ids;

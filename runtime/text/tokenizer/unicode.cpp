@@ -6,7 +6,7 @@
 #include <memory>
 
 #include "kernels/error.hpp"
-#include "runtime/text/tokenizer/utf8.hpp"
+#include "runtime/text/utf8.hpp"
 
 namespace hive::tokenizer {
 namespace {
@@ -83,12 +83,12 @@ std::string to_lowercase(std::string_view text) {
       ++pos;
       continue;
     }
-    const char32_t code_point = next_code_point(text, pos);
+    const char32_t code_point = utf8::next_code_point(text, pos);
     if (code_point == 0x130) {  // the one unconditional multi-character lowercase mapping
       out.append("i\xCC\x87");
       continue;
     }
-    append_utf8(out,
+    utf8::append(out,
                 static_cast<char32_t>(utf8proc_tolower(static_cast<utf8proc_int32_t>(code_point))));
   }
   return out;
