@@ -16,8 +16,8 @@
 #include "kernels/backend_select.hpp"
 #include "kernels/error.hpp"
 #include "moe/expert_placement.hpp"
-#include "runtime/model_stats.hpp"
-#include "runtime/tensor_parallel.hpp"
+#include "runtime/model/model_stats.hpp"
+#include "runtime/model/tensor_parallel.hpp"
 
 namespace hive {
 

@@ -24,8 +24,8 @@
 #include <string>
 
 #include "actors/scheduler_actor.hpp"
-#include "runtime/launch_config.hpp"
-#include "runtime/llm_engine.hpp"
+#include "actors/launch_config.hpp"
+#include "runtime/engine/llm_engine.hpp"
 
 namespace caf {
 class actor_system;

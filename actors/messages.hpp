@@ -19,8 +19,8 @@
 #include <caf/meta/type_name.hpp>
 #include <caf/typed_actor.hpp>
 
-#include "runtime/request.hpp"
-#include "runtime/scheduler.hpp"
+#include "runtime/core/request.hpp"
+#include "runtime/core/scheduler.hpp"
 
 namespace hive {
 

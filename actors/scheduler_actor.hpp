@@ -12,7 +12,7 @@
 //
 // Async scheduling (SchedulerConfig::async_scheduling, the default): up to
 // two steps are in flight: a step is planned and sent while the one before
-// it runs, its samples pending (see runtime/sequence.hpp), so a worker
+// it runs, its samples pending (see runtime/core/sequence.hpp), so a worker
 // finds its next plan waiting when it finishes a step, and the planning,
 // the updates and the token events of the scheduler overlap its compute.
 // Workers run their steps in order, so step t+1's block copies and writes
@@ -66,8 +66,8 @@
 
 #include "actors/expert_actor.hpp"
 #include "actors/worker_actor.hpp"
-#include "runtime/kv_cache_manager.hpp"
-#include "runtime/scheduler.hpp"
+#include "runtime/core/kv_cache_manager.hpp"
+#include "runtime/core/scheduler.hpp"
 
 namespace hive {
 

@@ -27,9 +27,9 @@
 #include "moe/communicator.hpp"
 #include "moe/expert_placement.hpp"
 #include "moe/in_process_communicator.hpp"
-#include "runtime/model.hpp"
-#include "runtime/model_runner.hpp"
-#include "runtime/paged_kv_cache.hpp"
+#include "runtime/model/model.hpp"
+#include "runtime/model/model_runner.hpp"
+#include "runtime/model/paged_kv_cache.hpp"
 
 namespace hive {
 

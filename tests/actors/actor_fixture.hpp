@@ -19,7 +19,7 @@
 #include "actors/scheduler_actor.hpp"
 #include "actors/type_ids.hpp"
 #include "kernels/cpu/cpu_backend.hpp"
-#include "runtime/llm_engine.hpp"
+#include "runtime/engine/llm_engine.hpp"
 
 namespace hive::test {
 

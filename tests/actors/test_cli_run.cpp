@@ -7,8 +7,8 @@
 #include <string>
 
 #include "kernels/cpu/cpu_backend.hpp"
-#include "runtime/kv_budget.hpp"
-#include "runtime/llm_engine.hpp"
+#include "runtime/model/kv_budget.hpp"
+#include "runtime/engine/llm_engine.hpp"
 #include "tests/common/run_command.hpp"
 
 namespace hive {

@@ -17,8 +17,8 @@
 #include "actors/engine.hpp"
 #include "kernels/cpu/cpu_backend.hpp"
 #include "kernels/error.hpp"
-#include "runtime/launch_config.hpp"
-#include "runtime/safetensors.hpp"
+#include "actors/launch_config.hpp"
+#include "runtime/model/safetensors.hpp"
 
 namespace hive {
 namespace {

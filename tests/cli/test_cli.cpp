@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "runtime/safetensors.hpp"
+#include "runtime/model/safetensors.hpp"
 #include "tests/common/run_command.hpp"
 
 namespace hive {

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "kernels/error.hpp"
-#include "runtime/llm_engine.hpp"
+#include "runtime/engine/llm_engine.hpp"
 #include "tests/common/random.hpp"
 
 namespace hive::test {

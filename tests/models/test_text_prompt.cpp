@@ -8,8 +8,8 @@
 #include <nlohmann/json.hpp>
 
 #include "kernels/backend_select.hpp"
-#include "runtime/generate.hpp"
-#include "runtime/model.hpp"
+#include "runtime/engine/generate.hpp"
+#include "runtime/model/model.hpp"
 #include "kernels/error.hpp"
 #include "tools/cli/text_prompt.hpp"
 

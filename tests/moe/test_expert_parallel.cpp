@@ -13,7 +13,7 @@
 #include "kernels/error.hpp"
 #include "moe/expert_parallel.hpp"
 #include "moe/in_process_communicator.hpp"
-#include "runtime/model_weights.hpp"
+#include "runtime/model/model_weights.hpp"
 #include "tests/common/random.hpp"
 
 namespace hive {

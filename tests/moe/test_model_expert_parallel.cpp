@@ -16,7 +16,7 @@
 #include "kernels/cpu/cpu_backend.hpp"
 #include "kernels/error.hpp"
 #include "moe/in_process_communicator.hpp"
-#include "runtime/llm_engine.hpp"
+#include "runtime/engine/llm_engine.hpp"
 #include "tests/common/model_dirs.hpp"
 #include "tests/common/parallel_requests.hpp"
 #include "tests/common/random.hpp"

@@ -9,7 +9,7 @@
 #include <memory>
 
 #include "kernels/error.hpp"
-#include "runtime/scheduler.hpp"
+#include "runtime/core/scheduler.hpp"
 
 namespace hive::test {
 

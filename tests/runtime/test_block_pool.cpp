@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "kernels/error.hpp"
-#include "runtime/block_pool.hpp"
+#include "runtime/core/block_pool.hpp"
 
 namespace hive {
 namespace {

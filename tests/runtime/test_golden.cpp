@@ -12,9 +12,9 @@
 
 #include "kernels/cpu/cpu_backend.hpp"
 #include "kernels/error.hpp"
-#include "runtime/llm_engine.hpp"
-#include "runtime/model.hpp"
-#include "runtime/sampling.hpp"
+#include "runtime/engine/llm_engine.hpp"
+#include "runtime/model/model.hpp"
+#include "runtime/model/sampling.hpp"
 
 namespace hive {
 namespace {

@@ -7,7 +7,7 @@
 #include <numeric>
 
 #include "kernels/error.hpp"
-#include "runtime/kv_cache_manager.hpp"
+#include "runtime/core/kv_cache_manager.hpp"
 
 namespace hive {
 namespace {

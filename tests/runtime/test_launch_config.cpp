@@ -5,7 +5,7 @@
 #include <filesystem>
 
 #include "kernels/error.hpp"
-#include "runtime/launch_config.hpp"
+#include "actors/launch_config.hpp"
 
 namespace hive {
 namespace {

@@ -11,8 +11,8 @@
 
 #include "kernels/cpu/cpu_backend.hpp"
 #include "kernels/error.hpp"
-#include "runtime/model.hpp"
-#include "runtime/safetensors.hpp"
+#include "runtime/model/model.hpp"
+#include "runtime/model/safetensors.hpp"
 
 namespace hive {
 namespace {

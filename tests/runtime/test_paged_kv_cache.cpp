@@ -4,8 +4,8 @@
 
 #include "kernels/cpu/cpu_backend.hpp"
 #include "kernels/error.hpp"
-#include "runtime/kv_budget.hpp"
-#include "runtime/paged_kv_cache.hpp"
+#include "runtime/model/kv_budget.hpp"
+#include "runtime/model/paged_kv_cache.hpp"
 
 namespace hive {
 namespace {

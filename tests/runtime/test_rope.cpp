@@ -12,7 +12,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "runtime/rope.hpp"
+#include "runtime/model/rope.hpp"
 
 namespace hive {
 namespace {

@@ -6,7 +6,7 @@
 #include <map>
 
 #include "kernels/error.hpp"
-#include "runtime/sampling.hpp"
+#include "runtime/model/sampling.hpp"
 
 namespace hive {
 namespace {

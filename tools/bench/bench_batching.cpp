@@ -25,7 +25,7 @@
 
 #include "kernels/cpu/cpu_backend.hpp"
 #include "kernels/error.hpp"
-#include "runtime/llm_engine.hpp"
+#include "runtime/engine/llm_engine.hpp"
 
 namespace {
 

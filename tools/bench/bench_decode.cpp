@@ -20,8 +20,8 @@
 
 #include "kernels/cpu/cpu_backend.hpp"
 #include "kernels/error.hpp"
-#include "runtime/generate.hpp"
-#include "runtime/model_stats.hpp"
+#include "runtime/engine/generate.hpp"
+#include "runtime/model/model_stats.hpp"
 
 namespace {
 

@@ -24,8 +24,8 @@
 #include <nlohmann/json.hpp>
 
 #include "kernels/error.hpp"
-#include "runtime/kv_cache_manager.hpp"
-#include "runtime/model_config.hpp"
+#include "runtime/core/kv_cache_manager.hpp"
+#include "runtime/model/model_config.hpp"
 
 namespace {
 

@@ -13,8 +13,8 @@
 
 #include "kernels/backend_select.hpp"
 #include "kernels/error.hpp"
-#include "runtime/generate.hpp"
-#include "runtime/model.hpp"
+#include "runtime/engine/generate.hpp"
+#include "runtime/model/model.hpp"
 #include "runtime/text/tokenizer/tokenizer.hpp"
 #include "tools/cli/args.hpp"
 #include "tools/cli/commands.hpp"

@@ -14,7 +14,7 @@
 
 #include "kernels/backend_select.hpp"
 #include "kernels/error.hpp"
-#include "runtime/model.hpp"
+#include "runtime/model/model.hpp"
 #include "runtime/text/tokenizer/tokenizer.hpp"
 #include "tools/cli/args.hpp"
 #include "tools/cli/commands.hpp"

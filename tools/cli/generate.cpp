@@ -16,9 +16,9 @@
 
 #include "kernels/backend_select.hpp"
 #include "kernels/error.hpp"
-#include "runtime/generate.hpp"
-#include "runtime/llm_engine.hpp"
-#include "runtime/model_config.hpp"
+#include "runtime/engine/generate.hpp"
+#include "runtime/engine/llm_engine.hpp"
+#include "runtime/model/model_config.hpp"
 #include "tools/cli/args.hpp"
 #include "tools/cli/commands.hpp"
 #include "tools/cli/text_prompt.hpp"

@@ -2,8 +2,8 @@
 #include <cstdio>
 
 #include "kernels/backend_select.hpp"
-#include "runtime/model_stats.hpp"
-#include "runtime/weight_store.hpp"
+#include "runtime/model/model_stats.hpp"
+#include "runtime/model/weight_store.hpp"
 #include "tools/cli/args.hpp"
 #include "tools/cli/commands.hpp"
 

@@ -23,7 +23,7 @@
 
 #include "actors/engine.hpp"
 #include "kernels/error.hpp"
-#include "runtime/model_config.hpp"
+#include "runtime/model/model_config.hpp"
 #include "tools/cli/args.hpp"
 #include "tools/cli/commands.hpp"
 #include "tools/cli/text_prompt.hpp"

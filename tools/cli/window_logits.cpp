@@ -5,7 +5,7 @@
 #include <numeric>
 
 #include "kernels/error.hpp"
-#include "runtime/forward_batch.hpp"
+#include "runtime/model/forward_batch.hpp"
 
 namespace hive::cli {
 

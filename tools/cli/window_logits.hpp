@@ -8,8 +8,8 @@
 #include <span>
 #include <vector>
 
-#include "runtime/model.hpp"
-#include "runtime/paged_kv_cache.hpp"
+#include "runtime/model/model.hpp"
+#include "runtime/model/paged_kv_cache.hpp"
 
 namespace hive::cli {
 

@@ -3,6 +3,7 @@
 #   <prefix>/bin/hive
 #   <prefix>/share/hive/{models,configs}/                       bundled models, launch files
 #   <prefix>/include/hive/{kernels,moe,runtime,actors}/...hpp   repository layout
+#                           (runtime/{core,model,engine,text}/)
 #   <prefix>/lib/libhive_*.a
 #   <prefix>/lib/cmake/hive/hiveConfig.cmake, hiveConfigVersion.cmake,
 #                           hiveTargets*.cmake, Find*.cmake
@@ -17,7 +18,7 @@ set(HIVE_INSTALL_CMAKEDIR ${CMAKE_INSTALL_LIBDIR}/cmake/hive)
 
 # hive_actors is exported as hive::actors, and so on; the same names work
 # inside this build.
-set(HIVE_LIBRARIES hive_kernels hive_moe hive_text hive_runtime
+set(HIVE_LIBRARIES hive_kernels hive_moe hive_core hive_model hive_engine hive_text
   hive_actors)
 foreach(library IN LISTS HIVE_LIBRARIES)
   string(REGEX REPLACE "^hive_" "" name ${library})

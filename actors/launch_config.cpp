@@ -1,0 +1,359 @@
+#include "actors/launch_config.hpp"
+
+#include <yaml-cpp/yaml.h>
+
+#include <charconv>
+#include <cmath>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <sstream>
+#include <stdexcept>
+#include <vector>
+
+#include "kernels/error.hpp"
+
+namespace hive {
+
+namespace {
+
+// Reads one YAML mapping, remembering which keys were used, so that unknown
+// keys can be reported with their line. Keys must be plain names, each given
+// once: yaml-cpp keeps both entries of a repeated key and looks up the first,
+// so the second would be silently ignored.
+class Section {
+ public:
+  Section(const YAML::Node& node, std::string path, const std::string& source)
+      : node_(node), path_(std::move(path)), source_(source) {
+    check(node.IsMap(), where(node), path_.empty() ? "the file" : path_,
+          " must be a mapping of keys to values");
+    std::map<std::string, int> lines;
+    for (const auto& entry : node_) {
+      check(entry.first.IsScalar(), where(entry.first), "keys must be plain names (got a ",
+            entry.first.IsMap()        ? "mapping"
+            : entry.first.IsSequence() ? "list"
+                                       : "null",
+            ")");
+      const std::string& key = entry.first.Scalar();
+      const auto [first, fresh] = lines.emplace(key, entry.first.Mark().line + 1);
+      check(fresh, where(entry.first), "key '", qualified(key), "' given twice (first on line ",
+            first->second, ")");
+    }
+  }
+
+  // Calls read(node, key path) for the key when present.
+  void optional(const std::string& key,
+                const std::function<void(const YAML::Node&, const std::string&)>& read) {
+    used_.insert({key, true});
+    for (const auto& entry : node_) {
+      if (entry.first.Scalar() != key) continue;
+      // An empty value's own position is wherever the next token starts.
+      check(!entry.second.IsNull(), where(entry.first), qualified(key),
+            ": expected a value (got nothing)");
+      return read(entry.second, qualified(key));
+    }
+  }
+  void required(const std::string& key,
+                const std::function<void(const YAML::Node&, const std::string&)>& read) {
+    check(node_[key].IsDefined(), where(node_), "missing required key '", qualified(key), "'");
+    optional(key, read);
+  }
+  void reject_unknown_keys() const {
+    for (const auto& entry : node_) {
+      const std::string& key = entry.first.Scalar();
+      if (!used_.count(key)) {
+        std::string known;
+        for (const auto& [name, unused] : used_) known += (known.empty() ? "" : ", ") + name;
+        fail(where(entry.first), "unknown key '", qualified(key), "' (expected one of: ", known,
+             ")");
+      }
+    }
+  }
+  std::string where(const YAML::Node& node) const {
+    const YAML::Mark mark = node.Mark();
+    return mark.line >= 0 ? str_cat(source_, ":", mark.line + 1, ": ") : str_cat(source_, ": ");
+  }
+
+ private:
+  std::string qualified(const std::string& key) const {
+    return path_.empty() ? key : path_ + "." + key;
+  }
+
+  YAML::Node node_;
+  std::string path_;
+  const std::string& source_;
+  std::map<std::string, bool> used_;
+};
+
+struct Reader {
+  const std::string& source;
+
+  std::string at(const YAML::Node& node) const {
+    const YAML::Mark mark = node.Mark();
+    return str_cat(source, ":", mark.line + 1, ": ");
+  }
+  std::string scalar(const YAML::Node& node, const std::string& key, const char* expected) const {
+    check(node.IsScalar(), at(node), key, ": expected ", expected, " (got a ",
+          node.IsMap()        ? "mapping"
+          : node.IsSequence() ? "list"
+                              : "null",
+          ")");
+    return node.Scalar();
+  }
+  // A number or a boolean must be written plainly: a quoted "80" is a string.
+  std::string plain(const YAML::Node& node, const std::string& key, const char* expected) const {
+    std::string text = scalar(node, key, expected);
+    check(node.Tag() != "!", at(node), key, ": expected ", expected, " (got the quoted string '",
+          text, "')");
+    return text;
+  }
+  int64_t integer(const YAML::Node& node, const std::string& key, int64_t min, int64_t max) const {
+    const std::string text = plain(node, key, "an integer");
+    int64_t value = 0;
+    std::istringstream in(text);
+    check(static_cast<bool>(in >> value) && in.eof(), at(node), key, ": expected an integer (got '",
+          text, "')");
+    check(value >= min && value <= max, at(node), key, ": must be in [", min, ", ", max, "] (got ",
+          value, ")");
+    return value;
+  }
+  double number(const YAML::Node& node, const std::string& key, double min, double max) const {
+    const std::string text = plain(node, key, "a number");
+    double value = 0;
+    std::istringstream in(text);
+    check(static_cast<bool>(in >> value) && in.eof() && std::isfinite(value), at(node), key,
+          ": expected a number (got '", text, "')");
+    check(value >= min && value <= max, at(node), key, ": must be in [", min, ", ", max, "] (got ",
+          value, ")");
+    return value;
+  }
+  bool boolean(const YAML::Node& node, const std::string& key) const {
+    const std::string text = plain(node, key, "true or false");
+    if (text == "true") return true;
+    if (text == "false") return false;
+    fail(at(node), key, ": expected true or false (got '", text, "')");
+  }
+  std::string choice(const YAML::Node& node, const std::string& key,
+                     std::initializer_list<const char*> options) const {
+    const std::string text = scalar(node, key, "a string");
+    std::string listed;
+    for (const char* option : options) {
+      if (text == option) return text;
+      listed += str_cat(listed.empty() ? "" : ", ", option);
+    }
+    fail(at(node), key, ": expected one of ", listed, " (got '", text, "')");
+  }
+  int64_t duration_ms(const YAML::Node& node, const std::string& key) const {
+    const std::string text = scalar(node, key, "a duration");
+    const auto value = parse_duration_ms(text);
+    check(value.has_value() && *value > 0, at(node), key,
+          ": expected a positive duration such as 500ms, 60s or 10min (got '", text, "')");
+    return *value;
+  }
+  int64_t bytes(const YAML::Node& node, const std::string& key) const {
+    const std::string text = scalar(node, key, "a size");
+    const auto value = parse_byte_size(text);
+    check(value.has_value() && *value > 0, at(node), key,
+          ": expected a positive size such as 512MiB or 2GiB (got '", text, "')");
+    return *value;
+  }
+};
+
+}  // namespace
+
+int check_parallel_layout(const ParallelConfig& parallel, const std::string& where) {
+  const int world = parallel.world_size, tp = parallel.tensor_parallel_size;
+  const int ep = parallel.expert_parallel_size != 0 ? parallel.expert_parallel_size
+                 : tp == 1                          ? world
+                                                    : 1;
+  check((tp == 1 && ep == world) || (tp == world && ep == 1), where, "world_size ", world,
+        " with expert_parallel_size ", ep, " and tensor_parallel_size ", tp,
+        ": the ranks are either data parallel with the experts spread over all of them "
+        "(expert_parallel_size = world_size, tensor_parallel_size 1) or one tensor-parallel "
+        "model (tensor_parallel_size = world_size, expert_parallel_size 1)");
+  return ep;
+}
+
+std::optional<int64_t> parse_duration_ms(const std::string& text) {
+  static const std::map<std::string, int64_t> units = {
+      {"ms", 1}, {"s", 1000}, {"min", 60000}, {"h", 3600000}};
+  const size_t digits = text.find_first_not_of("0123456789");
+  if (digits == 0 || digits == std::string::npos) return std::nullopt;  // a unit is required
+  const auto unit = units.find(text.substr(digits));
+  int64_t count = 0, ms = 0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + digits, count);
+  if (unit == units.end() || error != std::errc() ||
+      __builtin_mul_overflow(count, unit->second, &ms))
+    return std::nullopt;
+  return ms;
+}
+
+std::optional<int64_t> parse_byte_size(const std::string& text) {
+  static const std::map<std::string, double> units = {
+      {"", 1},     {"B", 1},        {"KB", 1e3},        {"MB", 1e6},
+      {"GB", 1e9}, {"KiB", 1024.0}, {"MiB", 1048576.0}, {"GiB", 1073741824.0}};
+  // Decimal digits with an optional fraction, then the unit: no sign, space,
+  // exponent or hexadecimal, which std::stod would also take.
+  const std::string number = text.substr(0, text.find_first_not_of("0123456789."));
+  if (number.find_first_of("0123456789") == std::string::npos ||
+      number.find('.') != number.rfind('.'))
+    return std::nullopt;
+  const auto unit = units.find(text.substr(number.size()));
+  if (unit == units.end()) return std::nullopt;
+  if (number.find('.') == std::string::npos) {
+    // A whole number is exact, up to int64_t's last value.
+    int64_t whole = 0, product = 0;
+    const auto [end, error] = std::from_chars(number.data(), number.data() + number.size(), whole);
+    if (error != std::errc() ||
+        __builtin_mul_overflow(whole, static_cast<int64_t>(unit->second), &product))
+      return std::nullopt;
+    return product;
+  }
+  double bytes = 0;
+  try {
+    bytes = std::stod(number) * unit->second;
+  } catch (const std::out_of_range&) {
+    return std::nullopt;
+  }
+  // 2^63 is the first double past int64_t's range.
+  if (!(bytes < 9223372036854775808.0)) return std::nullopt;
+  return static_cast<int64_t>(bytes);
+}
+
+LaunchConfig parse_launch_config(const std::string& yaml_text, const std::string& source,
+                                 const std::filesystem::path& base_dir) {
+  YAML::Node root;
+  try {
+    // Empty documents (a trailing "---") are nothing; a second real one is
+    // a mistake.
+    std::vector<YAML::Node> documents;
+    for (const YAML::Node& document : YAML::LoadAll(yaml_text))
+      if (!document.IsNull()) documents.push_back(document);
+    check(documents.size() <= 1, source, ":",
+          documents.size() > 1 ? documents[1].Mark().line + 1 : 0,
+          ": a second YAML document; the file describes one runtime");
+    if (!documents.empty()) root = documents[0];
+  } catch (const YAML::Exception& e) {
+    fail(source, ":", e.mark.line + 1, ": not valid YAML: ", e.msg);
+  }
+  LaunchConfig config;
+  const Reader r{source};
+  Section top(root, "", source);
+  const auto path = [&](const YAML::Node& n, const std::string& key) {
+    const std::filesystem::path p = r.scalar(n, key, "a path");
+    check(!p.empty(), r.at(n), key, ": expected a path (got an empty string)");
+    return p.is_absolute() ? p : (base_dir / p).lexically_normal();
+  };
+  top.required("model", [&](auto& n, auto& k) { config.model = path(n, k); });
+  top.optional("device", [&](auto& n, auto& k) {
+    config.device = r.choice(n, k, {"auto", "cpu", "cuda"});
+  });
+  top.optional("parallel", [&](auto& node, auto& name) {
+    Section s(node, name, source);
+    ParallelConfig& p = config.parallel;
+    s.optional("world_size", [&](auto& n, auto& k) {
+      p.world_size = static_cast<int>(r.integer(n, k, 1, 1024));
+    });
+    s.optional("expert_parallel_size", [&](auto& n, auto& k) {
+      p.expert_parallel_size = static_cast<int>(r.integer(n, k, 1, 1024));
+    });
+    s.optional("tensor_parallel_size", [&](auto& n, auto& k) {
+      p.tensor_parallel_size = static_cast<int>(r.integer(n, k, 1, 1024));
+    });
+    s.optional("expert_placement", [&](auto& n, auto& k) {
+      p.expert_placement = r.choice(n, k, {"contiguous", "round_robin"});
+    });
+    s.optional("replicate_hot_experts", [&](auto& n, auto& k) {
+      p.replicate_hot_experts = static_cast<int>(r.integer(n, k, 0, 1024));
+    });
+    s.reject_unknown_keys();
+    check_parallel_layout(p, str_cat(s.where(node), name, ": "));
+  });
+  top.optional("kv_cache", [&](auto& node, auto& name) {
+    Section s(node, name, source);
+    KVCacheSettings& kv = config.kv_cache;
+    s.optional("block_size", [&](auto& n, auto& k) {
+      kv.block_size = static_cast<int>(r.integer(n, k, 1, 1024));
+    });
+    s.optional("memory_budget", [&](auto& n, auto& k) { kv.memory_budget_bytes = r.bytes(n, k); });
+    s.optional("memory_fraction",
+               [&](auto& n, auto& k) { kv.memory_fraction = r.number(n, k, 0.01, 1.0); });
+    std::string dtype_at;
+    s.optional("dtype", [&](auto& n, auto& k) {
+      kv.dtype = r.choice(n, k, {"f32", "bf16", "f16"});
+      dtype_at = r.at(n);
+    });
+    s.optional("enable_prefix_caching",
+               [&](auto& n, auto& k) { kv.enable_prefix_caching = r.boolean(n, k); });
+    s.optional("swap_space", [&](auto& n, auto& k) { kv.swap_space_bytes = r.bytes(n, k); });
+    s.reject_unknown_keys();
+    check(!(node["memory_budget"] && node["memory_fraction"]), s.where(node), name,
+          ": give memory_budget or memory_fraction, not both");
+    // Quantized KV is a later step; until then the key only takes f32.
+    check(kv.dtype == "f32", dtype_at, name, ".dtype: only f32 is supported so far (got '",
+          kv.dtype, "')");
+  });
+  std::string preemption_mode_at = source + ": ";
+  top.optional("scheduler", [&](auto& node, auto& name) {
+    Section s(node, name, source);
+    SchedulerLimits& sc = config.scheduler;
+    s.optional("max_num_seqs", [&](auto& n, auto& k) {
+      sc.max_num_seqs = static_cast<int>(r.integer(n, k, 1, 1 << 20));
+    });
+    s.optional("max_num_batched_tokens", [&](auto& n, auto& k) {
+      sc.max_num_batched_tokens = static_cast<int>(r.integer(n, k, 1, 1 << 24));
+    });
+    s.optional("enable_chunked_prefill",
+               [&](auto& n, auto& k) { sc.enable_chunked_prefill = r.boolean(n, k); });
+    s.optional("async_scheduling",
+               [&](auto& n, auto& k) { sc.async_scheduling = r.boolean(n, k); });
+    s.optional("policy", [&](auto& n, auto& k) {
+      sc.policy = r.choice(n, k, {"fcfs", "priority"});
+    });
+    s.optional("preemption_mode", [&](auto& n, auto& k) {
+      sc.preemption_mode = r.choice(n, k, {"by_cost", "recompute", "swap"});
+      preemption_mode_at = r.at(n);
+    });
+    s.optional("worker_timeout",
+               [&](auto& n, auto& k) { sc.worker_timeout_ms = r.duration_ms(n, k); });
+    s.optional("worker_start_timeout",
+               [&](auto& n, auto& k) { sc.worker_start_timeout_ms = r.duration_ms(n, k); });
+    s.reject_unknown_keys();
+  });
+  top.optional("server", [&](auto& node, auto& name) {
+    Section s(node, name, source);
+    s.optional("host", [&](auto& n, auto& k) {
+      config.server.host = r.scalar(n, k, "a host name or address");
+    });
+    s.optional("port", [&](auto& n, auto& k) {
+      config.server.port = static_cast<int>(r.integer(n, k, 1, 65535));
+    });
+    s.optional("api_key",
+               [&](auto& n, auto& k) { config.server.api_key = r.scalar(n, k, "a string"); });
+    s.reject_unknown_keys();
+  });
+  top.optional("speculative", [&](auto& node, auto& name) {
+    Section s(node, name, source);
+    s.required("draft_model",
+               [&](auto& n, auto& k) { config.speculative.draft_model = path(n, k); });
+    s.optional("num_speculative_tokens", [&](auto& n, auto& k) {
+      config.speculative.num_speculative_tokens = static_cast<int>(r.integer(n, k, 1, 64));
+    });
+    s.reject_unknown_keys();
+  });
+  top.reject_unknown_keys();
+  check(config.scheduler.preemption_mode != "swap" || config.kv_cache.swap_space_bytes > 0,
+        preemption_mode_at,
+        "scheduler.preemption_mode: swap needs kv_cache.swap_space (a host pool to swap to)");
+  return config;
+}
+
+LaunchConfig load_launch_config(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  check(in.good(), path.string(), ": cannot open");
+  std::ostringstream text;
+  text << in.rdbuf();
+  return parse_launch_config(text.str(), path.string(), path.parent_path());
+}
+
+}  // namespace hive

@@ -1,0 +1,91 @@
+#pragma once
+// The YAML file that describes a whole Hive runtime (`hive run/serve
+// --config FILE`): model, ranks and parallelism, KV budget, scheduler limits,
+// server settings and speculative decoding. Every key is checked: unknown
+// keys, wrong types and out-of-range values fail with file:line, the key,
+// what was expected and what was given.
+//
+//   model: ../models/hive-moe-target      # relative to this file
+//   device: cpu                           # auto | cpu | cuda
+//   parallel: {world_size: 2, expert_parallel_size: 2, tensor_parallel_size: 1,
+//              expert_placement: round_robin, replicate_hot_experts: 1}
+//   kv_cache: {block_size: 16, memory_budget: 256MiB, enable_prefix_caching: true}
+//   scheduler: {max_num_seqs: 64, max_num_batched_tokens: 512, policy: fcfs,
+//               worker_timeout: 60s, worker_start_timeout: 10min}
+//   server: {host: 127.0.0.1, port: 8000}
+//   speculative: {draft_model: ../models/hive-draft, num_speculative_tokens: 4}
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+
+namespace hive {
+
+struct ParallelConfig {
+  int world_size = 1;                           // ranks (devices, or CPU ranks in one process)
+  int expert_parallel_size = 0;                 // ranks the experts are spread over; 0: default
+  int tensor_parallel_size = 1;                 // ranks attention and dense layers are split over
+  std::string expert_placement = "contiguous";  // contiguous | round_robin
+  int replicate_hot_experts = 0;  // copies of the most-loaded experts kept on every rank
+};
+
+struct KVCacheSettings {  // not runtime/core/kv_cache_manager.hpp's KVCacheConfig
+  int block_size = 16;
+  std::optional<int64_t> memory_budget_bytes;  // else memory_fraction of the device
+  double memory_fraction = 0.9;  // vLLM's gpu_memory_utilization; CPU ranks share host memory
+  std::string dtype = "f32";     // f32 | bf16 | f16
+  bool enable_prefix_caching = true;
+  int64_t swap_space_bytes = 0;  // host pool for swapped-out blocks
+};
+
+struct SchedulerLimits {
+  int max_num_seqs = 64;
+  int max_num_batched_tokens = 512;
+  bool enable_chunked_prefill = true;
+  bool async_scheduling = true;              // plan step t+1 while step t runs
+  std::string policy = "fcfs";               // fcfs | priority
+  std::string preemption_mode = "by_cost";   // by_cost | recompute | swap
+  int64_t worker_timeout_ms = 60000;         // a step not answered by then is a fault
+  int64_t worker_start_timeout_ms = 600000;  // so are workers not started by then
+};
+
+struct ServerConfig {
+  std::string host = "127.0.0.1";
+  int port = 8000;
+  std::string api_key;  // empty: no key required
+};
+
+struct SpeculativeConfig {
+  std::filesystem::path draft_model;  // empty: speculative decoding off
+  int num_speculative_tokens = 4;
+};
+
+struct LaunchConfig {
+  std::filesystem::path model;
+  std::string device = "auto";  // auto | cpu | cuda
+  ParallelConfig parallel;
+  KVCacheSettings kv_cache;
+  SchedulerLimits scheduler;
+  ServerConfig server;
+  SpeculativeConfig speculative;
+};
+
+// `source` names the text in errors; relative paths resolve against base_dir.
+LaunchConfig parse_launch_config(const std::string& yaml_text, const std::string& source,
+                                 const std::filesystem::path& base_dir);
+LaunchConfig load_launch_config(const std::filesystem::path& path);
+
+// The two layouts Hive runs (docs/architecture.md): data-parallel ranks with
+// the experts spread over all of them (tensor_parallel_size 1,
+// expert_parallel_size world_size), or one tensor-parallel model
+// (tensor_parallel_size world_size, expert_parallel_size 1). Returns the
+// expert_parallel_size, its default (0) resolved; any other layout throws
+// hive::Error, its message prefixed with `where`.
+int check_parallel_layout(const ParallelConfig& parallel, const std::string& where);
+
+// "512MiB", "2GiB", "1.5GB", "4096" -> bytes; nullopt when malformed.
+std::optional<int64_t> parse_byte_size(const std::string& text);
+// "500ms", "60s", "10min", "1h" -> milliseconds; nullopt when malformed.
+std::optional<int64_t> parse_duration_ms(const std::string& text);
+
+}  // namespace hive

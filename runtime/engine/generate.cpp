@@ -1,0 +1,58 @@
+#include "runtime/engine/generate.hpp"
+
+#include <algorithm>
+#include <chrono>
+
+#include "kernels/error.hpp"
+#include "runtime/engine/llm_engine.hpp"
+
+namespace hive {
+
+GenerateResult generate(Model& model, std::span<const int32_t> prompt,
+                        const GenerateOptions& options,
+                        const std::function<void(int32_t)>& on_token) {
+  check(!prompt.empty(), "generate: the prompt is empty");
+  check(options.max_tokens >= 1, "max_tokens must be >= 1 (got ", options.max_tokens, ")");
+  check(options.block_size >= 1, "block_size must be >= 1 (got ", options.block_size, ")");
+  // Checked before the KV pool is sized from it (the engine checks it again).
+  const int64_t context = model.config().max_position_embeddings;
+  check(context == 0 || options.max_tokens <= context - static_cast<int64_t>(prompt.size()),
+        "prompt (", prompt.size(), " tokens) + max_tokens (", options.max_tokens,
+        ") exceed the model's context length of ", context, " tokens (max_position_embeddings)");
+  const auto total = static_cast<int64_t>(prompt.size()) + options.max_tokens;
+  EngineConfig config;
+  config.block_size = options.block_size;
+  const int64_t blocks = (total + options.block_size - 1) / options.block_size + 1;  // + null
+  config.kv_budget.bytes = blocks * kv_bytes_per_block(model.config(), options.block_size);
+  config.scheduler.max_num_batched_tokens = std::max<int64_t>(total, 512);
+  LLMEngine engine(model, config);
+
+  Request request;
+  request.id = "generate";
+  request.prompt_token_ids.assign(prompt.begin(), prompt.end());
+  request.sampling = options.sampling;
+  request.stop.max_tokens = options.max_tokens;
+  request.stop.ignore_eos = options.ignore_eos;
+  engine.add_request(std::move(request));
+
+  GenerateResult result;
+  using Clock = std::chrono::steady_clock;
+  auto start = Clock::now();
+  while (engine.has_unfinished()) {
+    const std::vector<SequenceOutput> finished = engine.step();
+    for (const SequenceOutput& out : finished) check(out.error.empty(), out.error);
+    for (const SampledToken& sampled : engine.last_sampled()) {
+      if (result.tokens.empty()) {
+        result.prefill_seconds = std::chrono::duration<double>(Clock::now() - start).count();
+        start = Clock::now();
+      }
+      result.tokens.push_back(sampled.token);
+      if (on_token) on_token(sampled.token);
+    }
+    if (!finished.empty()) result.stopped_by_eos = finished[0].finish_reason == FinishReason::eos;
+  }
+  result.decode_seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  return result;
+}
+
+}  // namespace hive

@@ -1,0 +1,34 @@
+#pragma once
+// Single-request generation on the offline engine: the prompt, then one
+// token per step until max_tokens or an end-of-sequence token. The KV pool is
+// sized for exactly this request.
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <vector>
+
+#include "runtime/model/model.hpp"
+#include "runtime/model/sampling.hpp"
+
+namespace hive {
+
+struct GenerateOptions {
+  int64_t max_tokens = 16;
+  SamplingParams sampling;
+  bool ignore_eos = false;
+  int32_t block_size = 16;
+};
+
+struct GenerateResult {
+  std::vector<int32_t> tokens;  // generated tokens (the EOS token included, if hit)
+  double prefill_seconds = 0;   // until the first token
+  double decode_seconds = 0;    // for tokens after the first
+  bool stopped_by_eos = false;
+};
+
+// on_token (optional) sees each token as it is chosen.
+GenerateResult generate(Model& model, std::span<const int32_t> prompt,
+                        const GenerateOptions& options,
+                        const std::function<void(int32_t)>& on_token = {});
+
+}  // namespace hive

@@ -1,0 +1,82 @@
+#pragma once
+// LLMEngine: the offline driver. It owns the KV pool (sized from a memory
+// budget), the KV-cache manager, the scheduler and the model runner, and
+// runs requests to completion on the calling thread, no actors:
+//
+//   step():  plan = scheduler.schedule()       which sequences, how many tokens
+//            sampled = runner.run(plan)        block copies, forward, sampling
+//            return scheduler.update(plan, sampled)
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "runtime/model/kv_budget.hpp"
+#include "runtime/core/kv_cache_manager.hpp"
+#include "runtime/model/model.hpp"
+#include "runtime/model/model_runner.hpp"
+#include "runtime/model/paged_kv_cache.hpp"
+#include "runtime/core/scheduler.hpp"
+
+namespace hive {
+
+struct EngineConfig {
+  int32_t block_size = 16;
+  KVBudget kv_budget{int64_t{64} << 20, 0.0};  // 64 MiB unless told otherwise
+  int64_t swap_space_bytes = 0;                // host pool for swap preemption
+  bool enable_prefix_caching = false;
+  SchedulerConfig scheduler;  // its eos_token_ids default to the model's
+};
+
+// All samples of one request, by sample index.
+struct RequestOutput {
+  std::string request_id;
+  std::vector<SequenceOutput> samples;
+};
+
+struct EngineStats {
+  SchedulerStats scheduler;
+  KVCacheStats kv_cache;
+  int32_t num_device_blocks = 0;  // including the null block
+  int32_t num_host_blocks = 0;
+  int64_t bytes_per_block = 0;
+  int64_t bytes_swapped() const {
+    return (kv_cache.swapped_out_blocks + kv_cache.swapped_in_blocks) * bytes_per_block;
+  }
+};
+
+class LLMEngine {
+ public:
+  // The model must outlive the engine. `detokenize` enables stop strings.
+  LLMEngine(Model& model, const EngineConfig& config, Detokenize detokenize = {});
+
+  // Checks the prompt's token ids against the vocabulary, then queues it.
+  void add_request(Request request);
+  void abort_request(const std::string& request_id) { scheduler_->abort_request(request_id); }
+  // One iteration; returns the sequences that finished in it.
+  std::vector<SequenceOutput> step();
+  bool has_unfinished() const { return scheduler_->has_unfinished(); }
+  // Adds the requests and steps until all are done; outputs in request order.
+  // Throws if requests added with add_request() are unfinished.
+  std::vector<RequestOutput> generate(std::vector<Request> requests);
+
+  // Expert parallelism for this engine's rank (see ModelRunner); every rank
+  // of the group must then step together, idle or not.
+  void set_expert_parallel(const ExpertParallelContext* ep) { runner_->set_expert_parallel(ep); }
+
+  EngineStats stats() const;
+  const Scheduler& scheduler() const { return *scheduler_; }
+  const KVCacheManager& kv_cache_manager() const { return *kv_cache_manager_; }
+  // The tokens sampled by the last step (streaming to a caller); an entry
+  // with an error has no token (token -1), and its sequence failed.
+  const std::vector<SampledToken>& last_sampled() const { return last_sampled_; }
+
+ private:
+  Model& model_;
+  std::unique_ptr<PagedKVCache> kv_cache_;
+  std::unique_ptr<KVCacheManager> kv_cache_manager_;
+  std::unique_ptr<Scheduler> scheduler_;
+  std::unique_ptr<ModelRunner> runner_;
+  std::vector<SampledToken> last_sampled_;
+};
+
+}  // namespace hive

@@ -1,0 +1,37 @@
+#pragma once
+// How many KV-cache blocks a memory budget buys. Budgets, not hopes: the pool
+// is sized once, before anything runs, from the model's KV bytes per token:
+//
+//   bytes per token = 2 (K and V) x layers x kv_heads x head_dim x 4 (f32 storage)
+//   bytes per block = block_size x bytes per token
+//   blocks          = floor(budget / bytes per block)     (one is the null block)
+//
+// The budget is either a byte count or a fraction of the device's memory,
+// from which the weights are subtracted first.
+#include <cstdint>
+
+#include "kernels/cpu/cpu_backend.hpp"  // host_memory_bytes
+#include "runtime/model/model_config.hpp"
+
+namespace hive {
+
+struct KVBudget {
+  int64_t bytes = 0;             // > 0: exactly this much for the KV pool
+  double memory_fraction = 0.0;  // else: this share of device memory, minus the weights
+};
+
+// Bytes of one block of the paged cache (f32 K and V of every layer).
+int64_t kv_bytes_per_block(const ModelConfig& config, int32_t block_size);
+
+// The KV pool's bytes under `budget`, given the device's memory and the
+// weights' bytes. Throws when nothing is left.
+int64_t kv_pool_bytes(const KVBudget& budget, int64_t device_memory_bytes, int64_t weight_bytes);
+
+// Blocks of host swap space in `swap_bytes` (0: no swapping). Throws when
+// that is more than this machine's memory.
+int32_t num_swap_blocks(int64_t swap_bytes, int64_t bytes_per_block);
+
+// Blocks that fit in `pool_bytes`, the null block included; throws below 2.
+int32_t num_kv_blocks(int64_t pool_bytes, int64_t bytes_per_block);
+
+}  // namespace hive

@@ -1,0 +1,230 @@
+#include "runtime/model/model.hpp"
+
+#include <cmath>
+#include <vector>
+
+#include "kernels/error.hpp"
+#include "moe/expert_parallel.hpp"
+#include "runtime/model/rope.hpp"
+#include "runtime/model/tensor_parallel.hpp"
+
+namespace hive {
+
+namespace {
+
+const Tensor* optional_ptr(const std::optional<Tensor>& t) {
+  return t ? &*t : nullptr;
+}
+
+constexpr Op kRequiredOps[] = {
+    Op::embedding,      Op::rms_norm,        Op::rope,        Op::matmul,          Op::add,
+    Op::mul_rows,       Op::silu_mul,        Op::sigmoid,     Op::softmax,         Op::topk,
+    Op::normalize_rows, Op::paged_attention, Op::gather_rows, Op::scatter_add_rows};
+
+}  // namespace
+
+// The batch's integer inputs on the backend, uploaded once per forward pass.
+struct Model::DeviceBatch {
+  Buffer token_ids, positions, logits_rows;
+  Buffer block_tables;               // every run's table, concatenated
+  std::vector<int64_t> table_start;  // where run r's table begins
+};
+
+Model::Model(const std::filesystem::path& dir, Backend& backend)
+    : dir_(dir),
+      config_(load_model_config(dir)),
+      store_(dir),
+      weights_(bind_weights(config_, store_)),
+      backend_(backend) {
+  check(backend.device() == Device::cpu, "models on a ", backend.name(),
+        " backend need weight upload, which is not implemented yet");
+  const std::vector<float> inv_freq = rope_inv_freq(config_.rope, config_.head_dim);
+  inv_freq_ = upload<float>(backend, inv_freq, DType::f32);
+}
+
+Model::Model(const std::filesystem::path& dir, Backend& backend, Communicator& tensor_parallel)
+    : Model(dir, backend) {
+  const int size = tensor_parallel.world_size();
+  if (size == 1) return;
+  shard_weights(config_, tensor_parallel.rank(), size, weights_, backend_, shards_);
+  config_ = tensor_parallel_config(config_, size);
+  tp_ = &tensor_parallel;
+}
+
+std::span<const Op> Model::required_ops() {
+  return kRequiredOps;
+}
+
+void Model::write_kv(const ForwardBatch& batch, const Tensor& k, const Tensor& v,
+                     const Tensor& k_cache, const Tensor& v_cache) {
+  // Flat [num_blocks * block_size, kv_heads, head_dim] views; one copy per
+  // run of consecutive slots (a sequence's tokens within one block).
+  const Tensor k_slots =
+      k_cache.reshape({k_cache.shape[0] * k_cache.shape[1], k_cache.shape[2], k_cache.shape[3]});
+  const Tensor v_slots =
+      v_cache.reshape({v_cache.shape[0] * v_cache.shape[1], v_cache.shape[2], v_cache.shape[3]});
+  const std::vector<int64_t>& slots = batch.slot_mapping;
+  for (size_t i = 0; i < slots.size();) {
+    size_t end = i + 1;
+    while (end < slots.size() && slots[end] == slots[end - 1] + 1) ++end;
+    const auto first = static_cast<int64_t>(i), count = static_cast<int64_t>(end - i);
+    backend_.copy(k_slots.rows(slots[i], count), k.rows(first, count));
+    backend_.copy(v_slots.rows(slots[i], count), v.rows(first, count));
+    i = end;
+  }
+}
+
+void Model::attention_block(int64_t layer, const Tensor& x, const ForwardBatch& batch,
+                            const DeviceBatch& device, PagedKVCache& cache, const Tensor& out) {
+  const ModelConfig& c = config_;
+  const AttentionWeights& w = weights_.layers[static_cast<size_t>(layer)].attention;
+  const int64_t n = x.shape[0];
+  Buffer q(backend_, DType::f32, {n, c.num_heads, c.head_dim});
+  Buffer k(backend_, DType::f32, {n, c.num_kv_heads, c.head_dim});
+  Buffer v(backend_, DType::f32, {n, c.num_kv_heads, c.head_dim});
+  backend_.matmul(x, w.q_proj, optional_ptr(w.q_bias), q.view(DType::f32, {n, c.q_size()}));
+  backend_.matmul(x, w.k_proj, optional_ptr(w.k_bias), k.view(DType::f32, {n, c.kv_size()}));
+  backend_.matmul(x, w.v_proj, optional_ptr(w.v_bias), v.view(DType::f32, {n, c.kv_size()}));
+  if (w.q_norm) {
+    const Tensor q_rows = q.view(DType::f32, {n * c.num_heads, c.head_dim});
+    const Tensor k_rows = k.view(DType::f32, {n * c.num_kv_heads, c.head_dim});
+    backend_.rms_norm(q_rows, *w.q_norm, static_cast<float>(c.rms_norm_eps), q_rows);
+    backend_.rms_norm(k_rows, *w.k_norm, static_cast<float>(c.rms_norm_eps), k_rows);
+  }
+  backend_.rope(q.tensor(), device.positions.tensor(), inv_freq_.tensor());
+  backend_.rope(k.tensor(), device.positions.tensor(), inv_freq_.tensor());
+  // Every token's K/V is written before any sequence attends, so a run may
+  // read blocks another run of this batch fills (a same-step prefix hit).
+  write_kv(batch, k.tensor(), v.tensor(), cache.keys(layer), cache.values(layer));
+
+  Buffer attended(backend_, DType::f32, {n, c.num_heads, c.head_dim});
+  for (size_t r = 0; r < batch.runs.size(); ++r) {
+    const SequenceRun& run = batch.runs[r];
+    PagedAttentionParams params;
+    params.q = q.tensor().rows(run.first_token, run.num_tokens);
+    params.k_blocks = cache.keys(layer);
+    params.v_blocks = cache.values(layer);
+    params.block_table = device.block_tables.tensor().rows(
+        device.table_start[r], static_cast<int64_t>(run.block_table.size()));
+    params.out = attended.tensor().rows(run.first_token, run.num_tokens);
+    params.start_position = run.start_position;
+    params.scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+    params.sliding_window = c.sliding_window;
+    backend_.paged_attention(params);
+  }
+  backend_.matmul(attended.view(DType::f32, {n, c.q_size()}), w.o_proj, optional_ptr(w.o_bias),
+                  out);
+}
+
+RouterConfig Model::router_config() const {
+  return {static_cast<int>(config_.num_experts), static_cast<int>(config_.num_experts_per_token),
+          config_.norm_topk_prob};
+}
+
+void Model::moe_block(int64_t layer, const Tensor& x, const ExpertParallelContext* ep,
+                      const Tensor& out) {
+  const MoeWeights& w = weights_.layers[static_cast<size_t>(layer)].moe;
+  if (!ep) {
+    moe_forward(backend_, x, w, router_config(), out);
+    return;
+  }
+  check(ep->comm && ep->placement, "forward: expert-parallel context without a communicator");
+  // This layer's counts of [layer][expert] statistics, created on first use.
+  const auto counts_of = [&](std::vector<std::vector<int64_t>>* per_layer) {
+    if (!per_layer) return static_cast<std::vector<int64_t>*>(nullptr);
+    per_layer->resize(static_cast<size_t>(config_.num_layers));
+    std::vector<int64_t>& counts = (*per_layer)[static_cast<size_t>(layer)];
+    counts.resize(static_cast<size_t>(config_.num_experts), 0);
+    return &counts;
+  };
+  moe_forward_expert_parallel(backend_, *ep->comm, *ep->placement, x, w, router_config(), out,
+                              counts_of(ep->expert_load), counts_of(ep->expert_remote));
+}
+
+void Model::forward_idle(const ExpertParallelContext& ep) {
+  // Zero-row activations: the layer routes nothing, sends nothing, and still
+  // joins both all-to-alls (and computes rows its peers send here).
+  Buffer none(backend_, DType::f32, {0, config_.hidden_size});
+  Buffer out(backend_, DType::f32, {0, config_.hidden_size});
+  for (int64_t layer = 0; layer < config_.num_layers; ++layer)
+    if (weights_.layers[static_cast<size_t>(layer)].is_moe)
+      moe_block(layer, none.tensor(), &ep, out.tensor());
+}
+
+void Model::forward(const ForwardBatch& batch, PagedKVCache& cache, const Tensor& logits,
+                    const ExpertParallelContext* ep) {
+  const ModelConfig& c = config_;
+  const int64_t n = batch.num_tokens();
+  const auto rows = static_cast<int64_t>(batch.logits_rows.size());
+  if (n == 0 && ep) {
+    check(rows == 0, "forward: logits rows without tokens");
+    forward_idle(*ep);
+    return;
+  }
+  check(n >= 1, "forward: no tokens");
+  check(!(tp_ && ep), "forward: tensor and expert parallelism together are not supported");
+  check(cache.num_layers() == c.num_layers, "forward: the KV cache has ", cache.num_layers(),
+        " layers, the model ", c.num_layers);
+  check(logits.ndim == 2 && logits.shape[0] == rows && logits.shape[1] == c.vocab_size,
+        "forward: logits ", logits.shape_text(), " for ", rows, " rows and vocab ", c.vocab_size);
+  for (const int32_t id : batch.token_ids)
+    check(id >= 0 && id < c.vocab_size, "forward: token id ", id, " is out of range [0, ",
+          c.vocab_size, ")");
+  for (const int32_t row : batch.logits_rows)
+    check(row >= 0 && row < n, "forward: logits row ", row, " outside the ", n, " tokens");
+  // Every token needs a position and a cache slot and belongs to exactly one
+  // run: a token outside the runs would leave its attention output unset.
+  check(static_cast<int64_t>(batch.positions.size()) == n &&
+            static_cast<int64_t>(batch.slot_mapping.size()) == n,
+        "forward: ", n, " tokens with ", batch.positions.size(), " positions and ",
+        batch.slot_mapping.size(), " slots");
+  int64_t covered = 0;
+  for (const SequenceRun& run : batch.runs) {
+    check(run.first_token == covered && run.num_tokens >= 1, "forward: the run at token ",
+          run.first_token, " (", run.num_tokens, " tokens) does not follow the previous ones, ",
+          "which end at token ", covered);
+    covered += run.num_tokens;
+  }
+  check(covered == n, "forward: the runs cover ", covered, " of the ", n, " tokens");
+
+  DeviceBatch device;
+  std::vector<int32_t> tables;
+  for (const SequenceRun& run : batch.runs) {
+    device.table_start.push_back(static_cast<int64_t>(tables.size()));
+    tables.insert(tables.end(), run.block_table.begin(), run.block_table.end());
+  }
+  device.token_ids = upload<int32_t>(backend_, batch.token_ids, DType::i32);
+  device.positions = upload<int32_t>(backend_, batch.positions, DType::i32);
+  device.logits_rows = upload<int32_t>(backend_, batch.logits_rows, DType::i32);
+  device.block_tables = upload<int32_t>(backend_, tables, DType::i32);
+
+  Buffer hidden(backend_, DType::f32, {n, c.hidden_size});
+  Buffer normed(backend_, DType::f32, {n, c.hidden_size});
+  Buffer branch(backend_, DType::f32, {n, c.hidden_size});
+  const Tensor& h = hidden.tensor();
+  const auto eps = static_cast<float>(c.rms_norm_eps);
+  backend_.embedding(weights_.embed_tokens, device.token_ids.tensor(), h);
+  for (int64_t layer = 0; layer < c.num_layers; ++layer) {
+    const LayerWeights& w = weights_.layers[static_cast<size_t>(layer)];
+    backend_.rms_norm(h, w.input_norm, eps, normed.tensor());
+    attention_block(layer, normed.tensor(), batch, device, cache, branch.tensor());
+    if (tp_) tp_->all_reduce_sum(branch.tensor());  // the heads' partial o_proj sums
+    backend_.add(h, branch.tensor(), h);
+    backend_.rms_norm(h, w.post_attention_norm, eps, normed.tensor());
+    if (w.is_moe) {
+      moe_block(layer, normed.tensor(), ep, branch.tensor());
+    } else {
+      ffn_forward(backend_, normed.tensor(), w.mlp, branch.tensor());
+    }
+    if (tp_) tp_->all_reduce_sum(branch.tensor());  // the intermediate slices' partial sums
+    backend_.add(h, branch.tensor(), h);
+  }
+  if (rows == 0) return;
+  const Tensor picked = branch.tensor().rows(0, rows);
+  const Tensor picked_normed = normed.tensor().rows(0, rows);
+  backend_.gather_rows(h, device.logits_rows.tensor(), picked);
+  backend_.rms_norm(picked, weights_.final_norm, eps, picked_normed);
+  backend_.matmul(picked_normed, weights_.lm_head, nullptr, logits);
+}
+
+}  // namespace hive

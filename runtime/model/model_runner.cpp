@@ -1,0 +1,78 @@
+#include "runtime/model/model_runner.hpp"
+
+#include <algorithm>
+
+#include "kernels/error.hpp"
+
+namespace hive {
+
+// A run's last token may be pending (see sequence.hpp): the token this
+// runner sampled for the sequence in the step before.
+std::span<const int32_t> ModelRunner::resolve(const ScheduledSequence& s) {
+  const std::vector<int32_t>& ids = s.token_ids;
+  if (ids.empty() || ids.back() != kPendingToken) return ids;
+  check(std::find(ids.begin(), ids.end() - 1, kPendingToken) == ids.end() - 1,
+        "model runner: sequence ", s.seq_id, " has a pending token before its last");
+  const auto it = last_sampled_.find(s.seq_id);
+  check(it != last_sampled_.end(), "model runner: sequence ", s.seq_id,
+        " has a pending token but sampled none in an earlier step");
+  resolved_.assign(ids.begin(), ids.end());
+  resolved_.back() = it->second;
+  return resolved_;
+}
+
+std::vector<SampledToken> ModelRunner::run(const StepPlan& plan) {
+  for (const SequenceId id : plan.finished_seq_ids) {
+    samplers_.erase(id);
+    last_sampled_.erase(id);
+  }
+  cache_.swap_out(plan.swap_out);
+  cache_.swap_in(plan.swap_in);
+  cache_.copy_blocks(plan.copy_on_write);
+  if (plan.sequences.empty()) {
+    if (ep_) model_.forward_idle(*ep_);
+    return {};
+  }
+
+  ForwardBatch batch;
+  std::vector<int64_t> logits_row(plan.sequences.size(), -1);
+  for (size_t i = 0; i < plan.sequences.size(); ++i) {
+    const ScheduledSequence& s = plan.sequences[i];
+    const int32_t last =
+        batch.add_run(s.num_computed_tokens, resolve(s), s.block_table, cache_.block_size());
+    if (!s.needs_logits) continue;
+    logits_row[i] = static_cast<int64_t>(batch.logits_rows.size());
+    batch.logits_rows.push_back(last);
+  }
+  const int64_t vocab = model_.config().vocab_size;
+  const auto rows = static_cast<int64_t>(batch.logits_rows.size());
+  logits_.resize(static_cast<size_t>(rows * vocab));
+  model_.forward(batch, cache_, Tensor::view(logits_.data(), DType::f32, {rows, vocab}), ep_);
+
+  std::vector<SampledToken> sampled;
+  for (const SampleSlot& slot : plan.samples) {
+    const int64_t row = logits_row.at(slot.scheduled_index);
+    check(row >= 0, "model runner: sample slot for sequence ", slot.seq_id,
+          " points at a run without logits");
+    const std::span<const float> row_logits(logits_.data() + row * vocab,
+                                            static_cast<size_t>(vocab));
+    Sampler& sampler =
+        samplers_.try_emplace(slot.seq_id, slot.sampling, slot.num_sampled).first->second;
+    SampledToken token{slot.seq_id, -1, {}, {}};
+    try {
+      token.token = sampler.sample(row_logits);
+    } catch (const Error& e) {
+      // This sequence's logits are unusable; the batch's others are not.
+      token.error = e.what();
+    }
+    if (slot.return_logits) token.logits.assign(row_logits.begin(), row_logits.end());
+    // A sequence that could not be sampled ends when its result comes back,
+    // but a step planned meanwhile may feed its pending token: any valid id
+    // keeps that step (and the batch) running; its output is dropped.
+    last_sampled_[slot.seq_id] = token.error.empty() ? token.token : 0;
+    sampled.push_back(std::move(token));
+  }
+  return sampled;
+}
+
+}  // namespace hive

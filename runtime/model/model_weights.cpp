@@ -1,0 +1,85 @@
+#include "runtime/model/model_weights.hpp"
+
+#include <string>
+
+namespace hive {
+
+namespace {
+
+FfnWeights bind_ffn(const WeightStore& store, const std::string& prefix, int64_t hidden,
+                    int64_t inter, const char* gate, const char* up, const char* down) {
+  return {store.get(prefix + gate + ".weight", {inter, hidden}),
+          store.get(prefix + up + ".weight", {inter, hidden}),
+          store.get(prefix + down + ".weight", {hidden, inter})};
+}
+
+AttentionWeights bind_attention(const ModelConfig& c, const WeightStore& store,
+                                const std::string& prefix) {
+  AttentionWeights a;
+  a.q_proj = store.get(prefix + "q_proj.weight", {c.q_size(), c.hidden_size});
+  a.k_proj = store.get(prefix + "k_proj.weight", {c.kv_size(), c.hidden_size});
+  a.v_proj = store.get(prefix + "v_proj.weight", {c.kv_size(), c.hidden_size});
+  a.o_proj = store.get(prefix + "o_proj.weight", {c.hidden_size, c.q_size()});
+  if (c.qkv_bias) {
+    a.q_bias = store.get(prefix + "q_proj.bias", {c.q_size()});
+    a.k_bias = store.get(prefix + "k_proj.bias", {c.kv_size()});
+    a.v_bias = store.get(prefix + "v_proj.bias", {c.kv_size()});
+  }
+  if (c.o_bias) a.o_bias = store.get(prefix + "o_proj.bias", {c.hidden_size});
+  if (c.qk_norm) {
+    a.q_norm = store.get(prefix + "q_norm.weight", {c.head_dim});
+    a.k_norm = store.get(prefix + "k_norm.weight", {c.head_dim});
+  }
+  return a;
+}
+
+MoeWeights bind_moe(const ModelConfig& c, const WeightStore& store, const std::string& layer) {
+  MoeWeights moe;
+  const bool mixtral = c.architecture == Architecture::mixtral;
+  const std::string prefix = layer + (mixtral ? "block_sparse_moe." : "mlp.");
+  moe.router = store.get(prefix + "gate.weight", {c.num_experts, c.hidden_size});
+  for (int64_t e = 0; e < c.num_experts; ++e) {
+    const std::string expert = prefix + "experts." + std::to_string(e) + ".";
+    moe.experts.push_back(
+        mixtral ? bind_ffn(store, expert, c.hidden_size, c.moe_intermediate_size, "w1", "w3", "w2")
+                : bind_ffn(store, expert, c.hidden_size, c.moe_intermediate_size, "gate_proj",
+                           "up_proj", "down_proj"));
+  }
+  if (c.shared_expert_intermediate_size > 0) {
+    moe.has_shared_expert = true;
+    moe.shared_expert =
+        bind_ffn(store, prefix + "shared_expert.", c.hidden_size, c.shared_expert_intermediate_size,
+                 "gate_proj", "up_proj", "down_proj");
+    moe.shared_expert_gate = store.get(prefix + "shared_expert_gate.weight", {1, c.hidden_size});
+  }
+  return moe;
+}
+
+}  // namespace
+
+ModelWeights bind_weights(const ModelConfig& c, const WeightStore& store) {
+  ModelWeights w;
+  w.embed_tokens = store.get("model.embed_tokens.weight", {c.vocab_size, c.hidden_size});
+  w.final_norm = store.get("model.norm.weight", {c.hidden_size});
+  // Some tied checkpoints still carry lm_head.weight; tying means the embedding is used.
+  w.lm_head = c.tie_word_embeddings ? w.embed_tokens
+                                    : store.get("lm_head.weight", {c.vocab_size, c.hidden_size});
+  for (int64_t i = 0; i < c.num_layers; ++i) {
+    const std::string layer = "model.layers." + std::to_string(i) + ".";
+    LayerWeights l;
+    l.input_norm = store.get(layer + "input_layernorm.weight", {c.hidden_size});
+    l.post_attention_norm = store.get(layer + "post_attention_layernorm.weight", {c.hidden_size});
+    l.attention = bind_attention(c, store, layer + "self_attn.");
+    l.is_moe = c.is_moe_layer(i);
+    if (l.is_moe) {
+      l.moe = bind_moe(c, store, layer);
+    } else {
+      l.mlp = bind_ffn(store, layer + "mlp.", c.hidden_size, c.intermediate_size, "gate_proj",
+                       "up_proj", "down_proj");
+    }
+    w.layers.push_back(std::move(l));
+  }
+  return w;
+}
+
+}  // namespace hive

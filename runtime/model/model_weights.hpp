@@ -1,0 +1,37 @@
+#pragma once
+// The tensors of a decoder, bound by their Hugging Face names and checked
+// against the config's shapes. Views into the checkpoint; nothing is copied.
+#include <optional>
+#include <vector>
+
+#include "moe/ffn.hpp"
+#include "runtime/model/model_config.hpp"
+#include "runtime/model/weight_store.hpp"
+
+namespace hive {
+
+struct AttentionWeights {
+  Tensor q_proj, k_proj, v_proj, o_proj;
+  std::optional<Tensor> q_bias, k_bias, v_bias, o_bias;
+  std::optional<Tensor> q_norm, k_norm;  // [head_dim], Qwen3 family
+};
+
+struct LayerWeights {
+  Tensor input_norm;
+  Tensor post_attention_norm;
+  AttentionWeights attention;
+  bool is_moe = false;
+  FfnWeights mlp;  // dense layers
+  MoeWeights moe;  // MoE layers
+};
+
+struct ModelWeights {
+  Tensor embed_tokens;  // [vocab, hidden]
+  std::vector<LayerWeights> layers;
+  Tensor final_norm;  // [hidden]
+  Tensor lm_head;     // [vocab, hidden]; the embedding when tied
+};
+
+ModelWeights bind_weights(const ModelConfig& config, const WeightStore& store);
+
+}  // namespace hive

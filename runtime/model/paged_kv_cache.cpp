@@ -1,0 +1,76 @@
+#include "runtime/model/paged_kv_cache.hpp"
+
+#include "kernels/error.hpp"
+
+namespace hive {
+
+PagedKVCache::PagedKVCache(Backend& backend, const ModelConfig& config, int32_t num_blocks,
+                           int32_t block_size, int32_t num_host_blocks)
+    : backend_(backend),
+      num_blocks_(num_blocks),
+      block_size_(block_size),
+      num_host_blocks_(num_host_blocks),
+      block_elems_(int64_t{block_size} * config.num_kv_heads * config.head_dim) {
+  check(num_blocks >= 2 && block_size >= 1 && num_host_blocks >= 0,
+        "paged KV cache: need >= 2 blocks of >= 1 token (got ", num_blocks, " blocks of ",
+        block_size, ", ", num_host_blocks, " host blocks)");
+  const std::initializer_list<int64_t> shape = {num_blocks, block_size, config.num_kv_heads,
+                                                config.head_dim};
+  const auto host_elems = static_cast<size_t>(num_host_blocks * block_elems_);
+  for (int64_t layer = 0; layer < config.num_layers; ++layer) {
+    keys_.emplace_back(backend, DType::f32, shape);
+    values_.emplace_back(backend, DType::f32, shape);
+    host_keys_.emplace_back(new float[host_elems]);
+    host_values_.emplace_back(new float[host_elems]);
+  }
+}
+
+int64_t PagedKVCache::bytes_per_block() const {
+  return 2 * num_layers() * block_elems_ * static_cast<int64_t>(sizeof(float));
+}
+
+Tensor PagedKVCache::host_block(const std::unique_ptr<float[]>& layer, int32_t block) const {
+  const Tensor& like = keys_.front().tensor();
+  return Tensor::view(layer.get() + block * block_elems_, DType::f32,
+                      {1, block_size_, like.shape[2], like.shape[3]});
+}
+
+void PagedKVCache::check_ids(std::span<const BlockCopy> copies, int32_t src_blocks,
+                             int32_t dst_blocks, const char* what) const {
+  for (const BlockCopy& c : copies)
+    check(c.src > 0 && c.src < src_blocks && c.dst > 0 && c.dst < dst_blocks, "paged KV cache ",
+          what, ": block copy ", c.src, " -> ", c.dst, " outside [1, ", src_blocks, ") -> [1, ",
+          dst_blocks, ")");
+}
+
+void PagedKVCache::copy_blocks(std::span<const BlockCopy> copies) {
+  check_ids(copies, num_blocks_, num_blocks_, "copy");
+  for (const BlockCopy& c : copies) {
+    for (size_t layer = 0; layer < keys_.size(); ++layer) {
+      backend_.copy(keys_[layer].tensor().rows(c.dst, 1), keys_[layer].tensor().rows(c.src, 1));
+      backend_.copy(values_[layer].tensor().rows(c.dst, 1), values_[layer].tensor().rows(c.src, 1));
+    }
+  }
+}
+
+void PagedKVCache::swap_out(std::span<const BlockCopy> copies) {
+  check_ids(copies, num_blocks_, num_host_blocks_, "swap out");
+  for (const BlockCopy& c : copies) {
+    for (size_t layer = 0; layer < keys_.size(); ++layer) {
+      backend_.copy(host_block(host_keys_[layer], c.dst), keys_[layer].tensor().rows(c.src, 1));
+      backend_.copy(host_block(host_values_[layer], c.dst), values_[layer].tensor().rows(c.src, 1));
+    }
+  }
+}
+
+void PagedKVCache::swap_in(std::span<const BlockCopy> copies) {
+  check_ids(copies, num_host_blocks_, num_blocks_, "swap in");
+  for (const BlockCopy& c : copies) {
+    for (size_t layer = 0; layer < keys_.size(); ++layer) {
+      backend_.copy(keys_[layer].tensor().rows(c.dst, 1), host_block(host_keys_[layer], c.src));
+      backend_.copy(values_[layer].tensor().rows(c.dst, 1), host_block(host_values_[layer], c.src));
+    }
+  }
+}
+
+}  // namespace hive

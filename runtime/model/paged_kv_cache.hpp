@@ -1,0 +1,61 @@
+#pragma once
+// PagedKVCache: the physical K/V storage of every layer, in blocks, on the
+// model's backend, plus a host swap space of the same layout. Which block
+// holds which tokens is KVCacheManager's business; this class only stores
+// them and runs block copies.
+//
+//   per layer, keys and values:  [num_blocks, block_size, num_kv_heads, head_dim] f32
+//
+//   block table [ 7 | 2 | 9 ], block_size 4:  token at position p lives in
+//   block table[p / 4], row p % 4; its slot is block * block_size + row, the
+//   row index in the flat [num_blocks * block_size, num_kv_heads, head_dim] view.
+//
+//   host swap space, per layer:  [num_host_blocks, block_size, num_kv_heads, head_dim] f32
+//
+// A block copy moves one block of every layer's K and V.
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "kernels/buffer.hpp"
+#include "runtime/core/kv_cache_manager.hpp"
+#include "runtime/model/model_config.hpp"
+
+namespace hive {
+
+class PagedKVCache {
+ public:
+  // Block counts include each pool's null block (see BlockPool).
+  PagedKVCache(Backend& backend, const ModelConfig& config, int32_t num_blocks, int32_t block_size,
+               int32_t num_host_blocks = 0);
+
+  int32_t num_blocks() const { return num_blocks_; }
+  int32_t num_host_blocks() const { return num_host_blocks_; }
+  int32_t block_size() const { return block_size_; }
+  int64_t num_layers() const { return static_cast<int64_t>(keys_.size()); }
+  // Bytes of one block over all layers, K and V.
+  int64_t bytes_per_block() const;
+
+  const Tensor& keys(int64_t layer) const { return keys_[static_cast<size_t>(layer)].tensor(); }
+  const Tensor& values(int64_t layer) const { return values_[static_cast<size_t>(layer)].tensor(); }
+
+  void copy_blocks(std::span<const BlockCopy> copies);  // device -> device (copy-on-write)
+  void swap_out(std::span<const BlockCopy> copies);     // device -> host
+  void swap_in(std::span<const BlockCopy> copies);      // host -> device
+
+ private:
+  Tensor host_block(const std::unique_ptr<float[]>& layer, int32_t block) const;
+  void check_ids(std::span<const BlockCopy> copies, int32_t src_blocks, int32_t dst_blocks,
+                 const char* what) const;
+
+  Backend& backend_;
+  int32_t num_blocks_, block_size_, num_host_blocks_;
+  int64_t block_elems_;  // block_size * num_kv_heads * head_dim
+  std::vector<Buffer> keys_, values_;
+  // Uninitialised, so pages are only touched when a block is swapped out: a
+  // zero-filled swap space cost tens of milliseconds at start-up.
+  std::vector<std::unique_ptr<float[]>> host_keys_, host_values_;
+};
+
+}  // namespace hive

@@ -1,0 +1,104 @@
+#include "runtime/model/sampling.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+#include <vector>
+
+#include "kernels/error.hpp"
+
+namespace hive {
+
+namespace {
+
+// NaN ranks below every number: it is never chosen while anything else can be.
+bool ranks_before(float a, float b) {
+  return a > b || (std::isnan(b) && !std::isnan(a));
+}
+
+void check_some_finite_or_inf(std::span<const float> logits, int32_t best) {
+  const float top = logits[static_cast<size_t>(best)];
+  check(!std::isnan(top) && top != -std::numeric_limits<float>::infinity(),
+        "no token can be sampled: all ", logits.size(), " logits are NaN or -inf");
+}
+
+}  // namespace
+
+int32_t argmax(std::span<const float> logits) {
+  check(!logits.empty(), "argmax of no logits");
+  int32_t best = 0;
+  for (size_t i = 1; i < logits.size(); ++i)
+    if (ranks_before(logits[i], logits[static_cast<size_t>(best)])) best = static_cast<int32_t>(i);
+  check_some_finite_or_inf(logits, best);
+  return best;
+}
+
+Sampler::Sampler(const SamplingParams& params, int64_t num_sampled)
+    : params_(params), rng_(params.seed ? *params.seed : random_seed()) {
+  validate(params);
+  if (params.temperature != 0.0f && num_sampled > 0)
+    rng_.discard(static_cast<unsigned long long>(num_sampled));
+}
+
+int32_t Sampler::sample(std::span<const float> logits) {
+  if (params_.temperature == 0.0f) return argmax(logits);
+  check(!logits.empty(), "sampling from no logits");
+  const auto logit = [&](int32_t id) { return logits[static_cast<size_t>(id)]; };
+  // Candidates in descending logit order (ties: lower id first; NaN last),
+  // cut to top_k, keeping every candidate tied with the k-th (as HF's and
+  // vLLM's top-k mask only logits below the k-th).
+  std::vector<int32_t> ids(logits.size());
+  std::iota(ids.begin(), ids.end(), 0);
+  const auto before = [&](int32_t a, int32_t b) {
+    return ranks_before(logit(a), logit(b)) || (!ranks_before(logit(b), logit(a)) && a < b);
+  };
+  size_t keep = ids.size();
+  if (params_.top_k > 0 && static_cast<size_t>(params_.top_k) < ids.size()) {
+    const auto k = static_cast<ptrdiff_t>(params_.top_k);
+    std::nth_element(ids.begin(), ids.begin() + k - 1, ids.end(), before);
+    const float kth = logit(ids[static_cast<size_t>(k - 1)]);
+    const auto tail =
+        std::partition(ids.begin() + k, ids.end(), [&](int32_t id) { return logit(id) == kth; });
+    keep = static_cast<size_t>(tail - ids.begin());
+  }
+  std::sort(ids.begin(), ids.begin() + static_cast<ptrdiff_t>(keep), before);
+  ids.resize(keep);
+  check_some_finite_or_inf(logits, ids[0]);
+  // A +inf logit takes all the probability, shared with any other +inf.
+  const bool infinite = std::isinf(logit(ids[0]));
+  std::vector<double> probs(keep);
+  const double max_logit = logit(ids[0]);
+  double total = 0.0;
+  for (size_t i = 0; i < keep; ++i) {
+    const float l = logit(ids[i]);
+    probs[i] = infinite        ? (l == logit(ids[0]) ? 1.0 : 0.0)
+               : std::isnan(l) ? 0.0
+                               : std::exp((l - max_logit) / params_.temperature);
+    total += probs[i];
+  }
+  // Nucleus: the shortest prefix whose probability reaches top_p.
+  size_t nucleus = keep;
+  if (params_.top_p < 1.0f) {
+    double cumulative = 0.0;
+    for (size_t i = 0; i < keep; ++i) {
+      cumulative += probs[i] / total;
+      if (cumulative >= params_.top_p) {
+        nucleus = i + 1;
+        break;
+      }
+    }
+  }
+  const double mass =
+      std::accumulate(probs.begin(), probs.begin() + static_cast<ptrdiff_t>(nucleus), 0.0);
+  // A draw in [0, mass) from the top 53 bits: the same on every platform.
+  const double u = static_cast<double>(rng_() >> 11) * 0x1.0p-53 * mass;
+  double cumulative = 0.0;
+  for (size_t i = 0; i < nucleus; ++i) {
+    cumulative += probs[i];
+    if (u < cumulative) return ids[i];
+  }
+  return ids[nucleus - 1];
+}
+
+}  // namespace hive

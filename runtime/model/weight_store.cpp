@@ -1,0 +1,81 @@
+#include "runtime/model/weight_store.hpp"
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "kernels/error.hpp"
+
+namespace hive {
+
+WeightStore::WeightStore(const std::filesystem::path& model_dir) : dir_(model_dir) {
+  namespace fs = std::filesystem;
+  check(fs::is_directory(model_dir), model_dir.string(), ": not a directory");
+  const fs::path index_path = model_dir / "model.safetensors.index.json";
+  const fs::path single_path = model_dir / "model.safetensors";
+  if (fs::exists(index_path)) {
+    std::ifstream in(index_path);
+    nlohmann::json index;
+    try {
+      index = nlohmann::json::parse(in);
+    } catch (const nlohmann::json::exception& e) {
+      fail(index_path.string(), ": not valid JSON: ", e.what());
+    }
+    check(index.is_object() && index.contains("weight_map") && index["weight_map"].is_object(),
+          index_path.string(), ": needs an object 'weight_map'");
+    std::map<std::string, std::string> weight_map;
+    std::set<std::string> shards;
+    for (const auto& [name, file] : index["weight_map"].items()) {
+      check(file.is_string(), index_path.string(), ": weight_map['", name, "'] must be a string");
+      const auto shard = file.get<std::string>();
+      check(fs::path(shard).filename() == shard, index_path.string(), ": shard '", shard,
+            "' must be a file name inside the model directory");
+      weight_map[name] = shard;
+      shards.insert(shard);
+    }
+    std::map<std::string, const SafetensorsFile*> by_shard;
+    for (const auto& shard : shards) {
+      files_.push_back(std::make_unique<SafetensorsFile>(model_dir / shard));
+      by_shard[shard] = files_.back().get();
+    }
+    for (const auto& [name, shard] : weight_map) {
+      const auto& tensors = by_shard[shard]->tensors();
+      const auto it = tensors.find(name);
+      check(it != tensors.end(), index_path.string(), ": tensor '", name, "' is mapped to ", shard,
+            " but that file does not contain it");
+      index_[name] = it->second;
+    }
+  } else {
+    check(fs::exists(single_path), model_dir.string(),
+          ": no model.safetensors or model.safetensors.index.json");
+    files_.push_back(std::make_unique<SafetensorsFile>(single_path));
+    index_ = files_.back()->tensors();
+  }
+}
+
+Tensor WeightStore::get(const std::string& name) const {
+  const auto it = index_.find(name);
+  check(it != index_.end(), dir_.string(), ": missing tensor '", name, "'");
+  return it->second;
+}
+
+Tensor WeightStore::get(const std::string& name, std::initializer_list<int64_t> shape) const {
+  Tensor t = get(name);
+  const Tensor expected = Tensor::view(nullptr, t.dtype, shape);
+  bool same = t.ndim == expected.ndim;
+  for (int d = 0; same && d < t.ndim; ++d)
+    same = t.shape[static_cast<size_t>(d)] == expected.shape[static_cast<size_t>(d)];
+  check(same, dir_.string(), ": tensor '", name, "' has shape ", t.shape_text(), ", expected ",
+        expected.shape_text());
+  check(is_float(t.dtype), dir_.string(), ": tensor '", name, "' has dtype ", dtype_name(t.dtype),
+        "; weights must be f32, f16 or bf16");
+  return t;
+}
+
+size_t WeightStore::total_bytes() const {
+  size_t total = 0;
+  for (const auto& [name, t] : index_) total += t.nbytes();
+  return total;
+}
+
+}  // namespace hive
