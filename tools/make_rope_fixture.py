@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Writes tests/data/rope_inv_freq.json: transformers' rotary inverse
 frequencies (Llama's rotary embedding, in f32) for default, linear and llama3
-scaling at several bases and head sizes, for runtime/rope.cpp to match.
+scaling at several bases and head sizes, for runtime/model/rope.cpp to match.
 
 Run from the repository root after `tools/setup --torch`:
   .venv/bin/python tools/make_rope_fixture.py
