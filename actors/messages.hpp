@@ -162,8 +162,7 @@ typename Inspector::result_type inspect(Inspector& f, SampledToken& x) {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, StopConditions& x) {
-  return f(caf::meta::type_name("StopConditions"), x.max_tokens, x.ignore_eos, x.stop_token_ids,
-           x.stop_strings);
+  return f(caf::meta::type_name("StopConditions"), x.max_tokens, x.ignore_eos, x.stop_token_ids);
 }
 
 template <class Inspector>

@@ -23,8 +23,8 @@ void validate(const SchedulerConfig& config) {
         config.swap_seconds_per_block, " s/block)");
 }
 
-Scheduler::Scheduler(const SchedulerConfig& config, KVCacheManager& kv_cache, Detokenize detokenize)
-    : config_(config), kv_cache_(kv_cache), detokenize_(std::move(detokenize)) {
+Scheduler::Scheduler(const SchedulerConfig& config, KVCacheManager& kv_cache)
+    : config_(config), kv_cache_(kv_cache) {
   validate(config);
 }
 
@@ -39,8 +39,6 @@ void Scheduler::add_request(Request request) {
   check(request.n >= 1 && request.n <= config_.max_num_seqs, "request ", id,
         ": n must be in [1, max_num_seqs = ", config_.max_num_seqs, "] (got ", request.n, ")");
   validate(request.sampling);
-  check(request.stop.stop_strings.empty() || detokenize_, "request ", id,
-        ": stop strings need a detokenizer");
   const auto prompt_len = static_cast<int64_t>(request.prompt_token_ids.size());
   check(config_.max_model_len == 0 || request.stop.max_tokens <= config_.max_model_len - prompt_len,
         "request ", id, ": prompt (", prompt_len, " tokens) + max_tokens (",
@@ -65,20 +63,25 @@ void Scheduler::add_request(Request request) {
   sequences_.emplace(seq->id, std::move(seq));
 }
 
-void Scheduler::abort_request(const std::string& request_id) {
+void Scheduler::abort_request(const std::string& request_id, FinishReason reason,
+                              std::optional<int> sample_index) {
   std::vector<Sequence*> matching;
   for (const auto& [_, seq] : sequences_)
-    if (seq->request->id == request_id) matching.push_back(seq.get());
+    if (seq->request->id == request_id && (!sample_index || seq->sample_index == *sample_index))
+      matching.push_back(seq.get());
   for (Sequence* seq : matching) {
+    // One sample of n ends only once the samples exist (they fork when the
+    // prompt completes, before any is sampled); before, the request is one.
+    if (sample_index && !seq->forked && seq->request->n > 1) continue;
     // Samples 1..n-1 fork off only when the prompt completes; aborted
     // earlier, they still finish, so the owner hears of all n samples.
-    const int unforked_samples = seq->forked ? 0 : seq->request->n - 1;
-    aborted_.push_back(finish(*seq, FinishReason::aborted));
+    const int unforked_samples = seq->forked || sample_index ? 0 : seq->request->n - 1;
+    aborted_.push_back(finish(*seq, reason));
     for (int k = 1; k <= unforked_samples; ++k) {
       SequenceOutput sample;
       sample.request_id = request_id;
       sample.sample_index = k;
-      sample.finish_reason = FinishReason::aborted;
+      sample.finish_reason = reason;
       sample.num_prompt_tokens = aborted_.back().num_prompt_tokens;
       sample.num_cached_tokens = aborted_.back().num_cached_tokens;
       aborted_.push_back(std::move(sample));
@@ -340,8 +343,7 @@ std::vector<SequenceOutput> Scheduler::update(std::span<const SampledToken> samp
         std::span<const int32_t>(seq.token_ids)
             .subspan(static_cast<size_t>(seq.num_prompt_tokens),
                      static_cast<size_t>(at + 1 - seq.num_prompt_tokens));
-    const FinishReason reason =
-        check_stop(seq.request->stop, config_.eos_token_ids, output, detokenize_, seq.output_text);
+    const FinishReason reason = check_stop(seq.request->stop, config_.eos_token_ids, output);
     if (reason != FinishReason::none) finished.push_back(finish(seq, reason));
   }
   return finished;
@@ -360,13 +362,6 @@ SequenceOutput Scheduler::finish(Sequence& seq, FinishReason reason) {
   out.sample_index = seq.sample_index;
   const std::span<const int32_t> generated = seq.output_token_ids();
   out.token_ids.assign(generated.begin(), generated.end());
-  if (detokenize_ && reason != FinishReason::stop_string) {
-    // The text leaves out a final end-of-sequence or stop token.
-    const bool ends_with_stop = reason == FinishReason::eos || reason == FinishReason::stop_token;
-    seq.output_text =
-        detokenize_(ends_with_stop ? generated.first(generated.size() - 1) : generated);
-  }
-  out.text = std::move(seq.output_text);
   out.finish_reason = reason;
   out.num_prompt_tokens = seq.num_prompt_tokens;
   out.num_cached_tokens = seq.num_cached_tokens;

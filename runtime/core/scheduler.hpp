@@ -31,6 +31,7 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <unordered_map>
@@ -117,7 +118,6 @@ struct SequenceOutput {
   std::string request_id;
   int sample_index = 0;
   std::vector<int32_t> token_ids;  // generated tokens
-  std::string text;                // with a detokenizer
   FinishReason finish_reason = FinishReason::none;
   int64_t num_prompt_tokens = 0;
   int64_t num_cached_tokens = 0;
@@ -136,14 +136,17 @@ struct SchedulerStats {
 class Scheduler {
  public:
   // The KV-cache manager must outlive the scheduler.
-  Scheduler(const SchedulerConfig& config, KVCacheManager& kv_cache, Detokenize detokenize = {});
+  Scheduler(const SchedulerConfig& config, KVCacheManager& kv_cache);
 
   // Throws hive::Error for a request that could never run: empty prompt,
   // max_tokens < 1, more blocks than the pool has, a duplicate id, ...
   void add_request(Request request);
-  // Finishes every sequence of the request with FinishReason::aborted; the
-  // outputs come back from the next update(). Unknown ids are ignored.
-  void abort_request(const std::string& request_id);
+  // Finishes every sequence of the request (or only its sample
+  // `sample_index`, once the request's samples have forked) with `reason`:
+  // aborted for a cancel, stop_string when the output processor found one.
+  // The outputs come back from the next update(). Unknown ids are ignored.
+  void abort_request(const std::string& request_id, FinishReason reason = FinishReason::aborted,
+                     std::optional<int> sample_index = std::nullopt);
 
   StepPlan schedule();
   // Takes back the last plan, which must run nothing: a caller that does not
@@ -162,6 +165,8 @@ class Scheduler {
   std::vector<SequenceOutput> take_aborted() { return std::exchange(aborted_, {}); }
 
   bool has_unfinished() const { return !sequences_.empty(); }
+  // Sequences aborted since the last update(), whose outputs it will return.
+  bool has_aborted() const { return !aborted_.empty(); }
   size_t num_waiting() const { return waiting_.size(); }
   size_t num_running() const { return running_.size(); }
   size_t num_swapped() const { return swapped_.size(); }
@@ -190,7 +195,6 @@ class Scheduler {
 
   SchedulerConfig config_;
   KVCacheManager& kv_cache_;
-  Detokenize detokenize_;
   std::unordered_map<SequenceId, std::unique_ptr<Sequence>> sequences_;
   Queue waiting_, running_, swapped_;
   std::vector<Sequence*> new_children_;  // forked this step, join running_ at its end

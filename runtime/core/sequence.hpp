@@ -48,7 +48,6 @@ struct Sequence {
   int64_t num_pending_tokens = 0;  // trailing kPendingTokens
   SequenceStatus status = SequenceStatus::waiting;
   FinishReason finish_reason = FinishReason::none;
-  std::string output_text;                 // filled when the scheduler has a detokenizer
   bool forked = false;                     // its n - 1 sibling samples exist
   int64_t num_cached_tokens = 0;           // prefix-cache hit at first admission
   int64_t num_tokens_to_recompute = 0;     // computed tokens dropped by a preemption

@@ -10,7 +10,7 @@ namespace hive {
 
 GenerateResult generate(Model& model, std::span<const int32_t> prompt,
                         const GenerateOptions& options,
-                        const std::function<void(int32_t)>& on_token) {
+                        const std::function<bool(int32_t)>& on_token) {
   check(!prompt.empty(), "generate: the prompt is empty");
   check(options.max_tokens >= 1, "max_tokens must be >= 1 (got ", options.max_tokens, ")");
   check(options.block_size >= 1, "block_size must be >= 1 (got ", options.block_size, ")");
@@ -28,7 +28,8 @@ GenerateResult generate(Model& model, std::span<const int32_t> prompt,
   LLMEngine engine(model, config);
 
   Request request;
-  request.id = "generate";
+  const std::string id = "generate";
+  request.id = id;
   request.prompt_token_ids.assign(prompt.begin(), prompt.end());
   request.sampling = options.sampling;
   request.stop.max_tokens = options.max_tokens;
@@ -41,15 +42,20 @@ GenerateResult generate(Model& model, std::span<const int32_t> prompt,
   while (engine.has_unfinished()) {
     const std::vector<SequenceOutput> finished = engine.step();
     for (const SequenceOutput& out : finished) check(out.error.empty(), out.error);
-    for (const SampledToken& sampled : engine.last_sampled()) {
+    for (const NewToken& token : engine.last_tokens()) {
       if (result.tokens.empty()) {
         result.prefill_seconds = std::chrono::duration<double>(Clock::now() - start).count();
         start = Clock::now();
       }
-      result.tokens.push_back(sampled.token);
-      if (on_token) on_token(sampled.token);
+      result.tokens.push_back(token.token);
+      if (on_token && !on_token(token.token)) {
+        // The text ends here whatever the engine decided for this token.
+        if (finished.empty()) engine.abort_request(id, FinishReason::stop_string);
+        result.finish_reason = FinishReason::stop_string;
+      }
     }
-    if (!finished.empty()) result.stopped_by_eos = finished[0].finish_reason == FinishReason::eos;
+    if (!finished.empty() && result.finish_reason == FinishReason::none)
+      result.finish_reason = finished[0].finish_reason;
   }
   result.decode_seconds = std::chrono::duration<double>(Clock::now() - start).count();
   return result;

@@ -23,12 +23,14 @@ struct GenerateResult {
   std::vector<int32_t> tokens;  // generated tokens (the EOS token included, if hit)
   double prefill_seconds = 0;   // until the first token
   double decode_seconds = 0;    // for tokens after the first
-  bool stopped_by_eos = false;
+  FinishReason finish_reason = FinishReason::none;
 };
 
-// on_token (optional) sees each token as it is chosen.
+// on_token (optional) sees each token as it is chosen and returns whether to
+// go on: false ends the generation there with FinishReason::stop_string (the
+// output processor above found a stop string in the text).
 GenerateResult generate(Model& model, std::span<const int32_t> prompt,
                         const GenerateOptions& options,
-                        const std::function<void(int32_t)>& on_token = {});
+                        const std::function<bool(int32_t)>& on_token = {});
 
 }  // namespace hive

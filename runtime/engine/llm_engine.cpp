@@ -8,7 +8,7 @@
 
 namespace hive {
 
-LLMEngine::LLMEngine(Model& model, const EngineConfig& config, Detokenize detokenize)
+LLMEngine::LLMEngine(Model& model, const EngineConfig& config)
     : model_(model) {
   const ModelConfig& c = model.config();
   const int64_t bytes_per_block = kv_bytes_per_block(c, config.block_size);
@@ -29,7 +29,7 @@ LLMEngine::LLMEngine(Model& model, const EngineConfig& config, Detokenize detoke
   if (scheduler.eos_token_ids.empty())
     for (const int64_t id : c.eos_token_ids)
       scheduler.eos_token_ids.push_back(static_cast<int32_t>(id));
-  scheduler_ = std::make_unique<Scheduler>(scheduler, *kv_cache_manager_, std::move(detokenize));
+  scheduler_ = std::make_unique<Scheduler>(scheduler, *kv_cache_manager_);
   runner_ = std::make_unique<ModelRunner>(model, *kv_cache_);
 }
 
@@ -43,8 +43,10 @@ void LLMEngine::add_request(Request request) {
 
 std::vector<SequenceOutput> LLMEngine::step() {
   const StepPlan plan = scheduler_->schedule();
+  std::vector<SampledToken> sampled;
+  last_tokens_.clear();
   try {
-    last_sampled_ = runner_->run(plan);
+    sampled = runner_->run(plan);
   } catch (...) {
     // The plan's bookkeeping ran ahead of K/V that was never written (blocks
     // allocated and cached, forked samples counted as computed). As when the
@@ -53,10 +55,15 @@ std::vector<SequenceOutput> LLMEngine::step() {
     // (samplers resume from their sample counts); the caller may step again.
     scheduler_->recompute_all();
     runner_ = std::make_unique<ModelRunner>(model_, *kv_cache_);
-    last_sampled_.clear();
     throw;
   }
-  return scheduler_->update(last_sampled_);
+  // Named before update(), which forgets the sequences that finish.
+  for (const SampledToken& token : sampled) {
+    if (!token.error.empty() || !scheduler_->has_sequence(token.seq_id)) continue;
+    const Sequence& seq = scheduler_->sequence(token.seq_id);
+    last_tokens_.push_back({seq.request->id, seq.sample_index, token.token});
+  }
+  return scheduler_->update(sampled);
 }
 
 std::vector<RequestOutput> LLMEngine::generate(std::vector<Request> requests) {

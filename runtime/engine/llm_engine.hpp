@@ -27,6 +27,13 @@ struct EngineConfig {
   SchedulerConfig scheduler;  // its eos_token_ids default to the model's
 };
 
+// A token a step added to one sample's output, for streaming it.
+struct NewToken {
+  std::string request_id;
+  int sample_index = 0;
+  int32_t token = 0;
+};
+
 // All samples of one request, by sample index.
 struct RequestOutput {
   std::string request_id;
@@ -46,15 +53,22 @@ struct EngineStats {
 
 class LLMEngine {
  public:
-  // The model must outlive the engine. `detokenize` enables stop strings.
-  LLMEngine(Model& model, const EngineConfig& config, Detokenize detokenize = {});
+  // The model must outlive the engine.
+  LLMEngine(Model& model, const EngineConfig& config);
 
   // Checks the prompt's token ids against the vocabulary, then queues it.
   void add_request(Request request);
-  void abort_request(const std::string& request_id) { scheduler_->abort_request(request_id); }
+  // Ends the request, or one of its samples, with `reason` (see Scheduler).
+  void abort_request(const std::string& request_id, FinishReason reason = FinishReason::aborted,
+                     std::optional<int> sample_index = std::nullopt) {
+    scheduler_->abort_request(request_id, reason, sample_index);
+  }
   // One iteration; returns the sequences that finished in it.
   std::vector<SequenceOutput> step();
-  bool has_unfinished() const { return scheduler_->has_unfinished(); }
+  // Also while a sequence aborted since the last step awaits its output.
+  bool has_unfinished() const {
+    return scheduler_->has_unfinished() || scheduler_->has_aborted();
+  }
   // Adds the requests and steps until all are done; outputs in request order.
   // Throws if requests added with add_request() are unfinished.
   std::vector<RequestOutput> generate(std::vector<Request> requests);
@@ -66,9 +80,9 @@ class LLMEngine {
   EngineStats stats() const;
   const Scheduler& scheduler() const { return *scheduler_; }
   const KVCacheManager& kv_cache_manager() const { return *kv_cache_manager_; }
-  // The tokens sampled by the last step (streaming to a caller); an entry
-  // with an error has no token (token -1), and its sequence failed.
-  const std::vector<SampledToken>& last_sampled() const { return last_sampled_; }
+  // The tokens the last step added to outputs, in sampling order (those of
+  // sequences that finished in it included; a failed sample adds none).
+  const std::vector<NewToken>& last_tokens() const { return last_tokens_; }
 
  private:
   Model& model_;
@@ -76,7 +90,7 @@ class LLMEngine {
   std::unique_ptr<KVCacheManager> kv_cache_manager_;
   std::unique_ptr<Scheduler> scheduler_;
   std::unique_ptr<ModelRunner> runner_;
-  std::vector<SampledToken> last_sampled_;
+  std::vector<NewToken> last_tokens_;
 };
 
 }  // namespace hive

@@ -109,6 +109,33 @@ TEST(CliRun, TextPromptsPrintText) {
   EXPECT_NE(r.out.find("chat: \""), std::string::npos) << r.out;
 }
 
+// A "stop" key ends a text prompt's output before the first stop string;
+// on an id prompt it is an error naming the line.
+TEST(CliRun, TextPromptsStopAtAStopString) {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "hive_cli_run_stop";
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "run.yaml") << "model: " << HIVE_SOURCE_DIR << "/models/hive-moe-target\n";
+  std::ofstream(dir / "prompts.jsonl")
+      << R"({"id": "story", "prompt": "Once upon a time", "max_tokens": 24, "ignore_eos": true,)"
+      << R"( "stop": ["LORD", "not in it"]})"
+      << "\n";
+  const Result r = hive_run(dir, false);
+  ASSERT_EQ(r.status, 0) << r.out;
+  std::ifstream in(std::string(HIVE_SOURCE_DIR) + "/tests/models/data/expected.json");
+  const std::string want = nlohmann::json::parse(in)["plain_prompt"]["greedy_text"];
+  const std::string cut = want.substr(0, want.find("LORD"));
+  EXPECT_NE(r.out.find("story: " + nlohmann::json(cut).dump() + "  [stop_string]"),
+            std::string::npos)
+      << r.out;
+
+  std::ofstream(dir / "prompts.jsonl") << R"({"prompt_ids": [1, 2], "stop": ["x"]})" << "\n";
+  const Result ids = hive_run(dir);
+  EXPECT_NE(ids.status, 0);
+  EXPECT_NE(ids.out.find("prompts.jsonl:1: \"stop\" applies to a text \"prompt\""),
+            std::string::npos)
+      << ids.out;
+}
+
 // Keys a prompt line leaves out take the checkpoint's generation_config.json
 // values (here max_new_tokens 4 and sampling at temperature 1.5, top-k 50);
 // keys it gives win.

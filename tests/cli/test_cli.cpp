@@ -167,6 +167,50 @@ TEST(Cli, GenerateTakesTheCheckpointsGenerationDefaults) {
   fs::remove_all(dir);
 }
 
+// The greedy text transformers continues "Once upon a time" with on the
+// bundled model, 24 tokens (tests/models/data/expected.json).
+std::string bundled_greedy_text() {
+  std::ifstream in(std::string(HIVE_SOURCE_DIR) + "/tests/models/data/expected.json");
+  return nlohmann::json::parse(in)["plain_prompt"]["greedy_text"];
+}
+
+// --stop ends the text before the first stop string, alone (streamed) and
+// batched (one JSON string per prompt), and generation stops there.
+TEST(Cli, StopStringsEndTheText) {
+  const std::string want = bundled_greedy_text();
+  const std::string stop = "LORD";  // twice in the continuation: the first one counts
+  const std::string cut = want.substr(0, want.find(stop));
+  ASSERT_LT(cut.size(), want.size());
+  const std::string flags = " --max-tokens 24 --ignore-eos --temperature 0 --device cpu";
+  const Result alone =
+      test::run_command(test::hive_binary() + " generate \"Once upon a time\"" + flags +
+                            " --stop " + stop + " --stop \"not in it\"",
+                        false);
+  ASSERT_EQ(alone.status, 0) << alone.out;
+  EXPECT_EQ(alone.out, "Once upon a time" + cut + "\n");
+  const Result with_stats = run("generate \"Once upon a time\"" + flags + " --stop " + stop);
+  EXPECT_NE(with_stats.out.find("stopped at a stop string"), std::string::npos) << with_stats.out;
+
+  const Result batched = test::run_command(
+      test::hive_binary() + " generate \"Once upon a time\" \"Once upon a time\"" + flags +
+          " --stop " + stop,
+      false);
+  ASSERT_EQ(batched.status, 0) << batched.out;
+  const std::string line = nlohmann::json(cut).dump() + "\n";
+  EXPECT_EQ(batched.out, line + line);
+  // Without it, the whole continuation.
+  const Result plain =
+      test::run_command(test::hive_binary() + " generate \"Once upon a time\"" + flags, false);
+  EXPECT_EQ(plain.out, "Once upon a time" + want + "\n");
+
+  const Result ids = run("generate --prompt-ids 1,2 --stop x --device cpu");
+  EXPECT_NE(ids.status, 0);
+  EXPECT_NE(ids.out.find("--stop needs a text prompt"), std::string::npos) << ids.out;
+  const Result empty = run("generate hi --stop \"\" --device cpu");
+  EXPECT_NE(empty.status, 0);
+  EXPECT_NE(empty.out.find("--stop must not be empty"), std::string::npos) << empty.out;
+}
+
 TEST(Cli, InspectReportsTransformersCounts) {
   for (const char* name : {"qwen3", "mixtral", "qwen2_moe", "qwen3_moe"}) {
     const auto expected = nlohmann::json::parse(std::ifstream(kModels / name / "expected.json"));

@@ -57,7 +57,7 @@ TEST(TextPrompt, GreedyContinuationStreamsTheTextTransformersDecodes) {
   options.ignore_eos = true;
   cli::TextStream stream(tokenizer, prompt, nullptr);
   const GenerateResult result =
-      generate(model, prompt, options, [&](int32_t id) { stream.write(id); });
+      generate(model, prompt, options, [&](int32_t id) { return stream.write(id); });
   stream.finish();
   EXPECT_EQ(result.tokens, greedy);
   EXPECT_EQ(stream.text(), want["greedy_text"].get<std::string>() + "\n");

@@ -25,12 +25,11 @@ class SchedulerFixture : public ::testing::Test {
     }
   }
 
-  void make(const SchedulerConfig& config, const KVCacheConfig& kv_config,
-            Detokenize detokenize = {}) {
+  void make(const SchedulerConfig& config, const KVCacheConfig& kv_config) {
     kv = std::make_unique<KVCacheManager>(kv_config);
     SchedulerConfig with_eos = config;
     with_eos.eos_token_ids = {2};
-    scheduler = std::make_unique<Scheduler>(with_eos, *kv, std::move(detokenize));
+    scheduler = std::make_unique<Scheduler>(with_eos, *kv);
   }
 
   static KVCacheConfig blocks(int32_t device, int32_t host = 0, bool prefix_caching = false) {

@@ -1,4 +1,4 @@
-// Scheduler and requests: stop conditions (with a fake detokenizer), parallel
+// Scheduler and requests: stop conditions on token ids, parallel
 // sampling with copy-on-write, prefix caching across requests, abort.
 #include <map>
 
@@ -12,81 +12,59 @@ using test::Runs;
 
 class RequestsTest : public test::SchedulerFixture {};
 
-// Token t reads as the letter 'a' + t % 26.
-std::string letters(std::span<const int32_t> tokens) {
-  std::string text;
-  for (int32_t t : tokens) text += static_cast<char>('a' + t % 26);
-  return text;
-}
-
 SchedulerConfig plain() {
   return SchedulerConfig{};
 }
 
-TEST_F(RequestsTest, StopsOnEosStopTokensStopStringsAndLength) {
-  make(plain(), blocks(64), letters);
+TEST_F(RequestsTest, StopsOnEosStopTokensAndLength) {
+  make(plain(), blocks(64));
   // Each request's outputs follow a script (token 2 is end-of-sequence).
-  const std::map<std::string, Ids> script = {{"eos", {5, 2, 5}},
-                                             {"ignore", {5, 2, 5}},
-                                             {"stop_id", {5, 9, 5}},
-                                             {"stop_str", {0, 1, 28, 3, 4}},
-                                             {"length", {0, 1, 3}}};
+  const std::map<std::string, Ids> script = {
+      {"eos", {5, 2, 5}}, {"ignore", {5, 2, 5}}, {"stop_id", {5, 9, 5}}, {"length", {0, 1, 3}}};
   next_token = [&](const Sequence& seq) {
     return script.at(seq.request->id)[static_cast<size_t>(seq.num_output_tokens() - 1)];
   };
   Request eos = request("eos", 3, 3), ignore = request("ignore", 3, 3),
-          stop_id = request("stop_id", 3, 3), stop_str = request("stop_str", 3, 5),
-          length = request("length", 3, 3);
+          stop_id = request("stop_id", 3, 3), length = request("length", 3, 3);
   ignore.stop.ignore_eos = true;
   stop_id.stop.stop_token_ids = {9};
-  stop_str.stop.stop_strings = {"zz", "cd"};
-  length.stop.stop_strings = {"ba"};  // "abd" never contains it
-  for (Request* r : {&eos, &ignore, &stop_id, &stop_str, &length}) scheduler->add_request(*r);
+  for (Request* r : {&eos, &ignore, &stop_id, &length}) scheduler->add_request(*r);
   std::map<std::string, SequenceOutput> out;
   for (SequenceOutput& o : run_to_completion()) out[o.request_id] = o;
 
   EXPECT_EQ(out["eos"].finish_reason, FinishReason::eos);
   EXPECT_EQ(out["eos"].token_ids, (Ids{5, 2}));
-  EXPECT_EQ(out["eos"].text, "f");  // the end-of-sequence token is not text
   EXPECT_EQ(out["ignore"].finish_reason, FinishReason::length);
   EXPECT_EQ(out["ignore"].token_ids, (Ids{5, 2, 5}));
   EXPECT_EQ(out["stop_id"].finish_reason, FinishReason::stop_token);
   EXPECT_EQ(out["stop_id"].token_ids, (Ids{5, 9}));
-  EXPECT_EQ(out["stop_str"].finish_reason, FinishReason::stop_string);
-  EXPECT_EQ(out["stop_str"].token_ids, (Ids{0, 1, 28, 3}));
-  EXPECT_EQ(out["stop_str"].text, "ab");  // "abcd" without the stop string
   EXPECT_EQ(out["length"].finish_reason, FinishReason::length);
-  EXPECT_EQ(out["length"].text, "abd");
-  EXPECT_EQ(out["stop_id"].text, "f");  // nor is the stop token
+  EXPECT_EQ(out["length"].token_ids, (Ids{0, 1, 3}));
 }
 
-// Without stop strings the output is decoded once, when it finishes; every
-// step decoded the whole output before (quadratic in its length).
-TEST_F(RequestsTest, DecodesTextOnlyWhereAStopStringNeedsIt) {
-  int calls = 0;
-  make(plain(), blocks(64), [&](std::span<const int32_t> tokens) {
-    ++calls;
-    return letters(tokens);
-  });
-  Request plain_request = request("plain", 3, 20), with_stop = request("with_stop", 3, 20);
-  plain_request.stop.ignore_eos = with_stop.stop.ignore_eos = true;
-  with_stop.stop.stop_strings = {"zzz"};
-  scheduler->add_request(plain_request);
-  std::vector<SequenceOutput> out = run_to_completion();
-  ASSERT_EQ(out.size(), 1u);
-  EXPECT_EQ(out[0].text, letters(out[0].token_ids));
-  EXPECT_EQ(calls, 1);
-  scheduler->add_request(with_stop);
-  out = run_to_completion();
-  EXPECT_EQ(calls, 1 + 20 + 1);  // every step, and once at the end
-}
-
-TEST(StopSafeLength, HoldsBackATailThatMayBecomeAStopString) {
-  const std::vector<std::string> stops = {"world", "d!"};
-  EXPECT_EQ(stop_safe_length("hello wor", stops), 6u);  // "wor" may become "world"
-  EXPECT_EQ(stop_safe_length("hello", stops), 5u);
-  EXPECT_EQ(stop_safe_length("abcd", stops), 3u);  // "d" may become "d!"
-  EXPECT_EQ(stop_safe_length("abc", std::vector<std::string>{}), 3u);
+// A stop string is found above the core (the output processor); the core
+// ends just that sample, with the reason it is given, and frees its blocks.
+TEST_F(RequestsTest, EndsOneSampleWithTheReasonItIsGiven) {
+  make(plain(), blocks(64));
+  Request r = request("r", 3, 6);
+  r.n = 2;
+  r.stop.ignore_eos = true;
+  scheduler->add_request(r);
+  std::vector<SequenceOutput> out;
+  for (int i = 0; i < 3; ++i) {
+    std::vector<SequenceOutput> finished = step();
+    out.insert(out.end(), finished.begin(), finished.end());
+  }
+  ASSERT_TRUE(out.empty());
+  scheduler->abort_request("r", FinishReason::stop_string, 1);
+  for (SequenceOutput& o : run_to_completion()) out.push_back(std::move(o));
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_EQ(out[0].sample_index, 1);
+  EXPECT_EQ(out[0].finish_reason, FinishReason::stop_string);
+  EXPECT_LT(out[0].token_ids.size(), 6u);
+  EXPECT_EQ(out[1].sample_index, 0);
+  EXPECT_EQ(out[1].finish_reason, FinishReason::length);
+  EXPECT_EQ(out[1].token_ids.size(), 6u);
 }
 
 // A request without a seed gets a random one when it arrives, kept for its

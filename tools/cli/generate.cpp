@@ -11,6 +11,7 @@
 #include <fstream>
 #include <functional>
 #include <limits>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 
@@ -27,14 +28,15 @@ namespace hive::cli {
 
 namespace {
 
-// Args keeps one value per flag, so repeated --prompt-ids are taken out first.
-std::vector<std::string> take_prompt_flags(const std::vector<std::string>& argv,
-                                           std::vector<std::string>& prompts) {
+// Args keeps one value per flag, so the values of `flag`, which may repeat,
+// are taken out first.
+std::vector<std::string> take_repeated(const std::vector<std::string>& argv,
+                                       const std::string& flag, std::vector<std::string>& values) {
   std::vector<std::string> rest;
   for (size_t i = 0; i < argv.size(); ++i) {
-    if (argv[i] == "--prompt-ids") {
-      check(i + 1 < argv.size(), "--prompt-ids needs a value");
-      prompts.push_back(argv[++i]);
+    if (argv[i] == flag) {
+      check(i + 1 < argv.size(), flag, " needs a value");
+      values.push_back(argv[++i]);
     } else {
       rest.push_back(argv[i]);
     }
@@ -60,7 +62,7 @@ std::vector<std::vector<int32_t>> read_prompts_file(const std::string& path) {
 // One prompt, streamed: on_token prints each token as it comes, finish ends
 // the output line.
 int generate_one(Model& model, const std::vector<int32_t>& prompt, const GenerateOptions& options,
-                 const std::function<void(int32_t)>& on_token,
+                 const std::function<bool(int32_t)>& on_token,
                  const std::function<void()>& finish) {
   const GenerateResult result = generate(model, prompt, options, on_token);
   finish();
@@ -71,7 +73,9 @@ int generate_one(Model& model, const std::vector<int32_t>& prompt, const Generat
   if (decoded > 0)
     std::fprintf(stderr, "decode: %.0f tokens in %.3f s (%.1f tokens/s)%s\n", decoded,
                  result.decode_seconds, decoded / result.decode_seconds,
-                 result.stopped_by_eos ? ", stopped at EOS" : "");
+                 result.finish_reason == FinishReason::eos           ? ", stopped at EOS"
+                 : result.finish_reason == FinishReason::stop_string ? ", stopped at a stop string"
+                                                                     : "");
   return 0;
 }
 
@@ -96,12 +100,35 @@ EngineConfig engine_config(const Args& args) {
   return config;
 }
 
+// Steps the engine to the end; with an output processor, each new token goes
+// through it as it comes, and a sample whose text met a stop string ends
+// there. Returns the requests' outputs, by id.
+std::map<std::string, RequestOutput> run_engine(LLMEngine& engine, OutputProcessor* processor) {
+  std::map<std::string, RequestOutput> done;
+  while (engine.has_unfinished()) {
+    std::vector<SequenceOutput> finished = engine.step();
+    if (processor) {
+      for (const NewToken& token : engine.last_tokens()) {
+        if (processor->add_token(token.request_id, token.sample_index, token.token)
+                .stopped_by_string)
+          engine.abort_request(token.request_id, FinishReason::stop_string, token.sample_index);
+      }
+    }
+    for (SequenceOutput& out : finished) {
+      RequestOutput& request = done[out.request_id];
+      request.request_id = out.request_id;
+      request.samples.push_back(std::move(out));
+    }
+  }
+  return done;
+}
+
 // tokenizer: set for text prompts, whose outputs print as JSON strings.
 // default_length: options.max_tokens is a default, cut per prompt to what
 // the context and the KV pool leave it.
 int generate_many(Model& model, const std::vector<std::vector<int32_t>>& prompts,
                   const GenerateOptions& options, bool default_length, const EngineConfig& config,
-                  const Tokenizer* tokenizer) {
+                  const Tokenizer* tokenizer, const TextParams& text_params) {
   LLMEngine engine(model, config);
   int64_t room =
       int64_t{engine.kv_cache_manager().device_pool().num_allocatable_blocks()} * config.block_size;
@@ -122,21 +149,28 @@ int generate_many(Model& model, const std::vector<std::vector<int32_t>>& prompts
     prompt_tokens += static_cast<int64_t>(prompts[i].size());
     requests.push_back(std::move(r));
   }
+  std::optional<OutputProcessor> processor;
+  if (tokenizer) {
+    processor.emplace(*tokenizer);
+    for (const Request& r : requests)
+      processor->add_request(r.id, r.n, r.prompt_token_ids, text_params);
+  }
   using Clock = std::chrono::steady_clock;
   const auto start = Clock::now();
-  const std::vector<RequestOutput> outputs = engine.generate(std::move(requests));
+  for (const Request& r : requests) engine.add_request(r);
+  std::map<std::string, RequestOutput> done = run_engine(engine, processor ? &*processor : nullptr);
   const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
   int64_t generated = 0;
   int failed = 0;
-  for (size_t i = 0; i < outputs.size(); ++i) {
-    const RequestOutput& out = outputs[i];
-    if (const std::string& error = out.samples.at(0).error; !error.empty()) {
-      std::fprintf(stderr, "hive: %s failed: %s\n", out.request_id.c_str(), error.c_str());
+  for (const Request& request : requests) {
+    const SequenceOutput& out = done.at(request.id).samples.at(0);
+    if (!out.error.empty()) {
+      std::fprintf(stderr, "hive: %s failed: %s\n", request.id.c_str(), out.error.c_str());
       ++failed;
     }
-    const std::vector<int32_t>& ids = out.samples.at(0).token_ids;
-    if (tokenizer) {
-      const std::string text = continuation_text(*tokenizer, prompts[i], ids);
+    const std::vector<int32_t>& ids = out.token_ids;
+    if (processor) {
+      const std::string text = processor->finish(request.id, 0).full_text;
       std::printf("%s\n", nlohmann::json(text).dump().c_str());
     } else {
       for (const int32_t token : ids) std::printf("%d ", token);
@@ -149,7 +183,7 @@ int generate_many(Model& model, const std::vector<std::vector<int32_t>>& prompts
   std::fprintf(stderr,
                "%zu requests: %lld prompt + %lld generated tokens in %.3f s (%.1f tokens/s), "
                "%lld steps, up to %lld running\n",
-               outputs.size(), static_cast<long long>(prompt_tokens),
+               requests.size(), static_cast<long long>(prompt_tokens),
                static_cast<long long>(generated), seconds,
                static_cast<double>(prompt_tokens + generated) / seconds,
                static_cast<long long>(stats.scheduler.num_steps),
@@ -168,8 +202,9 @@ int generate_many(Model& model, const std::vector<std::vector<int32_t>>& prompts
 }  // namespace
 
 int run_generate(const std::vector<std::string>& argv) {
-  std::vector<std::string> prompt_flags;
-  const Args args(take_prompt_flags(argv, prompt_flags),
+  std::vector<std::string> prompt_flags, stop_strings;
+  const Args args(take_repeated(take_repeated(argv, "--prompt-ids", prompt_flags), "--stop",
+                                stop_strings),
                   {"--model", "--prompts-file", "--max-tokens", "--temperature", "--top-k",
                    "--top-p", "--seed", "--device", "--block-size", "--max-num-seqs",
                    "--max-num-batched-tokens", "--kv-budget-mb", "--swap-space-mb"},
@@ -180,6 +215,10 @@ int run_generate(const std::vector<std::string>& argv) {
         "give text prompts or --prompt-ids/--prompts-file, not both");
   check(text_mode || !args.has("--chat"),
         "--chat needs a text prompt (hive generate --chat \"...\")");
+  check(text_mode || stop_strings.empty(),
+        "--stop needs a text prompt (stop strings are matched on the text)");
+  for (const std::string& stop : stop_strings) check(!stop.empty(), "--stop must not be empty");
+  const TextParams text_params{stop_strings, {}, true};
   const std::string model_dir = model_dir_or_default(args);
 
   std::optional<Tokenizer> tokenizer;
@@ -242,13 +281,14 @@ int run_generate(const std::vector<std::string>& argv) {
   Model model(model_dir, *choice.backend);
   if (prompts.size() > 1)
     return generate_many(model, prompts, options, default_length, config,
-                         tokenizer ? &*tokenizer : nullptr);
+                         tokenizer ? &*tokenizer : nullptr, text_params);
   if (!text_mode) {
     return generate_one(
         model, prompts[0], options,
         [](int32_t token) {
           std::printf("%d ", token);
           std::fflush(stdout);
+          return true;
         },
         [] { std::printf("\n"); });
   }
@@ -258,9 +298,9 @@ int run_generate(const std::vector<std::string>& argv) {
     std::fputs(texts[0].c_str(), stdout);
     std::fflush(stdout);
   }
-  TextStream stream(*tokenizer, prompts[0], stdout);
+  TextStream stream(*tokenizer, prompts[0], stdout, text_params);
   return generate_one(
-      model, prompts[0], options, [&](int32_t token) { stream.write(token); },
+      model, prompts[0], options, [&](int32_t token) { return stream.write(token); },
       [&] { stream.finish(); });
 }
 

@@ -3,7 +3,8 @@
 // "max_tokens": 16, "temperature": 0, "top_k": 0, "top_p": 1, "seed": (random),
 // "ignore_eos": false, "stop_token_ids": [], "priority": 0}, or with text
 // instead of ids: {"prompt": "Once upon a time"} (tokenized with the model's
-// tokenizer; "chat": true applies its chat template). Every key but the
+// tokenizer; "chat": true applies its chat template; "stop": ["\n\n"] ends
+// its text before the first stop string). Every key but the
 // prompt is optional; an unknown key, a value of the wrong type or range, or
 // a repeated id is an error naming the file and line. The sampling keys and
 // max_tokens left out take the checkpoint's generation_config.json values
@@ -54,11 +55,11 @@ class PromptLine {
     check(j.is_object(), where_, ": expected a JSON object (got ", j.dump(), ")");
     static const std::set<std::string> kKeys = {
         "id",    "prompt", "prompt_ids", "chat",       "max_tokens",     "temperature",
-        "top_k", "top_p",  "seed",       "ignore_eos", "stop_token_ids", "priority"};
+        "top_k", "top_p",  "seed",       "ignore_eos", "stop_token_ids", "priority", "stop"};
     for (const auto& [key, value] : j.items())
       check(kKeys.count(key), where_, ": unknown key \"", key,
             "\" (expected id, prompt or prompt_ids, chat, max_tokens, temperature, top_k, top_p, "
-            "seed, ignore_eos, stop_token_ids, priority)");
+            "seed, ignore_eos, stop_token_ids, stop, priority)");
   }
   bool has(const char* key) const { return j_.contains(key); }
   int64_t integer(const char* key, int64_t fallback, int64_t min, int64_t max) const {
@@ -89,6 +90,18 @@ class PromptLine {
           j_.at(key).dump(), ")");
     return j_.at(key).get<std::string>();
   }
+  std::vector<std::string> strings(const char* key) const {
+    std::vector<std::string> out;
+    if (!has(key)) return out;
+    const nlohmann::json& v = j_.at(key);
+    check(v.is_array(), where_, ": \"", key, "\" must be an array of strings (got ", v.dump(), ")");
+    for (const nlohmann::json& s : v) {
+      check(s.is_string() && !s.get<std::string>().empty(), where_, ": \"", key, "\" holds ",
+            s.dump(), ", not a non-empty string");
+      out.push_back(s.get<std::string>());
+    }
+    return out;
+  }
   std::vector<int32_t> ids(const char* key) const {
     std::vector<int32_t> ids;
     if (!has(key)) return ids;
@@ -109,10 +122,11 @@ class PromptLine {
   std::string where_;
 };
 
-// text_ids: requests with a text prompt; default_length_ids: requests whose
-// max_tokens is a default (the engine may cut it to fit its KV pool).
+// text: the text parameters of requests with a text prompt;
+// default_length_ids: requests whose max_tokens is a default (the engine may
+// cut it to fit its KV pool).
 std::vector<Request> read_prompts(const std::string& path, LazyTokenizer& tokenizer,
-                                  const ModelConfig& model, std::set<std::string>& text_ids,
+                                  const ModelConfig& model, std::map<std::string, TextParams>& text,
                                   std::set<std::string>& default_length_ids) {
   const int64_t vocab_size = model.vocab_size;
   const SamplingParams defaults = model.generation.sampling();
@@ -142,10 +156,12 @@ std::vector<Request> read_prompts(const std::string& path, LazyTokenizer& tokeni
     check(p.has("prompt") != p.has("prompt_ids"), where,
           ": give \"prompt\" (text) or \"prompt_ids\", not both or neither");
     check(p.has("prompt") || !p.has("chat"), where, ": \"chat\" applies to a text \"prompt\"");
+    check(p.has("prompt") || !p.has("stop"), where,
+          ": \"stop\" applies to a text \"prompt\" (stop strings are matched on the text)");
     if (p.has("prompt")) {
       r.prompt_token_ids = encode_prompt(tokenizer.get(), tokenizer.dir(), p.string("prompt", ""),
                                          p.boolean("chat"));
-      text_ids.insert(r.id);
+      text[r.id] = TextParams{p.strings("stop"), {}, true};
     } else {
       r.prompt_token_ids = p.ids("prompt_ids");
     }
@@ -208,10 +224,13 @@ int run_run(const std::vector<std::string>& argv) {
   const Args args(argv, {"--config", "--prompts"}, {});
   const LaunchConfig config = load_launch_config(args.require("--config"));
   LazyTokenizer tokenizer(config.model);
-  std::set<std::string> text_ids, default_length_ids;
+  std::map<std::string, TextParams> text;
+  std::set<std::string> default_length_ids;
   std::vector<Request> requests =
-      read_prompts(args.require("--prompts"), tokenizer, load_model_config(config.model), text_ids,
+      read_prompts(args.require("--prompts"), tokenizer, load_model_config(config.model), text,
                    default_length_ids);
+  std::optional<OutputProcessor> processor;
+  if (!text.empty()) processor.emplace(tokenizer.get());
   if (!config.speculative.draft_model.empty())
     std::fprintf(stderr,
                  "note: the config's speculative section is not used yet; running without a "
@@ -225,26 +244,35 @@ int run_run(const std::vector<std::string>& argv) {
           r.stop.max_tokens);
   const auto start = std::chrono::steady_clock::now();
   std::vector<std::pair<std::string, TokenStream>> streams;
-  std::map<std::string, std::vector<int32_t>> text_prompts;  // continuations decode after them
   for (Request& r : requests) {
     std::string id = r.id;
-    if (text_ids.count(id)) text_prompts[id] = r.prompt_token_ids;
+    if (text.count(id)) processor->add_request(id, r.n, r.prompt_token_ids, text.at(id));
     streams.emplace_back(id, engine.submit(std::move(r)));
   }
   int failed = 0;
   for (auto& [id, stream] : streams) {
+    const bool is_text = text.count(id) > 0;
     for (const TokenEvent& event : stream) {
-      if (!event.finished) continue;
+      if (!event.finished) {
+        // A text request's tokens go through the output processor as they
+        // come; a stop string ends the request there.
+        for (const int32_t token : is_text ? event.token_ids : std::vector<int32_t>{})
+          if (processor->add_token(id, event.sample_index, token).stopped_by_string)
+            engine.cancel(id);
+        continue;
+      }
       std::printf("%s:", id.c_str());
-      if (text_ids.count(id)) {
-        const std::string text =
-            continuation_text(tokenizer.get(), text_prompts.at(id), event.token_ids);
-        std::printf(" %s", nlohmann::json(text).dump().c_str());
+      FinishReason reason = event.reason();
+      if (is_text) {
+        // A failure of the whole request names sample -1; hive run's requests have one.
+        const OutputProcessor::Final final = processor->finish(id, std::max(event.sample_index, 0));
+        if (final.stopped_by_string) reason = FinishReason::stop_string;
+        std::printf(" %s", nlohmann::json(final.full_text).dump().c_str());
       } else {
         for (const int32_t token : event.token_ids) std::printf(" %d", token);
       }
       if (!event.error.empty()) ++failed;
-      std::printf("  [%s%s%s]\n", std::string(finish_reason_name(event.reason())).c_str(),
+      std::printf("  [%s%s%s]\n", std::string(finish_reason_name(reason)).c_str(),
                   event.error.empty() ? "" : ": ", event.error.c_str());
     }
   }

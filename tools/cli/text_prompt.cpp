@@ -60,26 +60,17 @@ std::vector<int32_t> encode_prompt(const Tokenizer& tokenizer, const fs::path& m
   return tokenizer.encode(prompt, /*add_special_tokens=*/false);
 }
 
-std::string continuation_text(const Tokenizer& tokenizer, std::span<const int32_t> prompt,
-                              std::span<const int32_t> ids) {
-  StreamingDetokenizer stream(tokenizer, /*skip_special_tokens=*/true);
-  stream.prime(prompt);
-  std::string text;
-  for (const int32_t id : ids) text += stream.step(id);
-  return text + stream.finish();
-}
+TextStream::TextStream(const Tokenizer& tokenizer, std::span<const int32_t> prompt, std::FILE* out,
+                       TextParams params)
+    : sample_(tokenizer, prompt, std::move(params)), out_(out) {}
 
-TextStream::TextStream(const Tokenizer& tokenizer, std::span<const int32_t> prompt, std::FILE* out)
-    : detokenizer_(tokenizer, /*skip_special_tokens=*/true), out_(out) {
-  detokenizer_.prime(prompt);
-}
-
-void TextStream::write(int32_t id) {
-  emit(detokenizer_.step(id));
+bool TextStream::write(int32_t id) {
+  emit(sample_.add(id));
+  return !sample_.stopped_by_string();
 }
 
 void TextStream::finish() {
-  emit(detokenizer_.finish() + "\n");
+  emit(sample_.finish() + "\n");
 }
 
 void TextStream::emit(const std::string& piece) {

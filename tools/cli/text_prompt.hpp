@@ -6,8 +6,8 @@
 //   const std::string dir = model_dir_or_default(args);
 //   const Tokenizer tokenizer = Tokenizer::from_directory(dir);
 //   const std::vector<int32_t> ids = encode_prompt(tokenizer, dir, text, chat);
-//   TextStream stream(tokenizer, ids, stdout);
-//   generate(model, ids, options, [&](int32_t id) { stream.write(id); });
+//   TextStream stream(tokenizer, ids, stdout, {.stop = {"\n\n"}});
+//   generate(model, ids, options, [&](int32_t id) { return stream.write(id); });
 //   stream.finish();
 #include <cstdint>
 #include <cstdio>
@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/text/tokenizer/streaming_detokenizer.hpp"
+#include "runtime/engine/output_processor.hpp"
 #include "runtime/text/tokenizer/tokenizer.hpp"
 #include "tools/cli/args.hpp"
 
@@ -40,29 +40,26 @@ std::vector<int32_t> encode_prompt(const Tokenizer& tokenizer,
                                    const std::filesystem::path& model_dir, const std::string& text,
                                    bool chat);
 
-// The text `ids` add after `prompt`, special tokens skipped: decoded with the
-// prompt's end as context, so a SentencePiece continuation keeps its
-// leading space.
-std::string continuation_text(const Tokenizer& tokenizer, std::span<const int32_t> prompt,
-                              std::span<const int32_t> ids);
-
 // Writes each generated token's text to `out` as soon as it is complete
-// UTF-8, without special tokens (the end-of-sequence token prints nothing).
+// UTF-8 and cannot be the start of a stop string, without special tokens
+// (the end-of-sequence token prints nothing); the output processor's
+// SampleText does the work.
 class TextStream {
  public:
   // `prompt`: the ids the generated ones continue (their text is not written).
-  TextStream(const Tokenizer& tokenizer, std::span<const int32_t> prompt, std::FILE* out);
+  TextStream(const Tokenizer& tokenizer, std::span<const int32_t> prompt, std::FILE* out,
+             TextParams params = {});
 
-  void write(int32_t id);
+  // False once a stop string ended the text: generation should stop.
+  bool write(int32_t id);
   void finish();  // whatever is held back, then a newline
   // Everything written so far, the final newline included.
-
   const std::string& text() const { return text_; }
 
  private:
   void emit(const std::string& piece);
 
-  StreamingDetokenizer detokenizer_;
+  SampleText sample_;
   std::FILE* out_;
   std::string text_;
 };
