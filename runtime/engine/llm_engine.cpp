@@ -105,6 +105,13 @@ std::vector<RequestOutput> LLMEngine::generate(std::vector<Request> requests) {
   return outputs;
 }
 
+int64_t LLMEngine::max_sequence_tokens() const {
+  const int64_t pool = int64_t{kv_cache_manager_->device_pool().num_allocatable_blocks()} *
+                       kv_cache_manager_->config().block_size;
+  const int64_t context = model_.config().max_position_embeddings;
+  return context > 0 ? std::min(pool, context) : pool;
+}
+
 EngineStats LLMEngine::stats() const {
   EngineStats s;
   s.scheduler = scheduler_->stats();

@@ -77,6 +77,9 @@ class LLMEngine {
   // of the group must then step together, idle or not.
   void set_expert_parallel(const ExpertParallelContext* ep) { runner_->set_expert_parallel(ep); }
 
+  // The most tokens, prompt and output, one request can hold: the context,
+  // or the KV pool when that is smaller.
+  int64_t max_sequence_tokens() const;
   EngineStats stats() const;
   const Scheduler& scheduler() const { return *scheduler_; }
   const KVCacheManager& kv_cache_manager() const { return *kv_cache_manager_; }

@@ -157,7 +157,7 @@ TEST(Cli, GenerateTakesTheCheckpointsGenerationDefaults) {
   for (int i = 1; i < 256; ++i) context_ids += ",1";
   const Result full = run("generate --model " + dir.string() + " --prompt-ids " + context_ids);
   EXPECT_NE(full.status, 0);
-  EXPECT_NE(full.out.find("prompt 1 (256 tokens) leaves no room in the model's context of 256 "
+  EXPECT_NE(full.out.find("prompt 1: the prompt (256 tokens) leaves no room in the model's context of 256 "
                           "tokens"),
             std::string::npos)
       << full.out;
@@ -273,9 +273,9 @@ TEST(Cli, BadInputGetsAClearErrorAndExitCode) {
         Case{"generate --model " + model + " --prompt-ids 1,2 --max-tokens 300",
              "prompt (2 tokens) + max_tokens (300) exceed the model's context length of 256"},
         Case{"generate --model " + model + " --prompt-ids 1 --prompt-ids 2 --max-tokens 300",
-             "request prompt 1: prompt (1 tokens) + max_tokens (300) exceed the model's context"},
+             "prompt 1: prompt (1 tokens) + max_tokens (300) exceed the model's context"},
         Case{"generate --model " + model + " --prompt-ids 1 --prompt-ids 2,99999",
-             "request prompt 2: prompt token id 99999 is out of range"},
+             "prompt 2: prompt token id 99999 is out of range"},
         Case{"tokenize --tokenizer " + model + " Hello", "unexpected argument 'Hello'"}}) {
     const Result r = run(c.args);
     EXPECT_EQ(r.status, 1) << c.args << "\n" << r.out;

@@ -18,6 +18,7 @@
 #include "kernels/backend_select.hpp"
 #include "kernels/error.hpp"
 #include "runtime/engine/generate.hpp"
+#include "runtime/engine/input_processor.hpp"
 #include "runtime/engine/llm_engine.hpp"
 #include "runtime/model/model_config.hpp"
 #include "tools/cli/args.hpp"
@@ -100,6 +101,15 @@ EngineConfig engine_config(const Args& args) {
   return config;
 }
 
+// The input processor's errors, named by the prompt they are about.
+ProcessedRequest process(InputProcessor& inputs, const RequestInput& input) {
+  try {
+    return inputs.process(input);
+  } catch (const InputError& e) {
+    fail(input.id, ": ", e.what());
+  }
+}
+
 // Steps the engine to the end; with an output processor, each new token goes
 // through it as it comes, and a sample whose text met a stop string ends
 // there. Returns the requests' outputs, by id.
@@ -123,60 +133,47 @@ std::map<std::string, RequestOutput> run_engine(LLMEngine& engine, OutputProcess
   return done;
 }
 
-// tokenizer: set for text prompts, whose outputs print as JSON strings.
-// default_length: options.max_tokens is a default, cut per prompt to what
-// the context and the KV pool leave it.
-int generate_many(Model& model, const std::vector<std::vector<int32_t>>& prompts,
-                  const GenerateOptions& options, bool default_length, const EngineConfig& config,
-                  const Tokenizer* tokenizer, const TextParams& text_params) {
+// Several prompts, batched through the offline engine. Their requests are
+// processed again once the engine exists: a default max_tokens is cut to
+// what a sequence's share of its KV pool leaves too.
+int generate_many(Model& model, InputProcessor& inputs, const std::vector<RequestInput>& prompts,
+                  const EngineConfig& config) {
   LLMEngine engine(model, config);
-  int64_t room =
-      int64_t{engine.kv_cache_manager().device_pool().num_allocatable_blocks()} * config.block_size;
-  if (model.config().max_position_embeddings > 0)
-    room = std::min(room, model.config().max_position_embeddings);
-  std::vector<Request> requests;
-  int64_t prompt_tokens = 0;
-  for (size_t i = 0; i < prompts.size(); ++i) {
-    Request r;
-    r.id = str_cat("prompt ", i + 1);  // as the CLI's own errors count them
-    r.prompt_token_ids = prompts[i];
-    r.sampling = options.sampling;
-    r.stop.max_tokens = default_length
-                            ? std::clamp<int64_t>(room - static_cast<int64_t>(prompts[i].size()), 1,
-                                                  options.max_tokens)
-                            : options.max_tokens;
-    r.stop.ignore_eos = options.ignore_eos;
-    prompt_tokens += static_cast<int64_t>(prompts[i].size());
-    requests.push_back(std::move(r));
-  }
+  InputLimits limits = inputs.limits();
+  limits.max_sequence_tokens = engine.max_sequence_tokens();
+  inputs.set_limits(limits);
+  std::vector<ProcessedRequest> requests;
+  for (const RequestInput& input : prompts) requests.push_back(process(inputs, input));
   std::optional<OutputProcessor> processor;
-  if (tokenizer) {
-    processor.emplace(*tokenizer);
-    for (const Request& r : requests)
-      processor->add_request(r.id, r.n, r.prompt_token_ids, text_params);
+  int64_t prompt_tokens = 0;
+  for (const ProcessedRequest& r : requests) {
+    if (r.text_output && !processor) processor.emplace(inputs.tokenizer());
+    if (r.text_output)
+      processor->add_request(r.request.id, r.request.n, r.request.prompt_token_ids, r.text);
+    prompt_tokens += static_cast<int64_t>(r.request.prompt_token_ids.size());
   }
   using Clock = std::chrono::steady_clock;
   const auto start = Clock::now();
-  for (const Request& r : requests) engine.add_request(r);
+  for (const ProcessedRequest& r : requests) engine.add_request(r.request);
   std::map<std::string, RequestOutput> done = run_engine(engine, processor ? &*processor : nullptr);
   const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
   int64_t generated = 0;
   int failed = 0;
-  for (const Request& request : requests) {
-    const SequenceOutput& out = done.at(request.id).samples.at(0);
+  for (const ProcessedRequest& r : requests) {
+    const std::string& id = r.request.id;
+    const SequenceOutput& out = done.at(id).samples.at(0);
     if (!out.error.empty()) {
-      std::fprintf(stderr, "hive: %s failed: %s\n", request.id.c_str(), out.error.c_str());
+      std::fprintf(stderr, "hive: %s failed: %s\n", id.c_str(), out.error.c_str());
       ++failed;
     }
-    const std::vector<int32_t>& ids = out.token_ids;
-    if (processor) {
-      const std::string text = processor->finish(request.id, 0).full_text;
+    if (r.text_output) {
+      const std::string text = processor->finish(id, 0).full_text;
       std::printf("%s\n", nlohmann::json(text).dump().c_str());
     } else {
-      for (const int32_t token : ids) std::printf("%d ", token);
+      for (const int32_t token : out.token_ids) std::printf("%d ", token);
       std::printf("\n");
     }
-    generated += static_cast<int64_t>(ids.size());
+    generated += static_cast<int64_t>(out.token_ids.size());
   }
   std::fflush(stdout);
   const EngineStats stats = engine.stats();
@@ -218,73 +215,73 @@ int run_generate(const std::vector<std::string>& argv) {
   check(text_mode || stop_strings.empty(),
         "--stop needs a text prompt (stop strings are matched on the text)");
   for (const std::string& stop : stop_strings) check(!stop.empty(), "--stop must not be empty");
-  const TextParams text_params{stop_strings, {}, true};
   const std::string model_dir = model_dir_or_default(args);
 
-  std::optional<Tokenizer> tokenizer;
-  std::vector<std::vector<int32_t>> prompts;
-  if (text_mode) {
-    tokenizer.emplace(Tokenizer::from_directory(model_dir));
-    for (const std::string& text : texts)
-      prompts.push_back(encode_prompt(*tokenizer, model_dir, text, args.has("--chat")));
+  // The request every prompt shares; flags left out stay unset, for the
+  // input processor to fill in from generation_config.json.
+  RequestInput shared;
+  if (args.has("--max-tokens")) shared.max_tokens = args.get_int("--max-tokens", 0, 1, kInt32Max);
+  if (args.has("--temperature")) shared.temperature = args.get_double("--temperature", 0);
+  if (args.has("--top-k")) shared.top_k = args.get_int("--top-k", 0, 0, kInt32Max);
+  if (args.has("--top-p")) shared.top_p = args.get_double("--top-p", 1);
+  if (args.has("--seed")) shared.seed = static_cast<uint64_t>(args.get_int("--seed", 0, 0));
+  shared.ignore_eos = args.has("--ignore-eos");
+  shared.stop = stop_strings;
+  std::vector<RequestInput> prompts;
+  const auto add_prompt = [&](Prompt prompt) {
+    RequestInput input = shared;
+    input.id = str_cat("prompt ", prompts.size() + 1);  // as the CLI's errors count them
+    input.prompt = std::move(prompt);
+    prompts.push_back(std::move(input));
+  };
+  for (const std::string& text : texts) {
+    if (args.has("--chat"))
+      add_prompt(std::vector<ChatMessage>{{"user", text}});
+    else
+      add_prompt(text);
   }
-  for (const std::string& ids : prompt_flags) prompts.push_back(parse_id_list(ids, "--prompt-ids"));
+  for (const std::string& ids : prompt_flags) add_prompt(parse_id_list(ids, "--prompt-ids"));
   if (args.has("--prompts-file")) {
-    for (auto& p : read_prompts_file(args.get("--prompts-file", ""))) prompts.push_back(p);
+    for (auto& p : read_prompts_file(args.get("--prompts-file", ""))) add_prompt(std::move(p));
   }
   check(!prompts.empty(),
         "nothing to generate from: give a text prompt (hive generate \"Once upon a time\"), "
         "--prompt-ids or --prompts-file");
-  for (size_t i = 0; i < prompts.size(); ++i)
-    check(!prompts[i].empty(), "prompt ", i + 1, " has no tokens");
-
   if (prompts.size() == 1)
     for (const std::string& flag : kEngineFlags)
       check(!args.has(flag), flag,
             " applies to several prompts; one prompt runs alone with a KV cache sized to fit it");
+  const EngineConfig config = engine_config(args);
 
-  // Flags left out take the checkpoint's generation_config.json defaults; a
-  // default max_tokens is cut, per prompt, to what the context (and with
-  // several prompts the KV pool) leaves it.
-  const ModelConfig model_config = load_model_config(model_dir);
-  const GenerationDefaults& defaults = model_config.generation;
-  for (const std::string& key : defaults.ignored)
+  // Every rule is the input processor's; here, before the model loads, so
+  // that a bad request fails at once. One prompt gets a KV cache that fits
+  // it, so only the context limits it.
+  InputLimits limits;
+  limits.default_max_tokens = 16;
+  limits.default_max_tokens_text = 64;
+  limits.max_n = config.scheduler.max_num_seqs;
+  InputProcessor inputs(model_dir, load_model_config(model_dir), limits);
+  for (const std::string& key : inputs.ignored_generation_keys())
     std::fprintf(stderr, "note: generation_config.json sets %s, which Hive does not apply\n",
                  key.c_str());
-  const int64_t context = model_config.max_position_embeddings;
-  for (size_t i = 0; i < prompts.size(); ++i)
-    check(context == 0 || static_cast<int64_t>(prompts[i].size()) < context, "prompt ", i + 1, " (",
-          prompts[i].size(), " tokens) leaves no room in the model's context of ", context,
-          " tokens");
-  const bool default_length = !args.has("--max-tokens");
-  GenerateOptions options;
-  options.max_tokens =
-      args.get_int("--max-tokens", defaults.max_tokens_or(text_mode ? 64 : 16), 1, kInt32Max);
-  if (default_length && prompts.size() == 1 && context > 0)
-    options.max_tokens =
-        std::min(options.max_tokens, context - static_cast<int64_t>(prompts[0].size()));
-  options.sampling = defaults.sampling();
-  options.sampling.temperature =
-      static_cast<float>(args.get_double("--temperature", options.sampling.temperature));
-  options.sampling.top_k =
-      static_cast<int>(args.get_int("--top-k", options.sampling.top_k, 0, kInt32Max));
-  options.sampling.top_p = static_cast<float>(args.get_double("--top-p", options.sampling.top_p));
-  if (args.has("--seed"))
-    options.sampling.seed = static_cast<uint64_t>(args.get_int("--seed", 0, 0));
-  options.ignore_eos = args.has("--ignore-eos");
-  options.block_size = static_cast<int32_t>(args.get_int("--block-size", 16, 1, 1 << 16));
-  validate(options.sampling);
-  const EngineConfig config = engine_config(args);
+  std::vector<ProcessedRequest> requests;
+  for (const RequestInput& input : prompts) requests.push_back(process(inputs, input));
 
   BackendChoice choice = select_backend(args.get("--device", "auto"), Model::required_ops());
   if (!choice.note.empty()) std::fprintf(stderr, "%s\n", choice.note.c_str());
   Model model(model_dir, *choice.backend);
-  if (prompts.size() > 1)
-    return generate_many(model, prompts, options, default_length, config,
-                         tokenizer ? &*tokenizer : nullptr, text_params);
-  if (!text_mode) {
+  if (prompts.size() > 1) return generate_many(model, inputs, prompts, config);
+
+  const Request& request = requests[0].request;
+  GenerateOptions options;
+  options.max_tokens = request.stop.max_tokens;
+  options.sampling = request.sampling;
+  options.ignore_eos = request.stop.ignore_eos;
+  options.block_size = config.block_size;
+  const std::vector<int32_t>& prompt = request.prompt_token_ids;
+  if (!requests[0].text_output) {
     return generate_one(
-        model, prompts[0], options,
+        model, prompt, options,
         [](int32_t token) {
           std::printf("%d ", token);
           std::fflush(stdout);
@@ -298,9 +295,9 @@ int run_generate(const std::vector<std::string>& argv) {
     std::fputs(texts[0].c_str(), stdout);
     std::fflush(stdout);
   }
-  TextStream stream(*tokenizer, prompts[0], stdout, text_params);
+  TextStream stream(inputs.tokenizer(), prompt, stdout, requests[0].text);
   return generate_one(
-      model, prompts[0], options, [&](int32_t token) { return stream.write(token); },
+      model, prompt, options, [&](int32_t token) { return stream.write(token); },
       [&] { stream.finish(); });
 }
 

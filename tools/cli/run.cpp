@@ -24,29 +24,14 @@
 
 #include "actors/engine.hpp"
 #include "kernels/error.hpp"
+#include "runtime/engine/input_processor.hpp"
 #include "runtime/model/model_config.hpp"
 #include "tools/cli/args.hpp"
 #include "tools/cli/commands.hpp"
-#include "tools/cli/text_prompt.hpp"
 
 namespace hive::cli {
 
 namespace {
-
-// The model's tokenizer, loaded the first time a text prompt needs it.
-class LazyTokenizer {
- public:
-  explicit LazyTokenizer(std::filesystem::path model_dir) : dir_(std::move(model_dir)) {}
-  const Tokenizer& get() {
-    if (!tokenizer_) tokenizer_.emplace(Tokenizer::from_directory(dir_.string()));
-    return *tokenizer_;
-  }
-  const std::filesystem::path& dir() const { return dir_; }
-
- private:
-  std::filesystem::path dir_;
-  std::optional<Tokenizer> tokenizer_;
-};
 
 // One prompt line's fields, type- and range-checked; errors name the line.
 class PromptLine {
@@ -122,20 +107,18 @@ class PromptLine {
   std::string where_;
 };
 
-// text: the text parameters of requests with a text prompt;
-// default_length_ids: requests whose max_tokens is a default (the engine may
-// cut it to fit its KV pool).
-std::vector<Request> read_prompts(const std::string& path, LazyTokenizer& tokenizer,
-                                  const ModelConfig& model, std::map<std::string, TextParams>& text,
-                                  std::set<std::string>& default_length_ids) {
-  const int64_t vocab_size = model.vocab_size;
-  const SamplingParams defaults = model.generation.sampling();
-  for (const std::string& key : model.generation.ignored)
-    std::fprintf(stderr, "note: generation_config.json sets %s, which Hive does not apply\n",
-                 key.c_str());
+// A prompt line as the input processor takes it, with where it was read.
+struct PromptInput {
+  RequestInput input;
+  std::string where;  // file:line
+};
+
+// The lines of a prompts file; every rule past the JSON types is the input
+// processor's.
+std::vector<PromptInput> read_prompts(const std::string& path) {
   std::ifstream in(path);
   check(in.good(), "--prompts: cannot open ", path);
-  std::vector<Request> requests;
+  std::vector<PromptInput> prompts;
   std::map<std::string, int> id_lines;
   std::string line;
   for (int number = 1; std::getline(in, line); ++number) {
@@ -148,7 +131,7 @@ std::vector<Request> read_prompts(const std::string& path, LazyTokenizer& tokeni
       fail(where, ": ", e.what());
     }
     const PromptLine p(j, where);
-    Request r;
+    RequestInput r;
     r.id = p.string("id", "prompt-" + std::to_string(number));
     check(!r.id.empty(), where, ": \"id\" must not be empty");
     const auto [seen, fresh] = id_lines.emplace(r.id, number);
@@ -158,44 +141,38 @@ std::vector<Request> read_prompts(const std::string& path, LazyTokenizer& tokeni
     check(p.has("prompt") || !p.has("chat"), where, ": \"chat\" applies to a text \"prompt\"");
     check(p.has("prompt") || !p.has("stop"), where,
           ": \"stop\" applies to a text \"prompt\" (stop strings are matched on the text)");
-    if (p.has("prompt")) {
-      r.prompt_token_ids = encode_prompt(tokenizer.get(), tokenizer.dir(), p.string("prompt", ""),
-                                         p.boolean("chat"));
-      text[r.id] = TextParams{p.strings("stop"), {}, true};
-    } else {
-      r.prompt_token_ids = p.ids("prompt_ids");
-    }
-    check(!r.prompt_token_ids.empty(), where, ": the prompt has no tokens");
-    for (const int32_t id : r.prompt_token_ids)
-      check(id < vocab_size, where, ": prompt token id ", id, " is out of range [0, ", vocab_size,
-            ")");
-    // A default, unlike a value given, never asks for more than the context holds.
-    const auto prompt_len = static_cast<int64_t>(r.prompt_token_ids.size());
-    const int64_t room = model.max_position_embeddings > 0
-                             ? model.max_position_embeddings - prompt_len
-                             : int64_t{INT32_MAX};
-    check(room >= 1, where, ": the prompt (", prompt_len,
-          " tokens) leaves no room in the model's context of ", model.max_position_embeddings,
-          " tokens");
-    if (!p.has("max_tokens")) default_length_ids.insert(r.id);
-    r.stop.max_tokens =
-        p.integer("max_tokens", std::min(model.generation.max_tokens_or(16), room), 1, INT32_MAX);
-    r.stop.ignore_eos = p.boolean("ignore_eos");
-    r.stop.stop_token_ids = p.ids("stop_token_ids");
-    r.sampling.temperature =
-        static_cast<float>(p.number("temperature", defaults.temperature, 0.0, 1e6));
-    r.sampling.top_k = static_cast<int>(p.integer("top_k", defaults.top_k, 0, INT32_MAX));
-    r.sampling.top_p = static_cast<float>(p.number("top_p", defaults.top_p, 0.0, 1.0));
-    if (p.has("seed")) r.sampling.seed = static_cast<uint64_t>(p.integer("seed", 0, 0, INT64_MAX));
+    if (!p.has("prompt"))
+      r.prompt = p.ids("prompt_ids");
+    else if (p.boolean("chat"))
+      r.prompt = std::vector<ChatMessage>{{"user", p.string("prompt", "")}};
+    else
+      r.prompt = p.string("prompt", "");
+    if (p.has("max_tokens")) r.max_tokens = p.integer("max_tokens", 0, 1, INT32_MAX);
+    if (p.has("temperature")) r.temperature = p.number("temperature", 0, 0.0, 1e6);
+    if (p.has("top_k")) r.top_k = p.integer("top_k", 0, 0, INT32_MAX);
+    if (p.has("top_p")) r.top_p = p.number("top_p", 1, 0.0, 1.0);
+    if (p.has("seed")) r.seed = static_cast<uint64_t>(p.integer("seed", 0, 0, INT64_MAX));
+    r.ignore_eos = p.boolean("ignore_eos");
+    r.stop_token_ids = p.ids("stop_token_ids");
+    r.stop = p.strings("stop");
     r.priority = static_cast<int>(p.integer("priority", 0, INT32_MIN, INT32_MAX));
-    try {
-      validate(r.sampling);
-    } catch (const Error& e) {
-      fail(where, ": ", e.what());
-    }
-    requests.push_back(std::move(r));
+    prompts.push_back({std::move(r), where});
   }
-  check(!requests.empty(), path, ": no prompts");
+  check(!prompts.empty(), path, ": no prompts");
+  return prompts;
+}
+
+// The input processor's requests, errors named by their line.
+std::vector<ProcessedRequest> process(InputProcessor& inputs,
+                                      const std::vector<PromptInput>& prompts) {
+  std::vector<ProcessedRequest> requests;
+  for (const PromptInput& p : prompts) {
+    try {
+      requests.push_back(inputs.process(p.input));
+    } catch (const InputError& e) {
+      fail(p.where, ": ", e.what());
+    }
+  }
   return requests;
 }
 
@@ -223,35 +200,41 @@ void print_expert_load(const EngineMetrics& m) {
 int run_run(const std::vector<std::string>& argv) {
   const Args args(argv, {"--config", "--prompts"}, {});
   const LaunchConfig config = load_launch_config(args.require("--config"));
-  LazyTokenizer tokenizer(config.model);
-  std::map<std::string, TextParams> text;
-  std::set<std::string> default_length_ids;
-  std::vector<Request> requests =
-      read_prompts(args.require("--prompts"), tokenizer, load_model_config(config.model), text,
-                   default_length_ids);
-  std::optional<OutputProcessor> processor;
-  if (!text.empty()) processor.emplace(tokenizer.get());
+  const std::vector<PromptInput> prompts = read_prompts(args.require("--prompts"));
+  // Every rule is the input processor's; checked before the engine starts,
+  // then again once it has: a default max_tokens is cut to what a rank's KV
+  // pool leaves too.
+  InputLimits limits;
+  limits.max_n = config.scheduler.max_num_seqs;
+  InputProcessor inputs(config.model, load_model_config(config.model), limits);
+  for (const std::string& key : inputs.ignored_generation_keys())
+    std::fprintf(stderr, "note: generation_config.json sets %s, which Hive does not apply\n",
+                 key.c_str());
+  process(inputs, prompts);
   if (!config.speculative.draft_model.empty())
     std::fprintf(stderr,
                  "note: the config's speculative section is not used yet; running without a "
                  "draft model\n");
   Engine engine(config);
-  // A default max_tokens is cut to what a rank's KV pool leaves too.
-  for (Request& r : requests)
-    if (default_length_ids.count(r.id))
-      r.stop.max_tokens = std::clamp<int64_t>(
-          engine.max_sequence_tokens() - static_cast<int64_t>(r.prompt_token_ids.size()), 1,
-          r.stop.max_tokens);
+  limits.max_sequence_tokens = engine.max_sequence_tokens();
+  inputs.set_limits(limits);
+  const std::vector<ProcessedRequest> requests = process(inputs, prompts);
+  std::optional<OutputProcessor> processor;
   const auto start = std::chrono::steady_clock::now();
   std::vector<std::pair<std::string, TokenStream>> streams;
-  for (Request& r : requests) {
-    std::string id = r.id;
-    if (text.count(id)) processor->add_request(id, r.n, r.prompt_token_ids, text.at(id));
-    streams.emplace_back(id, engine.submit(std::move(r)));
+  std::set<std::string> text_ids;
+  for (const ProcessedRequest& r : requests) {
+    const std::string& id = r.request.id;
+    if (r.text_output) {
+      if (!processor) processor.emplace(inputs.tokenizer());
+      processor->add_request(id, r.request.n, r.request.prompt_token_ids, r.text);
+      text_ids.insert(id);
+    }
+    streams.emplace_back(id, engine.submit(r.request));
   }
   int failed = 0;
   for (auto& [id, stream] : streams) {
-    const bool is_text = text.count(id) > 0;
+    const bool is_text = text_ids.count(id) > 0;
     for (const TokenEvent& event : stream) {
       if (!event.finished) {
         // A text request's tokens go through the output processor as they

@@ -4,7 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "kernels/error.hpp"
-#include "runtime/text/chat_template/chat_template.hpp"
+#include "runtime/engine/input_processor.hpp"
 
 #ifndef HIVE_SOURCE_DIR
 #error "HIVE_SOURCE_DIR must name the source tree (a compile definition)"
@@ -49,15 +49,12 @@ std::string model_dir_or_default(const Args& args) {
 
 std::vector<int32_t> encode_prompt(const Tokenizer& tokenizer, const fs::path& model_dir,
                                    const std::string& text, bool chat) {
-  if (!chat) return tokenizer.encode(text, /*add_special_tokens=*/true);
+  if (!chat) return hive::encode_prompt(text, tokenizer, nullptr);
   const fs::path config = model_dir / "tokenizer_config.json";
   check(fs::is_regular_file(config), "--chat needs a chat template, but ", config.string(),
         " does not exist");
   const ChatTemplate chat_template = ChatTemplate::from_tokenizer_config(config);
-  const nlohmann::ordered_json messages =
-      nlohmann::ordered_json::array({nlohmann::ordered_json{{"role", "user"}, {"content", text}}});
-  const std::string prompt = chat_template.render(messages, /*add_generation_prompt=*/true);
-  return tokenizer.encode(prompt, /*add_special_tokens=*/false);
+  return hive::encode_prompt(std::vector<ChatMessage>{{"user", text}}, tokenizer, &chat_template);
 }
 
 TextStream::TextStream(const Tokenizer& tokenizer, std::span<const int32_t> prompt, std::FILE* out,

@@ -1,0 +1,144 @@
+#include "runtime/engine/input_processor.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <nlohmann/json.hpp>
+
+namespace hive {
+
+namespace {
+
+template <class... Args>
+[[noreturn]] void fail_field(const std::string& field, const Args&... args) {
+  throw InputError(field, str_cat(args...));
+}
+
+template <class... Args>
+void check_field(bool ok, const std::string& field, const Args&... args) {
+  if (!ok) fail_field(field, args...);
+}
+
+}  // namespace
+
+InputProcessor::InputProcessor(std::filesystem::path model_dir, ModelConfig model,
+                               InputLimits limits)
+    : model_dir_(std::move(model_dir)), model_(std::move(model)), limits_(limits) {}
+
+const Tokenizer& InputProcessor::tokenizer() {
+  if (!tokenizer_) tokenizer_.emplace(Tokenizer::from_directory(model_dir_.string()));
+  return *tokenizer_;
+}
+
+std::vector<int32_t> encode_prompt(const Prompt& prompt, const Tokenizer& tokenizer,
+                                   const ChatTemplate* chat_template) {
+  if (const auto* ids = std::get_if<std::vector<int32_t>>(&prompt)) return *ids;
+  if (const auto* text = std::get_if<std::string>(&prompt))
+    return tokenizer.encode(*text, /*add_special_tokens=*/true);
+  check(chat_template != nullptr, "a chat prompt needs a chat template");
+  nlohmann::ordered_json turns = nlohmann::ordered_json::array();
+  for (const ChatMessage& m : std::get<std::vector<ChatMessage>>(prompt))
+    turns.push_back({{"role", m.role}, {"content", m.content}});
+  const std::string text = chat_template->render(turns, /*add_generation_prompt=*/true);
+  return tokenizer.encode(text, /*add_special_tokens=*/false);
+}
+
+std::vector<int32_t> InputProcessor::encode(const Prompt& prompt) {
+  if (const auto* ids = std::get_if<std::vector<int32_t>>(&prompt)) {
+    for (const int32_t id : *ids)
+      check_field(id >= 0 && id < model_.vocab_size, "prompt", "prompt token id ", id,
+                  " is out of range [0, ", model_.vocab_size, ")");
+    return *ids;
+  }
+  if (const auto* messages = std::get_if<std::vector<ChatMessage>>(&prompt)) {
+    check_field(!messages->empty(), "messages", "a chat needs at least one message");
+    for (const ChatMessage& m : *messages)
+      check_field(!m.role.empty(), "messages", "every message needs a role");
+    if (!chat_template_) {
+      const std::filesystem::path config = model_dir_ / "tokenizer_config.json";
+      check_field(std::filesystem::is_regular_file(config), "messages",
+                  "a chat needs the model's chat template, but ", config.string(),
+                  " does not exist");
+      chat_template_.emplace(ChatTemplate::from_tokenizer_config(config));
+    }
+  }
+  return encode_prompt(prompt, tokenizer(), chat_template_ ? &*chat_template_ : nullptr);
+}
+
+int64_t InputProcessor::max_tokens(const RequestInput& input, int64_t prompt_len, bool text,
+                                   bool& is_default) const {
+  const int64_t context = model_.max_position_embeddings;
+  const int64_t limit = limits_.max_sequence_tokens > 0 ? limits_.max_sequence_tokens : context;
+  const int64_t room = limit > 0 ? limit - prompt_len : std::numeric_limits<int32_t>::max();
+  check_field(room >= 1, "prompt", "the prompt (", prompt_len, " tokens) leaves no room in ",
+              limit == context ? "the model's context" : "a sequence's KV pool", " of ", limit,
+              " tokens");
+  is_default = !input.max_tokens;
+  if (!input.max_tokens) {
+    const int64_t fallback = text ? limits_.default_max_tokens_text : limits_.default_max_tokens;
+    return std::min(model_.generation.max_tokens_or(fallback), room);
+  }
+  const int64_t asked = *input.max_tokens;
+  check_field(asked >= 1, "max_tokens", "max_tokens must be >= 1 (got ", asked, ")");
+  check_field(context == 0 || asked <= context - prompt_len, "max_tokens", "prompt (", prompt_len,
+              " tokens) + max_tokens (", asked, ") exceed the model's context length of ",
+              context, " tokens (max_position_embeddings)");
+  check_field(asked <= room, "max_tokens", "prompt (", prompt_len, " tokens) + max_tokens (",
+              asked, ") exceed the ", limit, " tokens a sequence's share of the KV pool holds");
+  return asked;
+}
+
+ProcessedRequest InputProcessor::process(const RequestInput& input) {
+  ProcessedRequest out;
+  Request& r = out.request;
+  r.id = input.id;
+  check_field(!r.id.empty(), "id", "a request needs an id");
+  out.text_output = !std::holds_alternative<std::vector<int32_t>>(input.prompt);
+  check_field(out.text_output || input.stop.empty(), "stop",
+              "stop strings need a text prompt (they are matched on the text)");
+  for (const std::string& stop : input.stop)
+    check_field(!stop.empty(), "stop", "stop strings must not be empty");
+  r.prompt_token_ids = encode(input.prompt);
+  check_field(!r.prompt_token_ids.empty(), "prompt", "the prompt has no tokens");
+  r.stop.max_tokens = max_tokens(input, static_cast<int64_t>(r.prompt_token_ids.size()),
+                                 out.text_output, out.max_tokens_is_default);
+  r.stop.ignore_eos = input.ignore_eos;
+  r.stop.stop_token_ids = input.stop_token_ids;
+  check_field(input.n >= 1 && input.n <= limits_.max_n, "n", "n must be in [1, ", limits_.max_n,
+              "] (got ", input.n, ")");
+  r.n = static_cast<int>(input.n);
+  r.priority = input.priority;
+
+  // generation_config.json's values (validated when it was loaded) for
+  // what the request leaves out; values are checked before they narrow.
+  r.sampling = model_.generation.sampling();
+  if (input.temperature) {
+    const double t = *input.temperature;
+    check_field(t >= 0 && t <= std::numeric_limits<float>::max(), "temperature",
+                "temperature must be >= 0 and at most ", std::numeric_limits<float>::max(),
+                " (got ", t, ")");
+    r.sampling.temperature = static_cast<float>(t);
+  }
+  if (input.top_k) {
+    const int64_t k = *input.top_k;
+    check_field(k >= 0 && k <= std::numeric_limits<int32_t>::max(), "top_k",
+                "top_k must be in [0, ", std::numeric_limits<int32_t>::max(), "] (got ", k, ")");
+    r.sampling.top_k = static_cast<int>(k);
+  }
+  if (input.top_p) {
+    const double p = *input.top_p;
+    check_field(p > 0 && p <= 1, "top_p", "top_p must be in (0, 1] (got ", p, ")");
+    r.sampling.top_p = static_cast<float>(p);
+  }
+  r.sampling.seed = input.seed;
+  validate(r.sampling);
+
+  out.text.stop = input.stop;
+  out.text.stop_token_ids = input.stop_token_ids;
+  if (!input.ignore_eos)
+    for (const int64_t id : model_.eos_token_ids)
+      out.text.stop_token_ids.push_back(static_cast<int32_t>(id));
+  return out;
+}
+
+}  // namespace hive
