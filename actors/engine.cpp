@@ -316,6 +316,10 @@ void Engine::cancel(const std::string& request_id) {
   if (!shut_down_) caf::anon_send(scheduler_, cancel_atom_v, request_id);
 }
 
+void Engine::stop_sample(const std::string& request_id, int sample_index) {
+  if (!shut_down_) caf::anon_send(scheduler_, cancel_atom_v, request_id, int32_t{sample_index});
+}
+
 void Engine::inject_worker_fault(int rank) {
   if (!shut_down_) caf::anon_send(scheduler_, fault_atom_v, rank);
 }

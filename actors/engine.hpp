@@ -122,6 +122,10 @@ class Engine {
   // event.
   void submit(Request request, std::function<void(const TokenEvent&)> on_event);
   void cancel(const std::string& request_id);
+  // Ends one sample of a request whose text met a stop string (the output
+  // processor found it): it finishes with FinishReason::stop_string, and its
+  // KV blocks are freed; the request's other samples go on.
+  void stop_sample(const std::string& request_id, int sample_index);
   // Includes the expert actor's load statistics (MoE models).
   EngineMetrics metrics();
   // drain: finish what was submitted; fail_in_flight: fail it with an error.

@@ -106,11 +106,14 @@ struct EngineMetrics {
   int64_t num_finished_requests = 0;
   int64_t num_failed_requests = 0;  // a sample ended with an error (fault, shutdown, sampling)
   int64_t num_worker_restarts = 0;
+  bool ready = false;  // every worker of the current generation has started
   int64_t num_running = 0;
   int64_t num_waiting = 0;
   int32_t num_free_blocks = 0;
   int32_t num_blocks = 0;  // allocatable
   int64_t prefix_hit_tokens = 0;
+  int64_t prefix_queried_tokens = 0;
+  int64_t num_preemptions = 0;  // by recompute or swap
   // Scheduler: a step taken up (sent, or the one before it answered) -> all
   // ranks replied.
   double step_seconds = 0;
@@ -203,10 +206,11 @@ typename Inspector::result_type inspect(Inspector& f, Submission& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, EngineMetrics& x) {
   return f(caf::meta::type_name("EngineMetrics"), x.num_steps, x.num_generated_tokens,
-           x.num_finished_requests, x.num_failed_requests, x.num_worker_restarts, x.num_running,
-           x.num_waiting, x.num_free_blocks, x.num_blocks, x.prefix_hit_tokens, x.step_seconds,
-           x.compute_seconds, x.world_size, x.num_experts, x.expert_load, x.expert_remote,
-           x.expert_imbalance, x.replicated_experts);
+           x.num_finished_requests, x.num_failed_requests, x.num_worker_restarts, x.ready,
+           x.num_running, x.num_waiting, x.num_free_blocks, x.num_blocks, x.prefix_hit_tokens,
+           x.prefix_queried_tokens, x.num_preemptions, x.step_seconds, x.compute_seconds,
+           x.world_size, x.num_experts, x.expert_load, x.expert_remote, x.expert_imbalance,
+           x.replicated_experts);
 }
 
 template <class Inspector>

@@ -409,15 +409,28 @@ void cancel(Self self, const std::string& id, const token_sink* sink) {
   if (self->state.in_flight.empty()) fail_requests(self, {}, "");
 }
 
+// Ends sample `sample_index` of request `id` at a stop string.
+void stop_sample(Self self, const std::string& id, int32_t sample_index) {
+  const auto it = self->state.requests.find(id);
+  if (it == self->state.requests.end()) return;
+  self->state.ranks[static_cast<size_t>(it->second.rank)].scheduler->abort_request(
+      id, FinishReason::stop_string, sample_index);
+  if (self->state.in_flight.empty()) fail_requests(self, {}, "");
+}
+
 EngineMetrics snapshot(const SchedulerState& st) {
   EngineMetrics m = st.metrics;
   m.world_size = static_cast<int>(st.setup.workers.size());
+  m.ready = !st.workers.empty() && st.num_ready == st.workers.size();
   for (const RankCore& core : st.ranks) {
     m.num_running += static_cast<int64_t>(core.scheduler->num_running());
     m.num_waiting += static_cast<int64_t>(core.scheduler->num_waiting());
     m.num_free_blocks += core.kv_cache->device_pool().num_free_blocks();
     m.num_blocks += core.kv_cache->device_pool().num_allocatable_blocks();
     m.prefix_hit_tokens += core.kv_cache->stats().prefix_hit_tokens;
+    m.prefix_queried_tokens += core.kv_cache->stats().prefix_queried_tokens;
+    m.num_preemptions += core.scheduler->stats().num_preemptions_recompute +
+                         core.scheduler->stats().num_preemptions_swap;
   }
   m.replicated_experts = st.replicated_experts;
   return m;
@@ -455,6 +468,9 @@ scheduler_actor::behavior_type scheduler(Self self, SchedulerSetup setup) {
       [self](cancel_atom, const std::string& id) { cancel(self, id, nullptr); },
       [self](cancel_atom, const std::string& id, const token_sink& sink) {
         cancel(self, id, &sink);
+      },
+      [self](cancel_atom, const std::string& id, int32_t sample_index) {
+        stop_sample(self, id, sample_index);
       },
       [self](metrics_atom) { return snapshot(self->state); },
       [self](replicas_atom, std::vector<int32_t>& replicated) {

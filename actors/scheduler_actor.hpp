@@ -76,6 +76,9 @@ using scheduler_actor = caf::typed_actor<
     // Cancel only if the request still reports to this sink (a
     // dropped stream must not cancel a newer request of its id).
     caf::reacts_to<cancel_atom, std::string, token_sink>,
+    // Ends one sample of the request: its text met a stop string (the
+    // output processor above found it), FinishReason::stop_string.
+    caf::reacts_to<cancel_atom, std::string, int32_t>,
     caf::replies_to<metrics_atom>::with<EngineMetrics>,
     caf::replies_to<shutdown_atom, bool>::with<int64_t>,
     caf::reacts_to<fault_atom, int>,  // testing: rank's next step throws

@@ -241,7 +241,7 @@ int run_run(const std::vector<std::string>& argv) {
         // come; a stop string ends the request there.
         for (const int32_t token : is_text ? event.token_ids : std::vector<int32_t>{})
           if (processor->add_token(id, event.sample_index, token).stopped_by_string)
-            engine.cancel(id);
+            engine.stop_sample(id, event.sample_index);
         continue;
       }
       std::printf("%s:", id.c_str());
