@@ -330,6 +330,12 @@ LaunchConfig parse_launch_config(const std::string& yaml_text, const std::string
     });
     s.optional("api_key",
                [&](auto& n, auto& k) { config.server.api_key = r.scalar(n, k, "a string"); });
+    s.optional("max_queued_requests", [&](auto& n, auto& k) {
+      config.server.max_queued_requests = r.integer(n, k, 1, int64_t{1} << 20);
+    });
+    s.optional("served_model_name", [&](auto& n, auto& k) {
+      config.server.served_model_name = r.scalar(n, k, "a model name");
+    });
     s.reject_unknown_keys();
   });
   top.optional("speculative", [&](auto& node, auto& name) {

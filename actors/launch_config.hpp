@@ -12,7 +12,8 @@
 //   kv_cache: {block_size: 16, memory_budget: 256MiB, enable_prefix_caching: true}
 //   scheduler: {max_num_seqs: 64, max_num_batched_tokens: 512, policy: fcfs,
 //               worker_timeout: 60s, worker_start_timeout: 10min}
-//   server: {host: 127.0.0.1, port: 8000}
+//   server: {host: 127.0.0.1, port: 8000, api_key: KEY, max_queued_requests: 256,
+//            served_model_name: NAME}
 //   speculative: {draft_model: ../models/hive-draft, num_speculative_tokens: 4}
 #include <cstdint>
 #include <filesystem>
@@ -53,6 +54,9 @@ struct ServerConfig {
   std::string host = "127.0.0.1";
   int port = 8000;
   std::string api_key;  // empty: no key required
+  // Requests in flight beyond this are answered 429 (retry later).
+  int64_t max_queued_requests = 256;
+  std::string served_model_name;  // empty: the model directory's name
 };
 
 struct SpeculativeConfig {

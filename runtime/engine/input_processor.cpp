@@ -65,7 +65,7 @@ std::vector<int32_t> InputProcessor::encode(const Prompt& prompt) {
   return encode_prompt(prompt, tokenizer(), chat_template_ ? &*chat_template_ : nullptr);
 }
 
-int64_t InputProcessor::max_tokens(const RequestInput& input, int64_t prompt_len, bool text,
+int64_t InputProcessor::max_tokens(const RequestInput& input, int64_t prompt_len,
                                    bool& is_default) const {
   const int64_t context = model_.max_position_embeddings;
   const int64_t limit = limits_.max_sequence_tokens > 0 ? limits_.max_sequence_tokens : context;
@@ -75,7 +75,10 @@ int64_t InputProcessor::max_tokens(const RequestInput& input, int64_t prompt_len
               " tokens");
   is_default = !input.max_tokens;
   if (!input.max_tokens) {
-    const int64_t fallback = text ? limits_.default_max_tokens_text : limits_.default_max_tokens;
+    const int64_t fallback =
+        std::holds_alternative<std::string>(input.prompt)          ? limits_.default_max_tokens_text
+        : std::holds_alternative<std::vector<ChatMessage>>(input.prompt) ? limits_.default_max_tokens_chat
+                                                                         : limits_.default_max_tokens;
     return std::min(model_.generation.max_tokens_or(fallback), room);
   }
   const int64_t asked = *input.max_tokens;
@@ -93,15 +96,16 @@ ProcessedRequest InputProcessor::process(const RequestInput& input) {
   Request& r = out.request;
   r.id = input.id;
   check_field(!r.id.empty(), "id", "a request needs an id");
-  out.text_output = !std::holds_alternative<std::vector<int32_t>>(input.prompt);
+  out.text_output =
+      input.text_output || !std::holds_alternative<std::vector<int32_t>>(input.prompt);
   check_field(out.text_output || input.stop.empty(), "stop",
-              "stop strings need a text prompt (they are matched on the text)");
+              "stop strings need text output (they are matched on the text)");
   for (const std::string& stop : input.stop)
     check_field(!stop.empty(), "stop", "stop strings must not be empty");
   r.prompt_token_ids = encode(input.prompt);
   check_field(!r.prompt_token_ids.empty(), "prompt", "the prompt has no tokens");
   r.stop.max_tokens = max_tokens(input, static_cast<int64_t>(r.prompt_token_ids.size()),
-                                 out.text_output, out.max_tokens_is_default);
+                                 out.max_tokens_is_default);
   r.stop.ignore_eos = input.ignore_eos;
   r.stop.stop_token_ids = input.stop_token_ids;
   check_field(input.n >= 1 && input.n <= limits_.max_n, "n", "n must be in [1, ", limits_.max_n,

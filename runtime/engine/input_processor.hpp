@@ -70,7 +70,10 @@ struct RequestInput {
   std::optional<uint64_t> seed;
   bool ignore_eos = false;
   std::vector<int32_t> stop_token_ids;
-  std::vector<std::string> stop;  // stop strings (text and chat prompts)
+  std::vector<std::string> stop;  // stop strings (text output only)
+  // The output is text even for an id prompt (the OpenAI API always answers
+  // with text); text and chat prompts always give text.
+  bool text_output = false;
   int64_t n = 1;
   int priority = 0;
 };
@@ -88,9 +91,11 @@ struct InputLimits {
   // beyond the context).
   int64_t max_sequence_tokens = 0;
   // max_tokens when neither the request nor generation_config.json gives
-  // one, for id prompts and for text or chat prompts.
+  // one, for id, text and chat prompts (cut to what the limits leave: the
+  // OpenAI API's chat default is all of it).
   int64_t default_max_tokens = 16;
   int64_t default_max_tokens_text = 16;
+  int64_t default_max_tokens_chat = 16;
   int64_t max_n = 1;  // the scheduler's max_num_seqs
 };
 
@@ -114,8 +119,7 @@ class InputProcessor {
 
  private:
   std::vector<int32_t> encode(const Prompt& prompt);
-  int64_t max_tokens(const RequestInput& input, int64_t prompt_len, bool text,
-                     bool& is_default) const;
+  int64_t max_tokens(const RequestInput& input, int64_t prompt_len, bool& is_default) const;
 
   std::filesystem::path model_dir_;
   ModelConfig model_;

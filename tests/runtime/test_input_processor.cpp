@@ -59,7 +59,7 @@ TEST(InputProcessor, TokenizesTextAndChatAsTransformersDoes) {
 }
 
 TEST(InputProcessor, FillsWhatTheRequestLeavesOutFromGenerationConfig) {
-  InputProcessor processor = target({0, 16, 64, 4});
+  InputProcessor processor = target({0, 16, 64, 64, 4});
   RequestInput input = ids_request({5, 6, 7});
   ProcessedRequest r = processor.process(input);
   EXPECT_EQ(r.request.stop.max_tokens, 128);  // max_new_tokens, not the caller's 16
@@ -87,7 +87,7 @@ TEST(InputProcessor, CutsADefaultMaxTokensToTheContextAndTheKVPool) {
   InputProcessor processor = target();
   std::vector<int32_t> long_prompt(500, 5);
   EXPECT_EQ(processor.process(ids_request(long_prompt)).request.stop.max_tokens, 12);  // 512 - 500
-  processor.set_limits({100, 16, 16, 1});  // a sequence's share of the KV pool: 100 tokens
+  processor.set_limits({100, 16, 16, 16, 1});  // a sequence's share of the KV pool: 100 tokens
   EXPECT_EQ(processor.process(ids_request({5, 6, 7})).request.stop.max_tokens, 97);
   RequestInput asked = ids_request({5, 6, 7});
   asked.max_tokens = 98;
@@ -132,7 +132,10 @@ TEST(InputProcessor, ErrorsNameTheField) {
   EXPECT_EQ(error_field(processor, input, "n must be in [1, 1] (got 2)"), "n");
   input.n = 1;
   input.stop = {"x"};
-  EXPECT_EQ(error_field(processor, input, "stop strings need a text prompt"), "stop");
+  EXPECT_EQ(error_field(processor, input, "stop strings need text output"), "stop");
+  input.text_output = true;  // an id prompt whose output is text takes them
+  EXPECT_EQ(processor.process(input).text.stop, (std::vector<std::string>{"x"}));
+  input.text_output = false;
   input.prompt = std::string("hello");
   input.stop = {""};
   EXPECT_EQ(error_field(processor, input, "stop strings must not be empty"), "stop");

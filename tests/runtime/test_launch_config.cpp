@@ -164,6 +164,12 @@ TEST(LaunchConfig, EmptyQuotedAndExtraValuesAreRefused) {
   expect_error("model: m\n---\nmodel: n\n", "test.yaml:3: a second YAML document");
   // A quoted string value stays a string.
   EXPECT_EQ(parse("model: m\nserver: {api_key: '123'}\n").server.api_key, "123");
+  const LaunchConfig served =
+      parse("model: m\nserver: {max_queued_requests: 8, served_model_name: tiny}\n");
+  EXPECT_EQ(served.server.max_queued_requests, 8);
+  EXPECT_EQ(served.server.served_model_name, "tiny");
+  expect_error("model: m\nserver:\n  max_queued_requests: 0\n",
+               "test.yaml:3: server.max_queued_requests: must be in [1, 1048576] (got 0)");
 }
 
 TEST(LaunchConfig, ParallelLayouts) {

@@ -259,6 +259,7 @@ int run_generate(const std::vector<std::string>& argv) {
   InputLimits limits;
   limits.default_max_tokens = 16;
   limits.default_max_tokens_text = 64;
+  limits.default_max_tokens_chat = 64;
   limits.max_n = config.scheduler.max_num_seqs;
   InputProcessor inputs(model_dir, load_model_config(model_dir), limits);
   for (const std::string& key : inputs.ignored_generation_keys())

@@ -27,6 +27,11 @@ constexpr const char* kUsage =
     "           out take the model's generation_config.json values, else greedy and 64/16.\n"
     "  run      --config FILE --prompts FILE\n"
     "           Runs JSON-lines prompts through the actor runtime; prints outputs and stats.\n"
+    "  serve    [--model DIR | --config FILE] [--host H] [--port P] [--api-key KEY]\n"
+    "           [--max-queued-requests N] [--served-model-name NAME] [--device auto|cpu|cuda]\n"
+    "           [--kv-budget-mb N]\n"
+    "           OpenAI-compatible HTTP server (/v1/completions, /v1/chat/completions, SSE),\n"
+    "           a WebSocket stream (/v1/stream), /metrics, and a chat page at /.\n"
     "  inspect  --model DIR | --devices\n"
     "           Prints architecture, parameter counts, weight bytes and KV bytes per token,\n"
     "           or the compute devices this build can use.\n"
@@ -52,6 +57,7 @@ int main(int argc, char** argv) {
     if (command == "generate") return hive::cli::run_generate(rest);
     if (command == "inspect") return hive::cli::run_inspect(rest);
     if (command == "run") return hive::cli::run_run(rest);
+    if (command == "serve") return hive::cli::run_serve(rest);
     if (command == "eval-ppl") return hive::cli::run_eval_ppl(rest);
     if (command == "agree") return hive::cli::run_agree(rest);
     if (command == "tokenize") return hive::cli::run_tokenize(rest);

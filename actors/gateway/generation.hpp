@@ -1,0 +1,96 @@
+#pragma once
+// One API request in flight: its engine requests (one per prompt, n samples
+// each), each sample's text through the output processor, and the results
+// of its choices (choice index = prompt index * n + sample index).
+//
+// Engine events arrive on the engine's thread; each is copied and posted to
+// the gateway's I/O executor, where everything here runs. A sample whose
+// text meets a stop string is ended in the engine (Engine::stop_sample); a
+// client that goes away cancels the rest (cancel()).
+#include <boost/asio/any_io_executor.hpp>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "actors/engine.hpp"
+#include "actors/gateway/metrics.hpp"
+#include "runtime/engine/input_processor.hpp"
+#include "runtime/engine/output_processor.hpp"
+
+namespace hive::gateway {
+
+struct ChoiceDelta {
+  int index = 0;
+  std::string text;
+  std::vector<int32_t> token_ids;
+};
+
+struct ChoiceResult {
+  int index = 0;
+  std::string text;           // the whole text
+  std::string finish_reason;  // stop | length | abort
+  std::string error;          // non-empty: the sample failed in the engine
+  int64_t num_tokens = 0;
+};
+
+struct Usage {
+  int64_t prompt_tokens = 0;
+  int64_t completion_tokens = 0;
+};
+
+class Generation : public std::enable_shared_from_this<Generation> {
+ public:
+  struct Callbacks {
+    std::function<void(const ChoiceDelta&)> on_delta;  // new text (possibly empty) of a choice
+    std::function<void(const ChoiceResult&)> on_choice_done;
+    std::function<void()> on_done;  // every choice is done
+  };
+
+  Generation(boost::asio::any_io_executor executor, Engine& engine, const Tokenizer& tokenizer,
+             std::vector<ProcessedRequest> requests, int n, Metrics& metrics,
+             Callbacks callbacks);
+
+  // Submits the engine requests; throws hive::Error if the engine refuses.
+  void start();
+  // The client went away: cancel every engine request not yet finished.
+  void cancel();
+
+  bool done() const { return num_done_ == choices_.size(); }
+  const Usage& usage() const { return usage_; }
+  // By choice index.
+  const std::vector<ChoiceResult>& results() const { return results_; }
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  struct Choice {
+    size_t request = 0;  // index into requests_
+    int sample = 0;
+    SampleText text;
+    std::optional<Clock::time_point> last_token;
+    bool done = false;
+  };
+
+  void on_event(const TokenEvent& event);
+  void finish_choice(size_t index, const TokenEvent& event);
+  size_t request_index(const std::string& request_id) const;
+
+  boost::asio::any_io_executor executor_;
+  Engine& engine_;
+  std::vector<ProcessedRequest> requests_;
+  int n_;
+  Metrics& metrics_;
+  Callbacks callbacks_;
+  std::vector<Choice> choices_;
+  std::vector<ChoiceResult> results_;
+  size_t num_done_ = 0;
+  Usage usage_;
+  Clock::time_point start_;
+  bool first_token_seen_ = false;
+  bool cancelled_ = false;
+};
+
+}  // namespace hive::gateway

@@ -1,0 +1,286 @@
+#include "actors/gateway/http_session.hpp"
+
+#include <boost/asio/dispatch.hpp>
+#include <boost/beast/http/chunk_encode.hpp>
+#include <boost/beast/http/write.hpp>
+#include <ctime>
+
+#include "actors/gateway/routes.hpp"
+
+namespace hive::gateway {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+
+namespace {
+
+// A client that reads nothing while its stream grows past this is dropped
+// (its request cancelled): the server never buffers without bound.
+constexpr size_t kMaxQueuedEventBytes = size_t{16} << 20;
+
+}  // namespace
+
+HttpSession::HttpSession(asio::ip::tcp::socket socket, std::shared_ptr<ServerState> state)
+    : stream_(std::move(socket)), state_(std::move(state)) {}
+
+void HttpSession::start() {
+  asio::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->read(); });
+}
+
+void HttpSession::read() {
+  parser_.emplace();
+  parser_->body_limit(state_->options.max_body_bytes);
+  parser_->header_limit(static_cast<std::uint32_t>(state_->options.max_header_bytes));
+  stream_.expires_after(state_->options.idle_timeout);
+  http::async_read(stream_, buffer_, *parser_,
+                   [self = shared_from_this()](beast::error_code error, size_t) {
+                     self->on_read(error);
+                   });
+}
+
+void HttpSession::on_read(beast::error_code error) {
+  if (error == http::error::body_limit) {
+    keep_alive_ = false;
+    return send_error({413, str_cat("the request body exceeds ", state_->options.max_body_bytes,
+                                    " bytes"),
+                       "invalid_request_error", std::nullopt, std::nullopt});
+  }
+  if (error == http::error::header_limit) {
+    keep_alive_ = false;
+    return send_error({431, str_cat("the request headers exceed ",
+                                    state_->options.max_header_bytes, " bytes"),
+                       "invalid_request_error", std::nullopt, std::nullopt});
+  }
+  if (error) return close();  // the client closed, timed out or sent no HTTP
+  stream_.expires_never();
+  handle(parser_->release());
+}
+
+void HttpSession::handle(Request request) {
+  keep_alive_ = request.keep_alive();
+  try {
+    route(request);
+  } catch (const ApiException& e) {
+    send_error(e.error);
+  } catch (const InputError& e) {
+    send_error({400, e.what(), "invalid_request_error", e.field(), std::nullopt});
+  } catch (const std::exception& e) {
+    send_error({500, e.what(), "internal_error", std::nullopt, std::nullopt});
+  }
+}
+
+void HttpSession::route(const Request& request) {
+  const std::string target(request.target());
+  const std::string path = target.substr(0, target.find('?'));
+  const RouteAnswer answer = answer_route(*state_, request, path);
+  if (answer.completion) return complete(request, *answer.completion);
+  Response response{static_cast<http::status>(answer.status), request.version()};
+  response.set(http::field::content_type, answer.content_type);
+  for (const auto& [name, value] : answer.headers) response.set(name, value);
+  response.body() = answer.body;
+  send(std::move(response));
+}
+
+void HttpSession::send(Response response) {
+  response.set(http::field::server, "hive");
+  response.keep_alive(keep_alive_);
+  response.prepare_payload();
+  auto message = std::make_shared<Response>(std::move(response));
+  stream_.expires_after(state_->options.write_timeout);
+  http::async_write(stream_, *message,
+                    [self = shared_from_this(), message](beast::error_code error, size_t) {
+                      if (error || !self->keep_alive_) return self->close();
+                      self->read();
+                    });
+}
+
+void HttpSession::send_error(const ApiError& error) {
+  Response response{static_cast<http::status>(error.status), 11};
+  response.set(http::field::content_type, "application/json");
+  if (error.status == 429) response.set(http::field::retry_after, "1");
+  if (error.status == 401) response.set(http::field::www_authenticate, "Bearer");
+  response.body() = error.body().dump();
+  send(std::move(response));
+}
+
+void HttpSession::send_json(int status, const nlohmann::json& body) {
+  Response response{static_cast<http::status>(status), 11};
+  response.set(http::field::content_type, "application/json");
+  response.body() = body.dump();
+  send(std::move(response));
+}
+
+void HttpSession::close() {
+  if (closed_) return;
+  closed_ = true;
+  if (generation_) generation_->cancel();
+  beast::error_code ignored;
+  stream_.socket().shutdown(asio::ip::tcp::socket::shutdown_both, ignored);
+  stream_.socket().close(ignored);
+}
+
+void HttpSession::complete(const Request& request, Endpoint endpoint) {
+  ServerState& st = *state_;
+  if (st.draining)
+    throw ApiException{{503, "the server is shutting down", "service_unavailable", std::nullopt,
+                        std::nullopt}};
+  if (st.in_flight >= st.options.max_queued_requests) {
+    ++st.metrics.rejected_requests;
+    throw ApiException{{429,
+                        str_cat("the server has ", st.in_flight,
+                                " requests in flight, its limit; retry later"),
+                        "rate_limit_exceeded", std::nullopt, std::nullopt}};
+  }
+  const std::string id = st.new_id(endpoint == Endpoint::chat ? "chatcmpl-" : "cmpl-");
+  api_request_ = parse_api_request(endpoint, request.body(), id);
+  if (!api_request_.model.empty() && api_request_.model != st.options.model_name)
+    throw ApiException{{404,
+                        str_cat("the model '", api_request_.model, "' does not exist; this server has '",
+                                st.options.model_name, "'"),
+                        "invalid_request_error", std::string("model"),
+                        std::string("model_not_found")}};
+  std::vector<ProcessedRequest> processed;
+  for (const RequestInput& input : api_request_.prompts) processed.push_back(st.inputs.process(input));
+  header_ = {id, static_cast<int64_t>(std::time(nullptr)), st.options.model_name, endpoint};
+  role_sent_.assign(processed.size() * static_cast<size_t>(api_request_.n), false);
+
+  // The callbacks hold the session until the generation is done (then
+  // generation_ is dropped): a client that leaves cancels it, so it ends.
+  auto self = shared_from_this();
+  Generation::Callbacks callbacks{
+      [self](const ChoiceDelta& delta) { self->on_delta(delta); },
+      [self](const ChoiceResult& result) { self->on_choice_done(result); },
+      [self, state = state_] {
+        state->release();
+        self->on_done();
+      }};
+  generation_ = std::make_shared<Generation>(stream_.get_executor(), st.engine,
+                                             st.inputs.tokenizer(), std::move(processed),
+                                             static_cast<int>(api_request_.n), st.metrics,
+                                             std::move(callbacks));
+  ++st.in_flight;
+  try {
+    generation_->start();
+  } catch (const std::exception& e) {
+    generation_->cancel();
+    generation_.reset();
+    st.release();
+    throw ApiException{{503, e.what(), "service_unavailable", std::nullopt, std::nullopt}};
+  }
+  if (api_request_.stream) start_events();
+  watch_disconnect();
+}
+
+void HttpSession::watch_disconnect() {
+  // Readable while a completion runs means the client closed (nothing to
+  // read) or sent its next request early (bytes to read: it is there).
+  std::weak_ptr<Generation> watched = generation_;
+  stream_.socket().async_wait(asio::ip::tcp::socket::wait_read,
+                              [self = shared_from_this(), watched](beast::error_code error) {
+                                if (!self->generation_ || self->generation_ != watched.lock() ||
+                                    self->generation_->done())
+                                  return;  // a stale watch
+                                beast::error_code available_error;
+                                if (!error && self->stream_.socket().available(available_error) > 0 &&
+                                    !available_error)
+                                  return;
+                                self->close();  // cancels the generation
+                              });
+}
+
+void HttpSession::on_delta(const ChoiceDelta& delta) {
+  if (!api_request_.stream || closed_) return;
+  const auto index = static_cast<size_t>(delta.index);
+  const bool with_role = header_.endpoint == Endpoint::chat && !role_sent_[index];
+  if (delta.text.empty() && !with_role) return;
+  role_sent_[index] = true;
+  push_event(delta_chunk(header_, delta.index, delta.text, with_role).dump());
+}
+
+void HttpSession::on_choice_done(const ChoiceResult& result) {
+  if (!api_request_.stream || closed_) return;
+  if (!result.error.empty()) {
+    push_event(ApiError{500, result.error, "internal_error", std::nullopt, std::nullopt}
+                   .body()
+                   .dump());
+    return;
+  }
+  push_event(finish_chunk(header_, result.index, result.finish_reason).dump());
+}
+
+void HttpSession::on_done() {
+  const std::shared_ptr<Generation> generation = std::move(generation_);
+  if (closed_) return;
+  if (api_request_.stream) {
+    if (api_request_.include_usage) push_event(usage_chunk(header_, generation->usage()).dump());
+    return end_events();
+  }
+  for (const ChoiceResult& r : generation->results())
+    if (!r.error.empty())
+      return send_error({500, r.error, "internal_error", std::nullopt, std::nullopt});
+  send_json(200, full_response(header_, generation->results(), generation->usage()));
+}
+
+void HttpSession::start_events() {
+  auto header = std::make_shared<http::response<http::empty_body>>(http::status::ok, 11);
+  header->set(http::field::server, "hive");
+  header->set(http::field::content_type, "text/event-stream");
+  header->set(http::field::cache_control, "no-cache");
+  header->keep_alive(keep_alive_);
+  header->chunked(true);
+  auto serializer = std::make_shared<http::response_serializer<http::empty_body>>(*header);
+  writing_ = true;
+  stream_.expires_after(state_->options.write_timeout);
+  http::async_write_header(
+      stream_, *serializer,
+      [self = shared_from_this(), header, serializer](beast::error_code error, size_t) {
+        self->writing_ = false;
+        if (error) return self->close();
+        self->write_next_event();
+      });
+}
+
+void HttpSession::push_event(const std::string& data) {
+  if (closed_) return;
+  events_.push_back("data: " + data + "\n\n");
+  queued_bytes_ += events_.back().size();
+  if (queued_bytes_ > kMaxQueuedEventBytes) return close();
+  if (!writing_) write_next_event();
+}
+
+void HttpSession::end_events() {
+  push_event("[DONE]");
+  ending_ = true;
+  if (!writing_) write_next_event();
+}
+
+void HttpSession::write_next_event() {
+  if (closed_) return;
+  if (events_.empty()) {
+    if (!ending_) return;
+    // Every event is out: the last chunk ends the response.
+    ending_ = false;
+    writing_ = true;
+    stream_.expires_after(state_->options.write_timeout);
+    asio::async_write(stream_, http::make_chunk_last(),
+                      [self = shared_from_this()](beast::error_code error, size_t) {
+                        self->writing_ = false;
+                        if (error || !self->keep_alive_) return self->close();
+                        self->read();
+                      });
+    return;
+  }
+  writing_ = true;
+  stream_.expires_after(state_->options.write_timeout);
+  asio::async_write(stream_, http::make_chunk(asio::buffer(events_.front())),
+                    [self = shared_from_this()](beast::error_code error, size_t) {
+                      self->writing_ = false;
+                      self->queued_bytes_ -= self->events_.front().size();
+                      self->events_.pop_front();
+                      if (error) return self->close();
+                      self->write_next_event();
+                    });
+}
+
+}  // namespace hive::gateway

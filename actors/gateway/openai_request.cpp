@@ -1,0 +1,208 @@
+#include "actors/gateway/openai_request.hpp"
+
+#include <limits>
+
+#include "actors/gateway/api_error.hpp"
+
+namespace hive::gateway {
+
+namespace {
+
+using Json = nlohmann::json;
+
+// The JSON type names OpenAI's errors use.
+const char* type_name(const Json& value) {
+  if (value.is_string()) return "a string";
+  if (value.is_boolean()) return "a boolean";
+  if (value.is_number()) return "a number";
+  if (value.is_array()) return "an array";
+  if (value.is_object()) return "an object";
+  return "null";
+}
+
+[[noreturn]] void wrong_type(const std::string& field, const char* expected, const Json& value) {
+  bad_request(str_cat("'", field, "' must be ", expected, " (got ", type_name(value), ": ",
+                      value.dump(), ")"),
+              field);
+}
+
+// A field that is absent or null is left out.
+const Json* field(const Json& body, const char* name) {
+  const auto it = body.find(name);
+  return it == body.end() || it->is_null() ? nullptr : &*it;
+}
+
+std::optional<double> number(const Json& body, const char* name) {
+  const Json* v = field(body, name);
+  if (!v) return std::nullopt;
+  if (!v->is_number()) wrong_type(name, "a number", *v);
+  return v->get<double>();
+}
+
+std::optional<int64_t> integer(const Json& body, const char* name) {
+  const Json* v = field(body, name);
+  if (!v) return std::nullopt;
+  const bool fits = v->is_number_integer() &&
+                    (!v->is_number_unsigned() ||
+                     v->get<uint64_t>() <= uint64_t(std::numeric_limits<int64_t>::max()));
+  if (!fits) wrong_type(name, "an integer", *v);
+  return v->get<int64_t>();
+}
+
+bool boolean(const Json& body, const char* name) {
+  const Json* v = field(body, name);
+  if (!v) return false;
+  if (!v->is_boolean()) wrong_type(name, "a boolean", *v);
+  return v->get<bool>();
+}
+
+std::vector<int32_t> token_ids(const Json& array, const std::string& name) {
+  std::vector<int32_t> ids;
+  for (const Json& id : array) {
+    if (!id.is_number_integer() || id.get<int64_t>() < 0 ||
+        id.get<int64_t>() > std::numeric_limits<int32_t>::max())
+      wrong_type(name, "a string, an array of token ids, or an array of either", id);
+    ids.push_back(id.get<int32_t>());
+  }
+  return ids;
+}
+
+// prompt: "text", [ids], ["text", ...] or [[ids], ...].
+std::vector<Prompt> prompts(const Json& body) {
+  const Json* p = field(body, "prompt");
+  if (!p) bad_request("'prompt' is required", "prompt");
+  const char* expected = "a string, an array of token ids, or an array of either";
+  if (p->is_string()) return {p->get<std::string>()};
+  if (!p->is_array()) wrong_type("prompt", expected, *p);
+  if (p->empty()) bad_request("'prompt' must not be empty", "prompt");
+  if ((*p)[0].is_number()) return {token_ids(*p, "prompt")};
+  std::vector<Prompt> out;
+  for (const Json& item : *p) {
+    if (item.is_string())
+      out.emplace_back(item.get<std::string>());
+    else if (item.is_array())
+      out.emplace_back(token_ids(item, "prompt"));
+    else
+      wrong_type("prompt", expected, item);
+  }
+  return out;
+}
+
+// messages: [{"role": ..., "content": "text" | [{"type": "text", "text": ...}]}].
+std::vector<ChatMessage> messages(const Json& body) {
+  const Json* m = field(body, "messages");
+  if (!m) bad_request("'messages' is required", "messages");
+  if (!m->is_array()) wrong_type("messages", "an array of messages", *m);
+  std::vector<ChatMessage> out;
+  for (const Json& message : *m) {
+    if (!message.is_object()) wrong_type("messages", "an array of message objects", message);
+    const Json* role = field(message, "role");
+    if (!role || !role->is_string()) bad_request("every message needs a 'role' string", "messages");
+    ChatMessage turn{role->get<std::string>(), ""};
+    const Json* content = field(message, "content");
+    if (content && content->is_string()) {
+      turn.content = content->get<std::string>();
+    } else if (content && content->is_array()) {
+      for (const Json& part : *content) {
+        const Json* text = part.is_object() ? field(part, "text") : nullptr;
+        if (!text || !text->is_string() || part.value("type", "text") != "text")
+          bad_request("only text content parts are supported ({\"type\": \"text\", \"text\": ...})",
+                      "messages");
+        turn.content += text->get<std::string>();
+      }
+    } else if (content) {
+      wrong_type("messages", "messages whose content is a string or text parts", *content);
+    }
+    out.push_back(std::move(turn));
+  }
+  return out;
+}
+
+std::vector<std::string> stop_strings(const Json& body) {
+  const Json* s = field(body, "stop");
+  if (!s) return {};
+  if (s->is_string()) return {s->get<std::string>()};
+  if (!s->is_array()) wrong_type("stop", "a string or an array of strings", *s);
+  std::vector<std::string> out;
+  for (const Json& item : *s) {
+    if (!item.is_string()) wrong_type("stop", "a string or an array of strings", item);
+    out.push_back(item.get<std::string>());
+  }
+  return out;
+}
+
+}  // namespace
+
+ApiRequest parse_api_request(Endpoint endpoint, const std::string& body_text,
+                             const std::string& id_prefix) {
+  Json body;
+  try {
+    body = Json::parse(body_text);
+  } catch (const Json::parse_error& e) {
+    bad_request(str_cat("the body is not valid JSON: ", e.what()));
+  }
+  if (!body.is_object()) bad_request("the body must be a JSON object");
+
+  ApiRequest request;
+  request.endpoint = endpoint;
+  if (const Json* model = field(body, "model")) {
+    if (!model->is_string()) wrong_type("model", "a string", *model);
+    request.model = model->get<std::string>();
+  }
+  request.stream = boolean(body, "stream");
+  if (const Json* options = field(body, "stream_options")) {
+    if (!options->is_object()) wrong_type("stream_options", "an object", *options);
+    if (!request.stream) bad_request("'stream_options' needs 'stream': true", "stream_options");
+    request.include_usage = boolean(*options, "include_usage");
+  }
+  request.n = integer(body, "n").value_or(1);
+  if (const auto best_of = integer(body, "best_of"); best_of && *best_of != request.n)
+    bad_request("'best_of' other than n is not supported", "best_of");
+  if (boolean(body, "echo")) bad_request("'echo' is not supported", "echo");
+  if (field(body, "suffix")) bad_request("'suffix' is not supported", "suffix");
+  if (const Json* bias = field(body, "logit_bias"); bias && !bias->empty())
+    bad_request("'logit_bias' is not supported", "logit_bias");
+  if (endpoint == Endpoint::chat) {
+    if (boolean(body, "logprobs") || field(body, "top_logprobs"))
+      bad_request("'logprobs' are not supported yet", "logprobs");
+  } else if (field(body, "logprobs")) {
+    bad_request("'logprobs' are not supported yet", "logprobs");
+  }
+
+  // Every prompt shares the sampling fields.
+  RequestInput shared;
+  const auto max_completion = integer(body, "max_completion_tokens");
+  shared.max_tokens = max_completion ? max_completion : integer(body, "max_tokens");
+  shared.temperature = number(body, "temperature");
+  shared.top_p = number(body, "top_p");
+  if (const auto top_k = integer(body, "top_k"); top_k && *top_k != -1) shared.top_k = top_k;
+  if (const auto seed = integer(body, "seed")) {
+    if (*seed < 0) bad_request(str_cat("'seed' must be >= 0 (got ", *seed, ")"), "seed");
+    shared.seed = static_cast<uint64_t>(*seed);
+  }
+  for (const char* name : {"min_p", "presence_penalty", "frequency_penalty", "repetition_penalty"}) {
+    const auto value = number(body, name);
+    const double off = std::string(name) == "repetition_penalty" ? 1.0 : 0.0;
+    if (value && *value != off) bad_request(str_cat("'", name, "' is not supported yet"), name);
+  }
+  shared.stop = stop_strings(body);
+  if (shared.stop.size() > 4) bad_request("'stop' takes at most 4 strings", "stop");
+  shared.ignore_eos = boolean(body, "ignore_eos");  // vLLM's extension
+  shared.n = request.n;
+  shared.text_output = true;  // the API answers with text, whatever the prompt
+
+  std::vector<Prompt> inputs;
+  if (endpoint == Endpoint::chat)
+    inputs.emplace_back(messages(body));
+  else
+    inputs = prompts(body);
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    RequestInput input = shared;
+    input.id = inputs.size() == 1 ? id_prefix : str_cat(id_prefix, "-", i);
+    input.prompt = std::move(inputs[i]);
+    request.prompts.push_back(std::move(input));
+  }
+  return request;
+}
+
+}  // namespace hive::gateway

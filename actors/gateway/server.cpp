@@ -1,0 +1,79 @@
+#include "actors/gateway/server.hpp"
+
+#include <boost/asio/post.hpp>
+
+#include "actors/gateway/http_session.hpp"
+#include "actors/gateway/server_state.hpp"
+
+namespace hive::gateway {
+
+namespace asio = boost::asio;
+using tcp = asio::ip::tcp;
+
+std::string ServerState::new_id(const char* prefix) {
+  static const char kHex[] = "0123456789abcdef";
+  std::string id = prefix;
+  for (int i = 0; i < 24; ++i) id += kHex[ids() % 16];
+  return id;
+}
+
+void ServerState::release() {
+  --in_flight;
+  if (draining && in_flight == 0) io.stop();
+}
+
+namespace {
+
+void accept(const std::shared_ptr<ServerState>& state) {
+  state->acceptor.async_accept([state](boost::system::error_code error, tcp::socket socket) {
+    if (error) {
+      if (error == asio::error::operation_aborted || state->draining) return;
+      return accept(state);  // e.g. too many open files: keep serving the others
+    }
+    std::make_shared<HttpSession>(std::move(socket), state)->start();
+    accept(state);
+  });
+}
+
+}  // namespace
+
+Server::Server(Engine& engine, InputProcessor& inputs, ServerOptions options)
+    : state_(std::make_shared<ServerState>(engine, inputs, std::move(options))) {}
+
+Server::~Server() = default;
+
+void Server::listen() {
+  ServerState& st = *state_;
+  boost::system::error_code error;
+  const asio::ip::address address = asio::ip::make_address(st.options.host, error);
+  check(!error, "server: host '", st.options.host, "' is not an IP address (", error.message(),
+        ")");
+  const tcp::endpoint endpoint(address, st.options.port);
+  st.acceptor.open(endpoint.protocol(), error);
+  if (!error) st.acceptor.set_option(asio::socket_base::reuse_address(true), error);
+  if (!error) st.acceptor.bind(endpoint, error);
+  if (!error) st.acceptor.listen(asio::socket_base::max_listen_connections, error);
+  check(!error, "server: cannot listen on ", st.options.host, ":", st.options.port, ": ",
+        error.message());
+  accept(state_);
+}
+
+uint16_t Server::port() const {
+  return state_->acceptor.local_endpoint().port();
+}
+
+void Server::run() {
+  state_->io.run();
+}
+
+void Server::stop() {
+  asio::post(state_->io, [state = state_] {
+    if (state->draining) return;
+    state->draining = true;
+    boost::system::error_code ignored;
+    state->acceptor.close(ignored);
+    if (state->in_flight == 0) state->io.stop();
+  });
+}
+
+}  // namespace hive::gateway
