@@ -108,7 +108,9 @@ document.getElementById('stop').onclick = () => {
   if (current) socket.send(JSON.stringify({type: 'cancel', id: current.id}));
 };
 
-fetch('/v1/models' + location.search).then(r => r.json())
+const pageKey = new URLSearchParams(location.search).get('api_key');
+fetch('/v1/models', {headers: pageKey ? {Authorization: 'Bearer ' + pageKey} : {}})
+  .then(r => r.json())
   .then(m => { document.getElementById('model').textContent = m.data[0].id; })
   .catch(() => {});
 connect();

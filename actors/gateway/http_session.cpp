@@ -6,6 +6,7 @@
 #include <ctime>
 
 #include "actors/gateway/routes.hpp"
+#include "actors/gateway/websocket_session.hpp"
 
 namespace hive::gateway {
 
@@ -18,6 +19,21 @@ namespace {
 // A client that reads nothing while its stream grows past this is dropped
 // (its request cancelled): the server never buffers without bound.
 constexpr size_t kMaxQueuedEventBytes = size_t{16} << 20;
+
+// The value of `name` in the target's query string (not URL-decoded: keys
+// are plain), or "" when absent.
+std::string query_parameter(const std::string& target, const std::string& name) {
+  const size_t query = target.find('?');
+  if (query == std::string::npos) return "";
+  const std::string pair = name + "=";
+  for (size_t at = query + 1; at < target.size();) {
+    const size_t end = std::min(target.find('&', at), target.size());
+    if (target.compare(at, pair.size(), pair) == 0)
+      return target.substr(at + pair.size(), end - at - pair.size());
+    at = end + 1;
+  }
+  return "";
+}
 
 }  // namespace
 
@@ -59,6 +75,7 @@ void HttpSession::on_read(beast::error_code error) {
 
 void HttpSession::handle(Request request) {
   keep_alive_ = request.keep_alive();
+  if (beast::websocket::is_upgrade(request)) return upgrade(std::move(request));
   try {
     route(request);
   } catch (const ApiException& e) {
@@ -68,6 +85,26 @@ void HttpSession::handle(Request request) {
   } catch (const std::exception& e) {
     send_error({500, e.what(), "internal_error", std::nullopt, std::nullopt});
   }
+}
+
+// GET /v1/stream as a WebSocket: the connection becomes a WebSocketSession.
+// Browsers cannot set headers on a WebSocket, so the API key may also come
+// as ?api_key=.
+void HttpSession::upgrade(Request request) {
+  const std::string target(request.target());
+  const std::string path = target.substr(0, target.find('?'));
+  if (path != "/v1/stream")
+    return send_error({404, str_cat("no WebSocket endpoint '", path, "' (it is /v1/stream)"),
+                       "invalid_request_error", std::nullopt, std::string("not_found")});
+  const std::string& key = state_->options.api_key;
+  const auto auth = request.find(http::field::authorization);
+  const bool authorized = key.empty() ||
+                          (auth != request.end() && auth->value() == "Bearer " + key) ||
+                          query_parameter(target, "api_key") == key;
+  if (!authorized)
+    return send_error({401, "a valid API key is needed: 'Authorization: Bearer <key>' or ?api_key=",
+                       "invalid_request_error", std::nullopt, std::string("invalid_api_key")});
+  std::make_shared<WebSocketSession>(std::move(stream_), state_)->start(std::move(request));
 }
 
 void HttpSession::route(const Request& request) {

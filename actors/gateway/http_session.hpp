@@ -9,6 +9,7 @@
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http.hpp>
+#include <boost/beast/websocket.hpp>
 #include <deque>
 #include <memory>
 #include <optional>
@@ -33,6 +34,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   void read();
   void on_read(boost::beast::error_code error);
   void handle(Request request);
+  void upgrade(Request request);
   void route(const Request& request);
   void send(Response response);
   void send_error(const ApiError& error);

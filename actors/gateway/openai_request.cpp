@@ -141,6 +141,10 @@ ApiRequest parse_api_request(Endpoint endpoint, const std::string& body_text,
   } catch (const Json::parse_error& e) {
     bad_request(str_cat("the body is not valid JSON: ", e.what()));
   }
+  return parse_api_request(endpoint, body, id_prefix);
+}
+
+ApiRequest parse_api_request(Endpoint endpoint, const Json& body, const std::string& id_prefix) {
   if (!body.is_object()) bad_request("the body must be a JSON object");
 
   ApiRequest request;

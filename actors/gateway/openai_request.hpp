@@ -36,5 +36,8 @@ struct ApiRequest {
 // are `id_prefix`, then "-<prompt index>" when there are several prompts.
 ApiRequest parse_api_request(Endpoint endpoint, const std::string& body,
                              const std::string& id_prefix);
+// The same from a parsed object.
+ApiRequest parse_api_request(Endpoint endpoint, const nlohmann::json& body,
+                             const std::string& id_prefix);
 
 }  // namespace hive::gateway

@@ -1,0 +1,233 @@
+#include "actors/gateway/websocket_session.hpp"
+
+#include <boost/asio/dispatch.hpp>
+#include <boost/beast/core/buffers_to_string.hpp>
+#include <utility>
+
+#include "actors/gateway/api_error.hpp"
+#include "actors/gateway/openai_request.hpp"
+#include "actors/gateway/openai_response.hpp"
+
+namespace hive::gateway {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace websocket = beast::websocket;
+using Json = nlohmann::json;
+
+namespace {
+
+constexpr size_t kMaxQueuedBytes = size_t{4} << 20;
+constexpr size_t kMaxMessageBytes = size_t{8} << 20;
+
+}  // namespace
+
+WebSocketSession::WebSocketSession(beast::tcp_stream stream, std::shared_ptr<ServerState> state)
+    : ws_(std::move(stream)),
+      state_(std::move(state)),
+      close_deadline_(beast::get_lowest_layer(ws_).get_executor()) {}
+
+void WebSocketSession::start(beast::http::request<beast::http::string_body> upgrade) {
+  beast::get_lowest_layer(ws_).expires_never();
+  ws_.set_option(websocket::stream_base::timeout::suggested(beast::role_type::server));
+  ws_.read_message_max(kMaxMessageBytes);
+  auto request = std::make_shared<beast::http::request<beast::http::string_body>>(std::move(upgrade));
+  ws_.async_accept(*request, [self = shared_from_this(), request](beast::error_code error) {
+    if (error) return;
+    self->read();
+  });
+}
+
+void WebSocketSession::read() {
+  ws_.async_read(buffer_, [self = shared_from_this()](beast::error_code error, size_t) {
+    if (error) return self->close("");  // the client closed, or sent too much at once
+    const std::string text = beast::buffers_to_string(self->buffer_.data());
+    self->buffer_.consume(self->buffer_.size());
+    self->on_message(text);
+    if (!self->closed_) self->read();
+  });
+}
+
+void WebSocketSession::on_message(const std::string& text) {
+  Json message;
+  try {
+    message = Json::parse(text);
+  } catch (const Json::parse_error& e) {
+    return send_error("", 400, str_cat("the message is not valid JSON: ", e.what()));
+  }
+  const auto type = message.is_object() ? message.find("type") : message.end();
+  if (!message.is_object() || type == message.end() || !type->is_string())
+    return send_error("", 400, "a message is a JSON object with a \"type\" string", "type");
+  const std::string kind = type->get<std::string>();
+  if (kind == "start") return start_request(message);
+  if (kind == "cancel") return cancel_request(message);
+  if (kind == "stats") return send_stats();
+  send_error("", 400, str_cat("unknown message type '", kind, "' (expected start, cancel, stats)"),
+             "type");
+}
+
+void WebSocketSession::start_request(const Json& message) {
+  const auto id_field = message.find("id");
+  if (id_field == message.end() || !id_field->is_string() || id_field->get<std::string>().empty())
+    return send_error("", 400, "a start message needs a non-empty \"id\" string", "id");
+  const std::string id = id_field->get<std::string>();
+  if (requests_.count(id))
+    return send_error(id, 400, str_cat("a request '", id, "' is already in flight here"), "id");
+  ServerState& st = *state_;
+  if (st.draining) return send_error(id, 503, "the server is shutting down");
+  if (st.in_flight >= st.options.max_queued_requests) {
+    ++st.metrics.rejected_requests;
+    return send_error(id, 429, str_cat("the server has ", st.in_flight,
+                                       " requests in flight, its limit; retry later"));
+  }
+  std::vector<ProcessedRequest> processed;
+  ApiRequest request;
+  try {
+    Json body = message;
+    body.erase("type");
+    body.erase("id");
+    body.erase("stream");
+    const Endpoint endpoint = body.contains("messages") ? Endpoint::chat : Endpoint::completions;
+    request = parse_api_request(endpoint, body, st.new_id("ws-"));
+    if (!request.model.empty() && request.model != st.options.model_name)
+      return send_error(id, 404, str_cat("the model '", request.model, "' does not exist"),
+                        "model");
+    for (const RequestInput& input : request.prompts) processed.push_back(st.inputs.process(input));
+  } catch (const ApiException& e) {
+    return send_error(id, e.error.status, e.error.message, e.error.param);
+  } catch (const InputError& e) {
+    return send_error(id, 400, e.what(), e.field());
+  }
+  // The callbacks hold the session while the request runs; done, it drops them.
+  auto self = shared_from_this();
+  Generation::Callbacks callbacks{
+      [self, id](const ChoiceDelta& delta) {
+        if (delta.text.empty() && delta.token_ids.empty()) return;
+        self->send({{"type", "token"},
+                    {"id", id},
+                    {"index", delta.index},
+                    {"text", delta.text},
+                    {"token_ids", delta.token_ids}});
+      },
+      {},
+      [self, id, state = state_] {
+        state->release();
+        const auto it = self->requests_.find(id);
+        if (it == self->requests_.end()) return;
+        const std::shared_ptr<Generation> generation = std::move(it->second);
+        self->requests_.erase(it);
+        Json reasons = Json::array();
+        std::string error;
+        for (const ChoiceResult& r : generation->results()) {
+          reasons.push_back(r.finish_reason);
+          if (!r.error.empty()) error = r.error;
+        }
+        if (!error.empty()) return self->send_error(id, 500, error);
+        self->send({{"type", "done"},
+                    {"id", id},
+                    {"finish_reasons", std::move(reasons)},
+                    {"usage", usage_json(generation->usage())}});
+      }};
+  auto generation = std::make_shared<Generation>(
+      beast::get_lowest_layer(ws_).get_executor(), st.engine, st.inputs.tokenizer(),
+      std::move(processed), static_cast<int>(request.n), st.metrics, std::move(callbacks));
+  requests_[id] = generation;
+  ++st.in_flight;
+  try {
+    generation->start();
+  } catch (const std::exception& e) {
+    generation->cancel();
+    requests_.erase(id);
+    st.release();
+    send_error(id, 503, e.what());
+  }
+}
+
+void WebSocketSession::cancel_request(const Json& message) {
+  const auto id_field = message.find("id");
+  if (id_field == message.end() || !id_field->is_string())
+    return send_error("", 400, "a cancel message needs the request's \"id\"", "id");
+  const auto it = requests_.find(id_field->get<std::string>());
+  if (it == requests_.end())
+    return send_error(id_field->get<std::string>(), 404,
+                      str_cat("no request '", id_field->get<std::string>(), "' is in flight here"),
+                      "id");
+  it->second->cancel();  // its done message follows, finish reason "abort"
+}
+
+void WebSocketSession::send_stats() {
+  const EngineMetrics m = state_->engine.metrics();
+  const auto now = std::chrono::steady_clock::now();
+  const double seconds = std::chrono::duration<double>(now - stats_time_).count();
+  const double tokens_per_second =
+      seconds > 0 ? static_cast<double>(m.num_generated_tokens - stats_tokens_) / seconds : 0.0;
+  stats_tokens_ = m.num_generated_tokens;
+  stats_time_ = now;
+  send({{"type", "stats"},
+        {"running", m.num_running},
+        {"waiting", m.num_waiting},
+        {"requests_in_flight", state_->in_flight},
+        {"kv_cache_usage", m.num_blocks > 0 ? 1.0 - static_cast<double>(m.num_free_blocks) /
+                                                        static_cast<double>(m.num_blocks)
+                                            : 0.0},
+        {"generation_tokens_per_second", tokens_per_second}});
+}
+
+void WebSocketSession::send_error(const std::string& id, int code, const std::string& message,
+                                  const std::optional<std::string>& param) {
+  Json error = {{"type", "error"}, {"message", message}, {"code", code}};
+  if (!id.empty()) error["id"] = id;
+  if (param) error["param"] = *param;
+  send(std::move(error));
+}
+
+void WebSocketSession::send(Json message) {
+  if (closed_) return;
+  outbox_.push_back(message.dump());
+  queued_bytes_ += outbox_.back().size();
+  if (queued_bytes_ > kMaxQueuedBytes)
+    return close(str_cat("the client reads too slowly: over ", kMaxQueuedBytes,
+                         " bytes queued"));
+  if (!writing_) write_next();
+}
+
+void WebSocketSession::write_next() {
+  if (closed_ || outbox_.empty()) return;  // after close(), only the close frame goes out
+  writing_ = true;
+  ws_.text(true);
+  ws_.async_write(asio::buffer(outbox_.front()),
+                  [self = shared_from_this()](beast::error_code error, size_t) {
+                    self->writing_ = false;
+                    self->queued_bytes_ -= self->outbox_.front().size();
+                    self->outbox_.pop_front();
+                    if (error) return self->close("");
+                    if (!self->close_reason_.empty()) return self->send_close();
+                    self->write_next();
+                  });
+}
+
+void WebSocketSession::send_close() {
+  const std::string reason = std::exchange(close_reason_, {});
+  ws_.async_close(websocket::close_reason(websocket::close_code::policy_error, reason),
+                  [self = shared_from_this()](beast::error_code) {});
+}
+
+void WebSocketSession::close(const std::string& reason) {
+  if (closed_) return;
+  closed_ = true;
+  for (auto& [id, generation] : requests_) generation->cancel();
+  if (reason.empty()) return;
+  // The reason goes out in a close frame (its payload holds 123 bytes),
+  // after the write in progress; a client that never takes that write is
+  // cut off after 10 seconds.
+  close_reason_ = reason.substr(0, 123);
+  if (!writing_) return send_close();
+  close_deadline_.expires_after(std::chrono::seconds(10));
+  close_deadline_.async_wait([self = shared_from_this()](beast::error_code error) {
+    if (error) return;
+    beast::error_code ignored;
+    beast::get_lowest_layer(self->ws_).socket().close(ignored);
+  });
+}
+
+}  // namespace hive::gateway
