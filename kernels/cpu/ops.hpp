@@ -6,11 +6,10 @@
 
 namespace hive::cpu {
 
-// Ops fork an OpenMP team only for at least this many multiply-adds. Below
-// it (a small model's projections at batch 1) the fork/join costs more than
-// it saves, and on a loaded machine a team's spinning barrier can stall a
-// step by milliseconds; results are the same either way (work is split by
-// output, never within a sum).
+// Ops hand work to the thread pool only for at least this many
+// multiply-adds. Below it (a small model's projections at batch 1) waking the
+// pool costs more than it saves; results are the same either way (work is
+// split by output, never within a sum).
 inline constexpr int64_t kMinParallelWork = int64_t{1} << 18;
 
 // Converts n elements of a float tensor's storage to f32.
