@@ -18,7 +18,11 @@ void to_f32(const void* src, DType dtype, int64_t n, float* dst);
 void embedding(const Tensor& table, const Tensor& ids, const Tensor& out);
 void rms_norm(const Tensor& x, const Tensor& weight, float eps, const Tensor& out);
 void rope(const Tensor& x, const Tensor& positions, const Tensor& inv_freq);
+// The SIMD kernel of the CPU kernel path (cpu_features.hpp); the reference
+// on the scalar path. Either way out[i, j]'s bits depend only on x[i, :],
+// w[j, :], bias[j] and the path, never on m or the thread count.
 void matmul(const Tensor& x, const Tensor& w, const Tensor* bias, const Tensor& out);
+void matmul_reference(const Tensor& x, const Tensor& w, const Tensor* bias, const Tensor& out);
 void add(const Tensor& a, const Tensor& b, const Tensor& out);
 void mul_rows(const Tensor& x, const Tensor& scale);
 void silu_mul(const Tensor& gate, const Tensor& up, const Tensor& out);
