@@ -78,8 +78,7 @@ ThreadPool::ThreadPool(int num_threads) : num_threads_(num_threads) {
 ThreadPool::~ThreadPool() {
   {
     std::lock_guard lock(mutex_);
-    stopping_ = true;
-    generation_.fetch_add(1, std::memory_order_release);
+    stopping_.store(true);
   }
   job_posted_.notify_all();
   for (std::thread& thread : threads_) thread.join();
@@ -106,20 +105,22 @@ bool ThreadPool::try_run_erased(JobFunction function, const void* context) {
   if (tls_in_job) return false;
   std::unique_lock run_lock(run_mutex_, std::try_to_lock);
   if (!run_lock.owns_lock()) return false;
+  uint64_t open_state = 0;
   {
     std::lock_guard lock(mutex_);
     function_ = function;
     context_ = context;
     error_ = nullptr;
-    remaining_.store(num_threads_ - 1, std::memory_order_relaxed);
-    generation_.fetch_add(1, std::memory_order_release);
+    open_state = 2 * ++generation_ + 1;
+    job_state_.store(open_state);
   }
   job_posted_.notify_all();
   run_participant(0);
-  const auto all_done = [this] { return remaining_.load(std::memory_order_acquire) == 0; };
-  if (!spin_until(all_done)) {
+  job_state_.store(open_state - 1);  // closed: no worker joins from now on
+  const auto all_left = [this] { return active_.load() == 0; };
+  if (!spin_until(all_left)) {
     std::unique_lock lock(mutex_);
-    job_done_.wait(lock, all_done);
+    job_done_.wait(lock, all_left);
   }
   std::exception_ptr error;
   {
@@ -131,20 +132,24 @@ bool ThreadPool::try_run_erased(JobFunction function, const void* context) {
 }
 
 void ThreadPool::work(int participant) {
-  uint64_t seen = 0;
+  uint64_t joined = 0;  // the state of the last job this worker ran
   for (;;) {
-    const auto posted = [&] { return generation_.load(std::memory_order_acquire) != seen; };
+    const auto posted = [&] {
+      const uint64_t state = job_state_.load();
+      return stopping_.load() || ((state & 1) && state != joined);
+    };
     if (!spin_until(posted)) {
       std::unique_lock lock(mutex_);
       job_posted_.wait(lock, posted);
     }
-    {
-      std::lock_guard lock(mutex_);
-      if (stopping_) return;
-      seen = generation_.load(std::memory_order_relaxed);
+    if (stopping_.load()) return;
+    const uint64_t state = job_state_.load();
+    active_.fetch_add(1);
+    if (job_state_.load() == state && (state & 1)) {
+      joined = state;
+      run_participant(participant);
     }
-    run_participant(participant);
-    if (remaining_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+    if (active_.fetch_sub(1) == 1) {
       // Under the mutex, so that the caller cannot check, miss this and
       // then sleep forever.
       std::lock_guard lock(mutex_);

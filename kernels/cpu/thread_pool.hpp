@@ -28,12 +28,16 @@ class ThreadPool {
 
   int num_threads() const { return num_threads_; }
 
-  // Calls body(participant) once on each of num_threads() threads, the caller
-  // being participant 0, and returns when every call has returned; the first
-  // exception thrown is rethrown here. Returns false without calling anything
-  // when the pool is busy: a call from inside a job (nested) or while another
-  // thread's job runs (several ranks in one process). The caller then does
-  // the work itself, which gives the same results (see parallel.hpp).
+  // Calls body(0) on the caller and body(p) on each worker p that joins
+  // before the caller's own call returns (at most once each, on distinct
+  // threads), and returns when every call has returned; the first exception
+  // thrown is rethrown here. A worker the OS has not scheduled by then is
+  // not waited for: on a loaded machine the caller does its share instead
+  // of idling (the body must share out its work, as for_each_task does).
+  // Returns false without calling anything when the pool is busy: a call
+  // from inside a job (nested) or while another thread's job runs (several
+  // ranks in one process). The caller then does the work itself, which
+  // gives the same results (see parallel.hpp).
   template <class Body>
   bool try_run(const Body& body) {
     return try_run_erased(
@@ -57,15 +61,21 @@ class ThreadPool {
   std::vector<std::thread> threads_;
   std::mutex run_mutex_;  // held by the caller for a whole job
 
-  // The current job, published under mutex_ by bumping generation_.
+  // The current job: 2 * its generation, + 1 while workers may join. Set
+  // under mutex_ when a job is posted (after function_ and context_), so a
+  // sleeping worker cannot miss it; cleared to even by the caller when its
+  // own call returns. A worker counts itself in active_ first and then
+  // checks the state, so the caller either sees it (and waits) or it sees
+  // the job closed (and stays out).
   std::mutex mutex_;
   std::condition_variable job_posted_, job_done_;
-  std::atomic<uint64_t> generation_{0};
-  std::atomic<int> remaining_{0};  // worker threads still in the job
+  std::atomic<uint64_t> job_state_{0};
+  std::atomic<int> active_{0};
+  std::atomic<bool> stopping_{false};
+  uint64_t generation_ = 0;
   JobFunction function_ = nullptr;
   const void* context_ = nullptr;
   std::exception_ptr error_;
-  bool stopping_ = false;
 };
 
 // The pool every CPU op shares, created on first use. Shared ownership, so

@@ -48,18 +48,38 @@ TEST_F(ThreadPoolTest, EveryTaskRunsExactlyOnce) {
   }
 }
 
+// Workers join while the caller's own call runs; one that joins runs once,
+// on its own thread. The caller holds its call open until all have joined.
 TEST_F(ThreadPoolTest, EveryParticipantRunsOnceOnItsOwnThread) {
   ThreadPool pool(4);
-  std::vector<std::thread::id> ids(4);
-  std::atomic<int> calls{0};
-  ASSERT_TRUE(pool.try_run([&](int participant) {
-    ids[static_cast<size_t>(participant)] = std::this_thread::get_id();
-    calls.fetch_add(1);
-  }));
-  EXPECT_EQ(calls.load(), 4);
-  EXPECT_EQ(ids[0], std::this_thread::get_id());  // the caller works too
-  for (size_t a = 0; a < ids.size(); ++a)
-    for (size_t b = a + 1; b < ids.size(); ++b) EXPECT_NE(ids[a], ids[b]);
+  for (int round = 0; round < 20; ++round) {
+    std::vector<std::atomic<int>> calls(4);
+    std::vector<std::thread::id> ids(4);
+    ASSERT_TRUE(pool.try_run([&](int participant) {
+      ids[static_cast<size_t>(participant)] = std::this_thread::get_id();
+      calls[static_cast<size_t>(participant)].fetch_add(1);
+      if (participant == 0)
+        while (calls[1].load() + calls[2].load() + calls[3].load() < 3) std::this_thread::yield();
+    }));
+    for (const auto& c : calls) EXPECT_EQ(c.load(), 1);
+    EXPECT_EQ(ids[0], std::this_thread::get_id());  // the caller works too
+    for (size_t a = 0; a < ids.size(); ++a)
+      for (size_t b = a + 1; b < ids.size(); ++b) EXPECT_NE(ids[a], ids[b]);
+  }
+}
+
+// A worker that joins late finds the job closed and does not run it.
+TEST_F(ThreadPoolTest, LateWorkersStayOut) {
+  ThreadPool pool(3);
+  for (int round = 0; round < 200; ++round) {
+    std::atomic<int> calls{0};
+    ASSERT_TRUE(pool.try_run([&](int) { calls.fetch_add(1); }));
+    const int after_return = calls.load();
+    EXPECT_GE(after_return, 1);
+    EXPECT_LE(after_return, 3);
+    std::this_thread::yield();
+    EXPECT_EQ(calls.load(), after_return) << "a worker ran after try_run returned";
+  }
 }
 
 TEST_F(ThreadPoolTest, NestedCallsRunInline) {
