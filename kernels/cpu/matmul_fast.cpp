@@ -15,6 +15,7 @@
 
 namespace hive::cpu {
 
+#if defined(__x86_64__)
 namespace {
 
 // Output columns per task: 16 bf16 rows of k = 1024 are 32 KiB, an L1's
@@ -36,12 +37,14 @@ GemmWeights gemm_weights(DType dtype) {
 }
 
 }  // namespace
+#endif
 
 void matmul(const Tensor& x, const Tensor& w, const Tensor* bias, const Tensor& out) {
-  const CpuPath path = cpu_kernel_path();
 #if !defined(__x86_64__)
-  return matmul_reference(x, w, bias, out);  // the only path (cpu_features.cpp)
-#endif
+  // Off x86-64 the kernels are not built and scalar is the only path.
+  return matmul_reference(x, w, bias, out);
+#else
+  const CpuPath path = cpu_kernel_path();
   if (path == CpuPath::scalar) return matmul_reference(x, w, bias, out);
   expect(x, DType::f32, 2, "matmul x");
   expect_float(w, 2, "matmul w");
@@ -77,6 +80,7 @@ void matmul(const Tensor& x, const Tensor& w, const Tensor* bias, const Tensor& 
         kernel(args, begin, std::min(n, begin + kColumnsPerTask),
                scratch.empty() ? nullptr : scratch.data());
       });
+#endif
 }
 
 }  // namespace hive::cpu
