@@ -24,7 +24,9 @@ inline float sum_products(const float* a, const Load& load, int64_t n) {
 
 // Each built twice: for x86-64-v3 (AVX2, F16C) and the baseline; the loader
 // picks one per machine, so one binary runs everywhere and fast where it can.
-#if defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__)
+// Not under ASan or TSan: the loader runs the clones' resolver before the
+// sanitizer's runtime is up, and an instrumented resolver crashes there.
+#if defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
 #define HIVE_DOT_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
 #else
 #define HIVE_DOT_CLONES

@@ -1,4 +1,5 @@
-// out = x @ w^T (+ bias): the reference GEMM. Each weight row is dotted with
+// out = x @ w^T (+ bias): the reference GEMM, the oracle of matmul_fast.cpp
+// and what cpu::matmul runs on the scalar path. Each weight row is dotted with
 // every input row (dot.hpp), so the weights are read once per
 // call (at batch 1 this is a memory-bound GEMV: bytes(w) per token). Work is
 // split across output features only, so each dot product is summed in the same
@@ -20,7 +21,7 @@ constexpr int64_t kMaxRowsWidenedInPlace = 4;
 
 }  // namespace
 
-void matmul(const Tensor& x, const Tensor& w, const Tensor* bias, const Tensor& out) {
+void matmul_reference(const Tensor& x, const Tensor& w, const Tensor* bias, const Tensor& out) {
   expect(x, DType::f32, 2, "matmul x");
   expect_float(w, 2, "matmul w");
   expect(out, DType::f32, 2, "matmul out");

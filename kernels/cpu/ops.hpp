@@ -6,11 +6,10 @@
 
 namespace hive::cpu {
 
-// Ops fork an OpenMP team only for at least this many multiply-adds. Below
-// it (a small model's projections at batch 1) the fork/join costs more than
-// it saves, and on a loaded machine a team's spinning barrier can stall a
-// step by milliseconds; results are the same either way (work is split by
-// output, never within a sum).
+// Ops hand work to the thread pool only for at least this many
+// multiply-adds. Below it (a small model's projections at batch 1) waking the
+// pool costs more than it saves; results are the same either way (work is
+// split by output, never within a sum).
 inline constexpr int64_t kMinParallelWork = int64_t{1} << 18;
 
 // Converts n elements of a float tensor's storage to f32.
@@ -19,7 +18,11 @@ void to_f32(const void* src, DType dtype, int64_t n, float* dst);
 void embedding(const Tensor& table, const Tensor& ids, const Tensor& out);
 void rms_norm(const Tensor& x, const Tensor& weight, float eps, const Tensor& out);
 void rope(const Tensor& x, const Tensor& positions, const Tensor& inv_freq);
+// The SIMD kernel of the CPU kernel path (cpu_features.hpp); the reference
+// on the scalar path. Either way out[i, j]'s bits depend only on x[i, :],
+// w[j, :], bias[j] and the path, never on m or the thread count.
 void matmul(const Tensor& x, const Tensor& w, const Tensor* bias, const Tensor& out);
+void matmul_reference(const Tensor& x, const Tensor& w, const Tensor* bias, const Tensor& out);
 void add(const Tensor& a, const Tensor& b, const Tensor& out);
 void mul_rows(const Tensor& x, const Tensor& scale);
 void silu_mul(const Tensor& gate, const Tensor& up, const Tensor& out);

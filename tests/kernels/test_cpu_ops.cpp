@@ -2,13 +2,12 @@
 // random shapes and inputs (seed printed), with all weight dtypes.
 #include <gtest/gtest.h>
 
-#include <omp.h>
-
 #include <cmath>
 #include <cstring>
 #include <numeric>
 
 #include "kernels/cpu/cpu_backend.hpp"
+#include "kernels/cpu/thread_pool.hpp"
 #include "kernels/error.hpp"
 #include "tests/common/random.hpp"
 
@@ -285,9 +284,9 @@ TEST_F(CpuOps, AttentionCausalGqaSlidingWindow) {
   }
 }
 
-// Ops large enough for an OpenMP team give the same bits on one thread and
+// Ops large enough for the thread pool give the same bits on one thread and
 // on two: work is split by output, never within a sum. (ctest runs every
-// test with OMP_NUM_THREADS=1, so this is where the team path runs.)
+// test with OMP_NUM_THREADS=1, so this is where the pool runs.)
 TEST_F(CpuOps, TwoThreadsGiveTheBitsOfOne) {
   const int64_t m = 4, k = 512, n = 256;  // m * n * k = 2^19 >= kMinParallelWork
   auto x = random_floats(rng, static_cast<size_t>(m * k));
@@ -296,7 +295,7 @@ TEST_F(CpuOps, TwoThreadsGiveTheBitsOfOne) {
   auto q = random_floats(rng, static_cast<size_t>(tokens * heads * head_dim));
   auto kv = random_floats(rng, static_cast<size_t>(tokens * kv_heads * head_dim));
   const auto run = [&](int threads) {
-    omp_set_num_threads(threads);
+    cpu::set_cpu_threads(threads);
     std::vector<float> out(static_cast<size_t>(m * n)), attended(q.size());
     cpu.matmul(Tensor::view(x.data(), DType::f32, {m, k}),
                Tensor::view(w.data(), DType::f32, {n, k}), nullptr,
@@ -311,9 +310,9 @@ TEST_F(CpuOps, TwoThreadsGiveTheBitsOfOne) {
     out.insert(out.end(), attended.begin(), attended.end());
     return out;
   };
-  const int threads = omp_get_max_threads();
+  const int threads = cpu::cpu_threads();
   const std::vector<float> one = run(1), two = run(2);
-  omp_set_num_threads(threads);
+  cpu::set_cpu_threads(threads);
   ASSERT_EQ(one.size(), two.size());
   EXPECT_EQ(std::memcmp(one.data(), two.data(), one.size() * sizeof(float)), 0);
 }

@@ -1,0 +1,41 @@
+#pragma once
+// Which CPU kernels run: detected once, at first use, from CPUID and what the
+// OS enables (XCR0; on Linux, AMX tile data must also be requested with
+// arch_prctl). One binary serves every x86-64 machine: the SIMD kernels are
+// compiled per file for their ISA and only called on a path that has it.
+//
+// Paths, each including the ones before it:
+//   scalar       the reference loops (kernels/cpu/matmul.cpp)
+//   avx2         AVX2 + FMA + F16C
+//   avx512       AVX-512 F, BW, VL, DQ
+//   avx512_bf16  + AVX512_BF16 (vdpbf16ps)
+//   amx          + AMX-TILE and AMX-BF16, tile data granted by the kernel
+//
+// HIVE_CPU_ISA=<path> caps the path (the machine's best still applies when it
+// is lower; an unknown name is an error), so a run can be held to a lower
+// path; tests and benchmarks switch it in process (set_cpu_kernel_path).
+#include <cstdint>
+#include <optional>
+#include <string_view>
+#include <vector>
+
+namespace hive::cpu {
+
+enum class CpuPath : uint8_t { scalar, avx2, avx512, avx512_bf16, amx };
+
+std::string_view cpu_path_name(CpuPath path);
+std::optional<CpuPath> parse_cpu_path(std::string_view name);
+
+// The best path this machine and its OS support, ignoring HIVE_CPU_ISA.
+CpuPath best_cpu_path();
+// Every path up to the best: what a test can iterate.
+std::vector<CpuPath> supported_cpu_paths();
+
+// The path the ops use: the best, capped by HIVE_CPU_ISA.
+CpuPath cpu_kernel_path();
+std::string_view cpu_kernel_path_name();
+// Switches the path (tests, benchmarks); it must be supported. Call between
+// ops: an op reads the path once when it starts.
+void set_cpu_kernel_path(CpuPath path);
+
+}  // namespace hive::cpu

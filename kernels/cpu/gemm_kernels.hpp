@@ -1,0 +1,40 @@
+#pragma once
+// The SIMD GEMM kernels behind cpu::matmul (matmul_fast.cpp), one file per
+// ISA, each compiled with its own -m flags (kernels/CMakeLists.txt) and
+// called only on a path that has that ISA (cpu_features.hpp). This header is
+// plain data on purpose: an inline function included into an AVX-512 file
+// could be emitted there with AVX-512 code and picked by the linker for the
+// whole program.
+//
+// The one reduction order, whatever m, the tile, or the thread: output
+// (i, j) = sum over 16 lanes, lane l accumulating x[i, p] * w[j, p] for
+// p = l, l + 16, ... with fused multiply-adds in increasing p (the last,
+// partial chunk in lanes 0..k%16-1), then lanes folded in halves (l + 8
+// onto l, then + 4, + 2, + 1), then + bias[j]. It is the reference's order
+// (dot.cpp: 16 partial sums folded in halves), so on a machine where the
+// reference's AVX2 clone fuses its multiply-adds the bits are the same.
+#include <cstdint>
+
+namespace hive::cpu {
+
+enum class GemmWeights : uint8_t { f32, f16, bf16 };
+
+struct GemmArgs {
+  const float* x = nullptr;  // [m, k]
+  const void* w = nullptr;   // [n, k], stored as `weights`
+  GemmWeights weights = GemmWeights::f32;
+  const float* bias = nullptr;  // [n] or null
+  float* out = nullptr;         // [m, n]
+  int64_t m = 0, k = 0, n = 0;
+};
+
+// Output columns [column_begin, column_end) for every row of x. scratch is
+// null, or room for (column_end - column_begin) * k floats: the block's
+// bf16/f16 weights are then widened into it once (exactly: the same bits)
+// instead of at every row tile.
+void gemm_columns_avx2(const GemmArgs& args, int64_t column_begin, int64_t column_end,
+                       float* scratch);
+void gemm_columns_avx512(const GemmArgs& args, int64_t column_begin, int64_t column_end,
+                         float* scratch);
+
+}  // namespace hive::cpu

@@ -1,0 +1,86 @@
+// out = x @ w^T (+ bias) on the CPU kernel path: the SIMD kernels of
+// gemm_kernels.hpp over blocks of output columns, on the thread pool. Each
+// block's weights are read once per call for all rows of x (at batch 1, a
+// GEMV bound by bytes(w) per token; for m rows the same bytes serve m
+// tokens), and every output's reduction order is fixed (gemm_kernels.hpp),
+// so a row's bits do not depend on m, on its neighbours or on the threads.
+#include <algorithm>
+#include <vector>
+
+#include "kernels/cpu/cpu_features.hpp"
+#include "kernels/cpu/gemm_kernels.hpp"
+#include "kernels/cpu/ops.hpp"
+#include "kernels/cpu/parallel.hpp"
+#include "kernels/error.hpp"
+
+namespace hive::cpu {
+
+#if defined(__x86_64__)
+namespace {
+
+// Output columns per task: 16 bf16 rows of k = 1024 are 32 KiB, an L1's
+// worth, and a 0.35B model's smallest projection still makes 64 tasks.
+constexpr int64_t kColumnsPerTask = 16;
+// Above this many rows a bf16/f16 block is widened once into scratch rather
+// than at each row tile (the kernels' row tile is at most 4).
+constexpr int64_t kMaxRowsWidenedInPlace = 4;
+
+GemmWeights gemm_weights(DType dtype) {
+  switch (dtype) {
+    case DType::f16:
+      return GemmWeights::f16;
+    case DType::bf16:
+      return GemmWeights::bf16;
+    default:
+      return GemmWeights::f32;
+  }
+}
+
+}  // namespace
+#endif
+
+void matmul(const Tensor& x, const Tensor& w, const Tensor* bias, const Tensor& out) {
+#if !defined(__x86_64__)
+  // Off x86-64 the kernels are not built and scalar is the only path.
+  return matmul_reference(x, w, bias, out);
+#else
+  const CpuPath path = cpu_kernel_path();
+  if (path == CpuPath::scalar) return matmul_reference(x, w, bias, out);
+  expect(x, DType::f32, 2, "matmul x");
+  expect_float(w, 2, "matmul w");
+  expect(out, DType::f32, 2, "matmul out");
+  const int64_t m = x.shape[0], k = x.shape[1], n = w.shape[0];
+  check(w.shape[1] == k && out.shape[0] == m && out.shape[1] == n, "matmul: x ", x.shape_text(),
+        " @ w^T ", w.shape_text(), " -> out ", out.shape_text(), " disagree");
+  std::vector<float> converted_bias;
+  GemmArgs args{x.as<float>(), w.data, gemm_weights(w.dtype), nullptr, out.as<float>(), m, k, n};
+  if (bias) {
+    expect_float(*bias, 1, "matmul bias");
+    check(bias->shape[0] == n, "matmul: bias ", bias->shape_text(), " for ", n, " outputs");
+    if (bias->dtype == DType::f32) {
+      args.bias = bias->as<float>();
+    } else {
+      converted_bias.resize(static_cast<size_t>(n));
+      to_f32(bias->data, bias->dtype, n, converted_bias.data());
+      args.bias = converted_bias.data();
+    }
+  }
+  if (m == 0 || n == 0) return;
+  // avx512_bf16 and amx run the AVX-512 f32 kernel too: the golden tests
+  // hold f32 models to 1e-4 of transformers, and bf16 dot products (or AMX
+  // tiles) would round activations to bf16 (see docs/benchmarks.md).
+  const auto kernel = path >= CpuPath::avx512 ? gemm_columns_avx512 : gemm_columns_avx2;
+  const bool widen_once = w.dtype != DType::f32 && m > kMaxRowsWidenedInPlace;
+  const size_t scratch_floats = widen_once ? static_cast<size_t>(kColumnsPerTask * k) : 0;
+  for_each_task(
+      (n + kColumnsPerTask - 1) / kColumnsPerTask, m * n * k,
+      [&] { return std::vector<float>(scratch_floats); },
+      [&](int64_t task, std::vector<float>& scratch) {
+        const int64_t begin = task * kColumnsPerTask;
+        kernel(args, begin, std::min(n, begin + kColumnsPerTask),
+               scratch.empty() ? nullptr : scratch.data());
+      });
+#endif
+}
+
+}  // namespace hive::cpu

@@ -1,0 +1,42 @@
+// Runtime CPU dispatch: the paths parse and print, the supported ones run
+// from scalar up to the machine's best, and a path can be switched in process.
+#include <gtest/gtest.h>
+
+#include "kernels/cpu/cpu_features.hpp"
+#include "kernels/error.hpp"
+
+namespace hive::cpu {
+namespace {
+
+TEST(CpuFeatures, NamesRoundTrip) {
+  for (CpuPath path : {CpuPath::scalar, CpuPath::avx2, CpuPath::avx512, CpuPath::avx512_bf16,
+                       CpuPath::amx})
+    EXPECT_EQ(parse_cpu_path(cpu_path_name(path)), path);
+  EXPECT_FALSE(parse_cpu_path("avx1024").has_value());
+}
+
+TEST(CpuFeatures, SupportedPathsRunFromScalarToTheBest) {
+  const std::vector<CpuPath> paths = supported_cpu_paths();
+  ASSERT_FALSE(paths.empty());
+  EXPECT_EQ(paths.front(), CpuPath::scalar);
+  EXPECT_EQ(paths.back(), best_cpu_path());
+  std::printf("best CPU path here: %s; in use: %s\n",
+              std::string(cpu_path_name(best_cpu_path())).c_str(),
+              std::string(cpu_kernel_path_name()).c_str());
+}
+
+TEST(CpuFeatures, PathsSwitchInProcess) {
+  const CpuPath saved = cpu_kernel_path();
+  for (CpuPath path : supported_cpu_paths()) {
+    set_cpu_kernel_path(path);
+    EXPECT_EQ(cpu_kernel_path(), path);
+    EXPECT_EQ(cpu_kernel_path_name(), cpu_path_name(path));
+  }
+  if (best_cpu_path() != CpuPath::amx) {
+    EXPECT_THROW(set_cpu_kernel_path(CpuPath::amx), Error);
+  }
+  set_cpu_kernel_path(saved);
+}
+
+}  // namespace
+}  // namespace hive::cpu

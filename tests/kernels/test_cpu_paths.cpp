@@ -1,0 +1,233 @@
+// cpu::matmul on every CPU kernel path this machine supports, against the
+// reference (matmul_reference), as llama.cpp's test-backend-ops: seeded
+// random inputs (seed printed), outputs poisoned before the run and guarded
+// after, NMSE under a tolerance per weight dtype, and every output within
+// f32's error bound of an exact evaluation. And the invariant the
+// engine's batch tests rely on, bit for bit: a row's output is the same
+// computed alone (m = 1) or in any batch, on 1 thread or 2.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <tuple>
+
+#include "kernels/cpu/cpu_features.hpp"
+#include "kernels/cpu/ops.hpp"
+#include "kernels/cpu/thread_pool.hpp"
+#include "tests/common/random.hpp"
+
+namespace hive::cpu {
+namespace {
+
+constexpr size_t kGuard = 64;                // floats either side of an output
+constexpr uint32_t kPoison = 0x7fc0dead;     // a NaN no kernel produces
+constexpr uint32_t kGuardBits = 0x7fc0beef;  // likewise, outside the output
+
+// An output of m x n floats between two guard zones.
+struct GuardedOutput {
+  GuardedOutput(int64_t rows, int64_t columns)
+      : m(rows), n(columns), storage(static_cast<size_t>(rows * columns) + 2 * kGuard) {
+    fill(0, kGuard, kGuardBits);
+    fill(kGuard, static_cast<size_t>(m * n), kPoison);
+    fill(kGuard + static_cast<size_t>(m * n), kGuard, kGuardBits);
+  }
+  void fill(size_t begin, size_t count, uint32_t bits) {
+    for (size_t i = begin; i < begin + count; ++i) std::memcpy(&storage[i], &bits, 4);
+  }
+  float* data() { return storage.data() + kGuard; }
+  Tensor tensor() { return Tensor::view(data(), DType::f32, {m, n}); }
+  // Guards untouched and every output written.
+  ::testing::AssertionResult intact() const {
+    const auto bits = [&](size_t i) {
+      uint32_t b;
+      std::memcpy(&b, &storage[i], 4);
+      return b;
+    };
+    for (size_t i = 0; i < kGuard; ++i)
+      if (bits(i) != kGuardBits || bits(storage.size() - 1 - i) != kGuardBits)
+        return ::testing::AssertionFailure() << "guard overwritten";
+    for (size_t i = kGuard; i < kGuard + static_cast<size_t>(m * n); ++i)
+      if (bits(i) == kPoison) return ::testing::AssertionFailure() << "output " << i - kGuard << " not written";
+    return ::testing::AssertionSuccess();
+  }
+  int64_t m, n;
+  std::vector<float> storage;
+};
+
+struct Weights {
+  std::vector<float> f32;
+  std::vector<uint16_t> half;
+  DType dtype;
+  int64_t n, k;
+  // Element i as stored, widened.
+  double value(int64_t i) const {
+    const size_t at = static_cast<size_t>(i);
+    if (dtype == DType::f32) return f32[at];
+    return dtype == DType::bf16 ? bf16_to_f32(half[at]) : f16_to_f32(half[at]);
+  }
+  Tensor tensor() const {
+    const void* data = dtype == DType::f32 ? static_cast<const void*>(f32.data()) : half.data();
+    return Tensor::view(const_cast<void*>(data), dtype, {n, k});
+  }
+};
+
+Weights random_weights(std::mt19937_64& rng, DType dtype, int64_t n, int64_t k) {
+  Weights w{test::random_floats(rng, static_cast<size_t>(n * k)), {}, dtype, n, k};
+  if (dtype != DType::f32) w.half = test::to_half_bits(w.f32, dtype);
+  return w;
+}
+
+// Each output against an exact (double) evaluation, within the a-priori
+// bound of f32 sums in 16 lanes: |out - exact| <= (k/16 + 5) u (sum|x w| +
+// |bias|), u = 2^-24 (fused or separate multiply-adds both meet it). A bound
+// per element, unlike an NMSE of one output, cannot fail on a sum that
+// happens to cancel.
+::testing::AssertionResult within_error_bound(const float* out, const std::vector<float>& x,
+                                              const Weights& w, const float* bias, int64_t m) {
+  const int64_t n = w.n, k = w.k;
+  const double u = std::ldexp(1.0, -24);
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      double exact = bias ? bias[j] : 0.0, magnitude = bias ? std::abs(bias[j]) : 0.0;
+      for (int64_t p = 0; p < k; ++p) {
+        const double product = double{x[static_cast<size_t>(i * k + p)]} * w.value(j * k + p);
+        exact += product;
+        magnitude += std::abs(product);
+      }
+      const double bound = static_cast<double>(k / 16 + 5) * u * magnitude;
+      const double error = std::abs(out[i * n + j] - exact);
+      if (!(error <= bound))
+        return ::testing::AssertionFailure()
+               << "out[" << i << ", " << j << "] = " << out[i * n + j] << ", exact " << exact
+               << ": error " << error << " > bound " << bound;
+    }
+  return ::testing::AssertionSuccess();
+}
+
+// NMSE against the reference, summed over all of a path's cases of one
+// weight dtype. The same bound for all three: bf16/f16 are widened exactly
+// and summed in f32 in the reference's order, so the paths differ from it
+// at most by fused against separate multiply-adds (about 1e-14 here). A
+// kernel that rounds activations to bf16 (vdpbf16ps, AMX) would need its
+// own bound for bf16, near 1e-5.
+constexpr double kMaxNmse = 1e-10;
+
+struct NmseSum {
+  double error = 0, reference = 0;
+  void add(const float* a, const float* b, int64_t count) {
+    for (int64_t i = 0; i < count; ++i) {
+      error += (double{a[i]} - b[i]) * (double{a[i]} - b[i]);
+      reference += double{b[i]} * b[i];
+    }
+  }
+  double nmse() const { return reference == 0 ? error : error / reference; }
+};
+
+class CpuPaths : public ::testing::TestWithParam<CpuPath> {
+ protected:
+  void SetUp() override {
+    saved_path_ = cpu_kernel_path();
+    saved_threads_ = cpu_threads();
+    set_cpu_kernel_path(GetParam());
+    rng_.seed(test::test_seed());
+  }
+  void TearDown() override {
+    set_cpu_kernel_path(saved_path_);
+    set_cpu_threads(saved_threads_);
+  }
+  std::mt19937_64 rng_;
+
+ private:
+  CpuPath saved_path_ = CpuPath::scalar;
+  int saved_threads_ = 1;
+};
+
+TEST_P(CpuPaths, MatmulMatchesTheReferenceAndIgnoresTheBatch) {
+  SCOPED_TRACE(testing::Message() << "seed " << test::test_seed() << ", path "
+                                  << cpu_path_name(GetParam()));
+  int64_t cases = 0, same_bits_as_reference = 0;
+  for (DType dtype : {DType::f32, DType::bf16, DType::f16}) {
+    NmseSum against_reference;
+    for (int64_t k : {1, 15, 64, 257})
+      for (int64_t n : {1, 15, 64, 257})
+        for (bool with_bias : {false, true})
+          for (int64_t m : {1, 2, 3, 7, 16, 33, 128}) {
+            SCOPED_TRACE(testing::Message() << dtype_name(dtype) << " m=" << m << " k=" << k
+                                            << " n=" << n << (with_bias ? " bias" : ""));
+            const auto x = test::random_floats(rng_, static_cast<size_t>(m * k));
+            const Weights w = random_weights(rng_, dtype, n, k);
+            auto bias_values = test::random_floats(rng_, static_cast<size_t>(n));
+            const Tensor bias = Tensor::view(bias_values.data(), DType::f32, {n});
+            const Tensor* b = with_bias ? &bias : nullptr;
+            const Tensor xt =
+                Tensor::view(const_cast<float*>(x.data()), DType::f32, {m, k});
+
+            GuardedOutput expected(m, n), batched(m, n), two_threads(m, n);
+            matmul_reference(xt, w.tensor(), b, expected.tensor());
+            set_cpu_threads(1);
+            matmul(xt, w.tensor(), b, batched.tensor());
+            set_cpu_threads(2);
+            matmul(xt, w.tensor(), b, two_threads.tensor());
+            ASSERT_TRUE(batched.intact());
+            ASSERT_TRUE(two_threads.intact());
+            for (int64_t i = 0; i < m * n; ++i) ASSERT_TRUE(std::isfinite(batched.data()[i]));
+            ASSERT_TRUE(within_error_bound(batched.data(), x, w, with_bias ? bias_values.data()
+                                                                          : nullptr, m));
+            against_reference.add(batched.data(), expected.data(), m * n);
+            ASSERT_EQ(std::memcmp(batched.data(), two_threads.data(), m * n * sizeof(float)), 0)
+                << "1 and 2 threads differ";
+            for (int64_t i = 0; i < m; ++i) {
+              GuardedOutput alone(1, n);
+              matmul(xt.rows(i, 1), w.tensor(), b, alone.tensor());
+              ASSERT_TRUE(alone.intact());
+              ASSERT_EQ(std::memcmp(alone.data(), batched.data() + i * n, n * sizeof(float)), 0)
+                  << "row " << i << " alone differs from the batch of " << m;
+            }
+            ++cases;
+            same_bits_as_reference +=
+                std::memcmp(batched.data(), expected.data(), m * n * sizeof(float)) == 0;
+          }
+    EXPECT_LT(against_reference.nmse(), kMaxNmse) << dtype_name(dtype);
+  }
+  std::printf("path %s: %ld cases, %ld bit-identical to the reference\n",
+              std::string(cpu_path_name(GetParam())).c_str(), static_cast<long>(cases),
+              static_cast<long>(same_bits_as_reference));
+}
+
+// The SIMD paths share one reduction order, so they agree bit for bit: a
+// request's output does not depend on HIVE_CPU_ISA among them.
+TEST(CpuPathsAgree, SimdPathsGiveTheSameBits) {
+  std::vector<CpuPath> simd;
+  for (CpuPath path : supported_cpu_paths())
+    if (path != CpuPath::scalar) simd.push_back(path);
+  if (simd.size() < 2) GTEST_SKIP() << "fewer than two SIMD paths on this machine";
+  std::mt19937_64 rng(test::test_seed());
+  SCOPED_TRACE(testing::Message() << "seed " << test::test_seed());
+  const CpuPath saved = cpu_kernel_path();
+  for (DType dtype : {DType::f32, DType::bf16, DType::f16}) {
+    const int64_t m = 9, k = 300, n = 70;
+    const auto x = test::random_floats(rng, static_cast<size_t>(m * k));
+    const Weights w = random_weights(rng, dtype, n, k);
+    std::vector<std::vector<float>> outs;
+    for (CpuPath path : simd) {
+      set_cpu_kernel_path(path);
+      outs.emplace_back(static_cast<size_t>(m * n));
+      matmul(Tensor::view(const_cast<float*>(x.data()), DType::f32, {m, k}), w.tensor(), nullptr,
+             Tensor::view(outs.back().data(), DType::f32, {m, n}));
+    }
+    for (size_t p = 1; p < outs.size(); ++p)
+      EXPECT_EQ(std::memcmp(outs[0].data(), outs[p].data(), outs[0].size() * sizeof(float)), 0)
+          << dtype_name(dtype) << ": " << cpu_path_name(simd[0]) << " and "
+          << cpu_path_name(simd[p]);
+  }
+  set_cpu_kernel_path(saved);
+}
+
+INSTANTIATE_TEST_SUITE_P(EverySupportedPath, CpuPaths,
+                         ::testing::ValuesIn(supported_cpu_paths()),
+                         [](const ::testing::TestParamInfo<CpuPath>& param) {
+                           return std::string(cpu_path_name(param.param));
+                         });
+
+}  // namespace
+}  // namespace hive::cpu
