@@ -3,6 +3,7 @@
 namespace hive::gateway {
 
 // Plain HTML, CSS and script, no external files: the page works offline.
+// ?prompt=TEXT sends a first turn as soon as the socket opens.
 // Replies stream through one WebSocket (/v1/stream, docs/websocket.md); the
 // whole conversation goes with each turn, through the model's chat template.
 const std::string& chat_page() {
@@ -59,7 +60,15 @@ function connect() {
   const url = (location.protocol === 'https:' ? 'wss://' : 'ws://') + location.host +
               '/v1/stream' + (key ? '?api_key=' + encodeURIComponent(key) : '');
   socket = new WebSocket(url);
-  socket.onopen = () => { status.textContent = 'connected'; };
+  socket.onopen = () => {
+    status.textContent = 'connected';
+    // ?prompt=... sends a first turn at once (a link to a started chat).
+    const first = new URLSearchParams(location.search).get('prompt');
+    if (first) {
+      document.getElementById('prompt').value = first;
+      document.getElementById('form').requestSubmit();
+    }
+  };
   socket.onclose = () => { status.textContent = 'disconnected; reload to reconnect'; };
   socket.onmessage = (message) => {
     const event = JSON.parse(message.data);

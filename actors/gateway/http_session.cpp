@@ -1,6 +1,8 @@
 #include "actors/gateway/http_session.hpp"
 
 #include <boost/asio/dispatch.hpp>
+#include <array>
+#include <functional>
 #include <boost/beast/http/chunk_encode.hpp>
 #include <boost/beast/http/write.hpp>
 #include <ctime>
@@ -44,7 +46,34 @@ void HttpSession::start() {
   asio::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->read(); });
 }
 
+void HttpSession::close_when_idle() {
+  if (reading_) close();  // else next() closes after the response in progress
+}
+
+void HttpSession::next() {
+  if (!keep_alive_) return linger();
+  if (state_->draining && state_->in_flight == 0) return close();
+  read();
+}
+
+void HttpSession::linger() {
+  beast::error_code ignored;
+  stream_.socket().shutdown(asio::ip::tcp::socket::shutdown_send, ignored);
+  stream_.expires_after(std::chrono::seconds(10));
+  auto discard = std::make_shared<std::array<char, 65536>>();
+  auto drop = std::make_shared<std::function<void(beast::error_code, size_t)>>();
+  *drop = [self = shared_from_this(), discard, drop](beast::error_code error, size_t) {
+    if (error) {
+      *drop = nullptr;  // break the cycle
+      return self->close();
+    }
+    self->stream_.async_read_some(asio::buffer(*discard), *drop);
+  };
+  stream_.async_read_some(asio::buffer(*discard), *drop);
+}
+
 void HttpSession::read() {
+  reading_ = true;
   parser_.emplace();
   parser_->body_limit(state_->options.max_body_bytes);
   parser_->header_limit(static_cast<std::uint32_t>(state_->options.max_header_bytes));
@@ -56,6 +85,7 @@ void HttpSession::read() {
 }
 
 void HttpSession::on_read(beast::error_code error) {
+  reading_ = false;
   if (error == http::error::body_limit) {
     keep_alive_ = false;
     return send_error({413, str_cat("the request body exceeds ", state_->options.max_body_bytes,
@@ -74,7 +104,8 @@ void HttpSession::on_read(beast::error_code error) {
 }
 
 void HttpSession::handle(Request request) {
-  keep_alive_ = request.keep_alive();
+  // While the server drains, a request is answered and the connection ends.
+  keep_alive_ = request.keep_alive() && !state_->draining;
   if (beast::websocket::is_upgrade(request)) return upgrade(std::move(request));
   try {
     route(request);
@@ -104,7 +135,9 @@ void HttpSession::upgrade(Request request) {
   if (!authorized)
     return send_error({401, "a valid API key is needed: 'Authorization: Bearer <key>' or ?api_key=",
                        "invalid_request_error", std::nullopt, std::string("invalid_api_key")});
-  std::make_shared<WebSocketSession>(std::move(stream_), state_)->start(std::move(request));
+  auto session = std::make_shared<WebSocketSession>(std::move(stream_), state_);
+  state_->add(session);
+  session->start(std::move(request));
 }
 
 void HttpSession::route(const Request& request) {
@@ -127,8 +160,8 @@ void HttpSession::send(Response response) {
   stream_.expires_after(state_->options.write_timeout);
   http::async_write(stream_, *message,
                     [self = shared_from_this(), message](beast::error_code error, size_t) {
-                      if (error || !self->keep_alive_) return self->close();
-                      self->read();
+                      if (error) return self->close();
+                      self->next();
                     });
 }
 
@@ -303,8 +336,8 @@ void HttpSession::write_next_event() {
     asio::async_write(stream_, http::make_chunk_last(),
                       [self = shared_from_this()](beast::error_code error, size_t) {
                         self->writing_ = false;
-                        if (error || !self->keep_alive_) return self->close();
-                        self->read();
+                        if (error) return self->close();
+                        self->next();
                       });
     return;
   }

@@ -22,13 +22,14 @@
 
 namespace hive::gateway {
 
-class HttpSession : public std::enable_shared_from_this<HttpSession> {
+class HttpSession : public Connection, public std::enable_shared_from_this<HttpSession> {
  public:
   using Request = boost::beast::http::request<boost::beast::http::string_body>;
   using Response = boost::beast::http::response<boost::beast::http::string_body>;
 
   HttpSession(boost::asio::ip::tcp::socket socket, std::shared_ptr<ServerState> state);
   void start();
+  void close_when_idle() override;
 
  private:
   void read();
@@ -40,6 +41,11 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   void send_error(const ApiError& error);
   void send_json(int status, const nlohmann::json& body);
   void close();
+  // After an error that ends the connection: stop sending, read and drop
+  // what the client still sends (so it can read the answer), then close.
+  void linger();
+  // After a response: the next request, or close when the server is done.
+  void next();
 
   void complete(const Request& request, Endpoint endpoint);
   void on_delta(const ChoiceDelta& delta);
@@ -59,6 +65,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   std::optional<boost::beast::http::request_parser<boost::beast::http::string_body>> parser_;
   bool keep_alive_ = false;
   bool closed_ = false;
+  bool reading_ = false;  // waiting for a request: idle
 
   // The completion in flight, if any.
   std::shared_ptr<Generation> generation_;

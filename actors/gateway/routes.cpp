@@ -34,7 +34,7 @@ bool authorized(const ServerState& state, const http::request<http::string_body>
 RouteAnswer health(ServerState& state) {
   if (state.draining) return json(503, {{"status", "draining"}});
   // Ready once every worker has started (a shard may take minutes to load).
-  if (!state.engine.metrics().ready) return json(503, {{"status", "starting"}});
+  if (!state.engine_metrics().ready) return json(503, {{"status", "starting"}});
   return json(200, {{"status", "ok"}});
 }
 
@@ -72,7 +72,7 @@ RouteAnswer answer_route(ServerState& state, const http::request<http::string_bo
   if (get && path == "/v1/models") return models(state);
   if (get && path == "/metrics")
     return {200, "text/plain; version=0.0.4; charset=utf-8",
-            state.metrics.render(state.engine.metrics(), state.options.model_name), {},
+            state.metrics.render(state.engine_metrics(), state.options.model_name), {},
             std::nullopt};
   if (post && path == "/v1/completions") return {200, "", "", {}, Endpoint::completions};
   if (post && path == "/v1/chat/completions") return {200, "", "", {}, Endpoint::chat};

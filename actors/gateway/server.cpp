@@ -1,6 +1,7 @@
 #include "actors/gateway/server.hpp"
 
 #include <boost/asio/post.hpp>
+#include <utility>
 
 #include "actors/gateway/http_session.hpp"
 #include "actors/gateway/server_state.hpp"
@@ -17,9 +18,30 @@ std::string ServerState::new_id(const char* prefix) {
   return id;
 }
 
+const EngineMetrics& ServerState::engine_metrics() {
+  const auto now = std::chrono::steady_clock::now();
+  if (metrics_time == std::chrono::steady_clock::time_point{} ||
+      now - metrics_time > std::chrono::milliseconds(100)) {
+    metrics_snapshot = engine.metrics();
+    metrics_time = now;
+  }
+  return metrics_snapshot;
+}
+
+void ServerState::add(const std::shared_ptr<Connection>& connection) {
+  std::erase_if(connections, [](const std::weak_ptr<Connection>& c) { return c.expired(); });
+  connections.push_back(connection);
+}
+
 void ServerState::release() {
   --in_flight;
-  if (draining && in_flight == 0) io.stop();
+  close_connections_if_drained();
+}
+
+void ServerState::close_connections_if_drained() {
+  if (!draining || in_flight > 0) return;
+  for (const std::weak_ptr<Connection>& weak : std::exchange(connections, {}))
+    if (const std::shared_ptr<Connection> connection = weak.lock()) connection->close_when_idle();
 }
 
 namespace {
@@ -30,7 +52,9 @@ void accept(const std::shared_ptr<ServerState>& state) {
       if (error == asio::error::operation_aborted || state->draining) return;
       return accept(state);  // e.g. too many open files: keep serving the others
     }
-    std::make_shared<HttpSession>(std::move(socket), state)->start();
+    auto session = std::make_shared<HttpSession>(std::move(socket), state);
+    state->add(session);
+    session->start();
     accept(state);
   });
 }
@@ -72,7 +96,7 @@ void Server::stop() {
     state->draining = true;
     boost::system::error_code ignored;
     state->acceptor.close(ignored);
-    if (state->in_flight == 0) state->io.stop();
+    state->close_connections_if_drained();
   });
 }
 

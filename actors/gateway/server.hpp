@@ -45,7 +45,8 @@ class Server {
   // Binds and listens; throws hive::Error naming the address when it cannot.
   void listen();
   uint16_t port() const;
-  // Serves on the calling thread until stop() has drained the requests in flight.
+  // Serves on the calling thread until stop() has drained the requests in
+  // flight and every connection has closed.
   void run();
   // From any thread: new requests get 503, requests in flight finish, then
   // run() returns.

@@ -2,8 +2,11 @@
 // What every connection of the gateway shares; touched on the I/O thread only.
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <chrono>
 #include <cstdint>
+#include <memory>
 #include <random>
+#include <vector>
 #include <string>
 
 #include "actors/engine.hpp"
@@ -12,6 +15,14 @@
 #include "runtime/engine/input_processor.hpp"
 
 namespace hive::gateway {
+
+// A connection, as the server sees it when it shuts down.
+class Connection {
+ public:
+  virtual ~Connection() = default;
+  // The server is done: close once what is being written is out.
+  virtual void close_when_idle() = 0;
+};
 
 struct ServerState {
   ServerState(Engine& e, InputProcessor& i, ServerOptions o)
@@ -24,13 +35,27 @@ struct ServerState {
   boost::asio::ip::tcp::acceptor acceptor;
   Metrics metrics;
   int64_t in_flight = 0;  // API requests submitted and not yet answered
+  // Set by Server::stop(): new requests get 503 on the connections still
+  // open; when the last request in flight is answered, every connection
+  // closes and run() returns.
   bool draining = false;
+  std::vector<std::weak_ptr<Connection>> connections;
   std::mt19937_64 ids{std::random_device{}()};
+  EngineMetrics metrics_snapshot;
+  std::chrono::steady_clock::time_point metrics_time;
+
+  // Engine::metrics(), at most 100 ms old: it is a round trip to the
+  // scheduler actor, and /metrics, /health and the WebSocket's stats may be
+  // asked for far more often than a step changes them.
+  const EngineMetrics& engine_metrics();
 
   // "cmpl-" and 24 hex digits.
   std::string new_id(const char* prefix);
-  // A request ended: when draining, the last one stops the server.
+  void add(const std::shared_ptr<Connection>& connection);
+  // A request ended: when draining, the last one closes the connections.
   void release();
+  // Draining and nothing in flight: close every connection.
+  void close_connections_if_drained();
 };
 
 }  // namespace hive::gateway

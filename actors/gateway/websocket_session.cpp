@@ -156,7 +156,7 @@ void WebSocketSession::cancel_request(const Json& message) {
 }
 
 void WebSocketSession::send_stats() {
-  const EngineMetrics m = state_->engine.metrics();
+  const EngineMetrics& m = state_->engine_metrics();
   const auto now = std::chrono::steady_clock::now();
   const double seconds = std::chrono::duration<double>(now - stats_time_).count();
   const double tokens_per_second =
@@ -175,7 +175,13 @@ void WebSocketSession::send_stats() {
 
 void WebSocketSession::send_error(const std::string& id, int code, const std::string& message,
                                   const std::optional<std::string>& param) {
-  Json error = {{"type", "error"}, {"message", message}, {"code", code}};
+  // A parser's message may quote much of the input: a clear error needs
+  // its start only.
+  constexpr size_t kMaxMessage = 500;
+  Json error = {{"type", "error"},
+                {"message", message.size() > kMaxMessage ? message.substr(0, kMaxMessage) + "..."
+                                                         : message},
+                {"code", code}};
   if (!id.empty()) error["id"] = id;
   if (param) error["param"] = *param;
   send(std::move(error));
@@ -191,7 +197,17 @@ void WebSocketSession::send(Json message) {
   if (!writing_) write_next();
 }
 
+void WebSocketSession::close_when_idle() {
+  closing_when_flushed_ = true;
+  if (!writing_) write_next();
+}
+
 void WebSocketSession::write_next() {
+  if (!closed_ && outbox_.empty() && closing_when_flushed_) {
+    closed_ = true;
+    close_reason_ = "the server is shutting down";
+    return send_close();
+  }
   if (closed_ || outbox_.empty()) return;  // after close(), only the close frame goes out
   writing_ = true;
   ws_.text(true);

@@ -30,10 +30,14 @@
 
 namespace hive::gateway {
 
-class WebSocketSession : public std::enable_shared_from_this<WebSocketSession> {
+class WebSocketSession : public Connection,
+                         public std::enable_shared_from_this<WebSocketSession> {
  public:
   WebSocketSession(boost::beast::tcp_stream stream, std::shared_ptr<ServerState> state);
   void start(boost::beast::http::request<boost::beast::http::string_body> upgrade);
+  // The server is done (no request is in flight): its messages go out, then
+  // a close frame.
+  void close_when_idle() override;
 
  private:
   void read();
@@ -58,6 +62,7 @@ class WebSocketSession : public std::enable_shared_from_this<WebSocketSession> {
   bool writing_ = false;
   bool closed_ = false;
   std::string close_reason_;  // sent in a close frame once the write in progress ends
+  bool closing_when_flushed_ = false;
   boost::asio::steady_timer close_deadline_;
   int64_t stats_tokens_ = 0;  // the engine's generated tokens at the last stats
   std::chrono::steady_clock::time_point stats_time_ = std::chrono::steady_clock::now();
