@@ -1,0 +1,143 @@
+"""Raw HTTP against hive serve: every error status with OpenAI's error body,
+the API key, the bounded queue (429), and draining on SIGTERM (503)."""
+import json
+import signal
+import socket
+import threading
+import time
+import unittest
+
+from server import Server
+
+
+def error_of(body):
+    """The error object, after checking the shape every error has."""
+    error = body["error"]
+    for key in ("message", "type", "param", "code"):
+        assert key in error, body
+    return error
+
+
+class HttpErrors(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.server = Server()
+
+    @classmethod
+    def tearDownClass(cls):
+        if cls.server.stop() != 0:
+            raise AssertionError("hive serve failed: " + "".join(cls.server.log))
+
+    def expect(self, status, body, message, param=None, path="/v1/completions"):
+        got, _, answer = self.server.post_json(path, body)
+        self.assertEqual(got, status, answer)
+        error = error_of(answer)
+        self.assertIn(message, error["message"])
+        self.assertEqual(error["param"], param)
+        return error
+
+    def test_bad_requests_name_what_is_wrong(self):
+        self.expect(400, "{not json", "the body is not valid JSON")
+        self.expect(400, "[1, 2]", "the body must be a JSON object")
+        self.expect(400, {"prompt": 5}, "'prompt' must be a string", "prompt")
+        self.expect(400, {"prompt": "x", "max_tokens": "ten"}, "'max_tokens' must be an integer",
+                    "max_tokens")
+        self.expect(400, {"prompt": "x", "temperature": -1}, "temperature must be >= 0",
+                    "temperature")
+        self.expect(400, {"prompt": "x", "max_tokens": 100000},
+                    "exceed the model's context length of 512 tokens", "max_tokens")
+        self.expect(400, {"prompt": "word " * 600}, "leaves no room in the model's context",
+                    "prompt")
+        self.expect(400, {"prompt": "x", "n": 1000}, "n must be in [1, 32] (got 1000)", "n")
+        self.expect(400, {"prompt": [1, 99999]}, "prompt token id 99999 is out of range",
+                    "prompt")
+        self.expect(400, {"prompt": "x", "stop": ["a", "b", "c", "d", "e"]},
+                    "'stop' takes at most 4 strings", "stop")
+        self.expect(400, {"messages": "hi"}, "'messages' must be an array", "messages",
+                    path="/v1/chat/completions")
+        self.expect(400, {"prompt": "x", "stream_options": {"include_usage": True}},
+                    "'stream_options' needs 'stream': true", "stream_options")
+        error = self.expect(404, {"prompt": "x", "model": "gpt-4"}, "the model 'gpt-4' does not exist",
+                            "model")
+        self.assertEqual(error["code"], "model_not_found")
+
+    def test_routes_methods_and_sizes(self):
+        status, _, text = self.server.request("GET", "/nope")
+        self.assertEqual(status, 404)
+        self.assertEqual(error_of(json.loads(text))["code"], "not_found")
+        status, headers, text = self.server.request("DELETE", "/v1/models")
+        self.assertEqual(status, 405)
+        self.assertEqual(headers["Allow"], "GET")
+        status, _, text = self.server.request("POST", "/v1/completions", body=b"x" * (9 << 20),
+                                              headers={"Content-Type": "application/json"})
+        self.assertEqual(status, 413)
+        self.assertIn("exceeds 8388608 bytes", error_of(json.loads(text))["message"])
+        status, _, text = self.server.request("GET", "/health", headers={"X-Big": "y" * 20000})
+        self.assertEqual(status, 431)
+
+    def test_keep_alive_serves_several_requests_on_one_connection(self):
+        conn = self.server.connection()
+        for _ in range(3):
+            conn.request("POST", "/v1/completions",
+                         body=json.dumps({"prompt": "Once", "max_tokens": 2}),
+                         headers={"Content-Type": "application/json"})
+            response = conn.getresponse()
+            self.assertEqual(response.status, 200)
+            self.assertEqual(len(json.loads(response.read())["choices"]), 1)
+        conn.close()
+
+
+class ApiKeyAndLimits(unittest.TestCase):
+    def test_the_api_key_guards_v1_only(self):
+        server = Server("--api-key", "sesame")
+        try:
+            status, headers, body = server.post_json("/v1/completions", {"prompt": "x"})
+            self.assertEqual(status, 401)
+            self.assertEqual(error_of(body)["code"], "invalid_api_key")
+            self.assertEqual(headers["WWW-Authenticate"], "Bearer")
+            status, _, body = server.post_json("/v1/completions", {"prompt": "x", "max_tokens": 2},
+                                               headers={"Authorization": "Bearer wrong"})
+            self.assertEqual(status, 401)
+            status, _, body = server.post_json("/v1/completions", {"prompt": "x", "max_tokens": 2},
+                                               headers={"Authorization": "Bearer sesame"})
+            self.assertEqual(status, 200, body)
+            self.assertEqual(server.get("/health")[0], 200)  # not under /v1/
+        finally:
+            self.assertEqual(server.stop(), 0, "".join(server.log))
+
+    def test_a_full_queue_answers_429_and_shutdown_drains_with_503(self):
+        server = Server("--max-queued-requests", "1")
+        try:
+            # A long stream (16 samples of 500 tokens: seconds) holds the one place.
+            long_conn = server.connection()
+            long_conn.request("POST", "/v1/completions", body=json.dumps(
+                {"prompt": "Once upon a time", "max_tokens": 500, "n": 16, "stream": True,
+                 "ignore_eos": True}), headers={"Content-Type": "application/json"})
+            stream = long_conn.getresponse()
+            self.assertEqual(stream.status, 200)
+            self.assertTrue(stream.readline().startswith(b"data: "))
+            status, headers, body = server.post_json("/v1/completions", {"prompt": "x"})
+            self.assertEqual(status, 429, body)
+            self.assertEqual(headers["Retry-After"], "1")
+            self.assertEqual(server.metric("hive:request_rejected_total"), 1)
+            # A connection opened before the signal gets 503 for a new request.
+            waiting = server.connection()
+            waiting.request("GET", "/health")
+            self.assertEqual(waiting.getresponse().read(), b'{"status":"ok"}')
+            server.process.send_signal(signal.SIGTERM)
+            time.sleep(0.5)
+            waiting.request("POST", "/v1/completions", body=json.dumps({"prompt": "x"}),
+                            headers={"Content-Type": "application/json"})
+            refused = waiting.getresponse()
+            self.assertEqual(refused.status, 503)
+            self.assertIn("shutting down", json.loads(refused.read())["error"]["message"])
+            # The stream in flight still finishes.
+            rest = stream.read().decode()
+            self.assertTrue(rest.rstrip().endswith("data: [DONE]"), rest[-200:])
+            self.assertIn('"finish_reason":"length"', rest)
+        finally:
+            self.assertEqual(server.stop(), 0, "".join(server.log))
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
