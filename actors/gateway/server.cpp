@@ -52,6 +52,10 @@ void accept(const std::shared_ptr<ServerState>& state) {
       if (error == asio::error::operation_aborted || state->draining) return;
       return accept(state);  // e.g. too many open files: keep serving the others
     }
+    // Tokens go out as small writes, one per event: Nagle's algorithm would
+    // hold each behind the last one's acknowledgement.
+    boost::system::error_code ignored;
+    socket.set_option(tcp::no_delay(true), ignored);
     auto session = std::make_shared<HttpSession>(std::move(socket), state);
     state->add(session);
     session->start();

@@ -10,6 +10,7 @@ int run_generate(const std::vector<std::string>& argv);
 int run_inspect(const std::vector<std::string>& argv);
 int run_run(const std::vector<std::string>& argv);
 int run_serve(const std::vector<std::string>& argv);
+int run_bench_serve(const std::vector<std::string>& argv);
 int run_tokenize(const std::vector<std::string>& argv);
 int run_detokenize(const std::vector<std::string>& argv);
 

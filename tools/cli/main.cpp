@@ -32,6 +32,10 @@ constexpr const char* kUsage =
     "           [--kv-budget-mb N]\n"
     "           OpenAI-compatible HTTP server (/v1/completions, /v1/chat/completions, SSE),\n"
     "           a WebSocket stream (/v1/stream), /metrics, and a chat page at /.\n"
+    "  bench serve --url URL | --compare [--model DIR] [--num-prompts N] [--max-concurrency N]\n"
+    "           [--request-rate R|inf] [--input-len N] [--output-len N] [--seed S] [--json FILE]\n"
+    "           A load client: request throughput, output tok/s, TTFT, TPOT, ITL (mean,\n"
+    "           median, p99); --compare serves here and runs the same load embedded too.\n"
     "  inspect  --model DIR | --devices\n"
     "           Prints architecture, parameter counts, weight bytes and KV bytes per token,\n"
     "           or the compute devices this build can use.\n"
@@ -58,6 +62,8 @@ int main(int argc, char** argv) {
     if (command == "inspect") return hive::cli::run_inspect(rest);
     if (command == "run") return hive::cli::run_run(rest);
     if (command == "serve") return hive::cli::run_serve(rest);
+    if (command == "bench" && !rest.empty() && rest[0] == "serve")
+      return hive::cli::run_bench_serve({rest.begin() + 1, rest.end()});
     if (command == "eval-ppl") return hive::cli::run_eval_ppl(rest);
     if (command == "agree") return hive::cli::run_agree(rest);
     if (command == "tokenize") return hive::cli::run_tokenize(rest);
