@@ -284,10 +284,28 @@ TEST(Cli, BadInputGetsAClearErrorAndExitCode) {
   EXPECT_EQ(run("frobnicate").status, 2);
 }
 
+// Every command answers --help with its own usage, exit 0; hive --version.
+TEST(Cli, EveryCommandAnswersHelp) {
+  for (const char* command : {"generate", "run", "serve", "bench serve", "inspect", "eval-ppl",
+                              "agree", "tokenize", "detokenize"}) {
+    const Result r = run(std::string(command) + " --help");
+    EXPECT_EQ(r.status, 0) << command << ": " << r.out;
+    EXPECT_EQ(r.out.rfind(std::string("usage: hive ") + command, 0), 0u) << r.out;
+  }
+  const Result version = run("--version");
+  EXPECT_EQ(version.status, 0);
+  EXPECT_EQ(version.out.rfind("hive 0.", 0), 0u) << version.out;
+  EXPECT_NE(run("nosuch --help").status, 0);
+}
+
 TEST(Cli, DevicesAndCudaFallback) {
   const Result r = run("inspect --devices");
   ASSERT_EQ(r.status, 0) << r.out;
   EXPECT_NE(r.out.find("devices: cpu"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("cpu kernels: "), std::string::npos) << r.out;
+  const Result capped = test::run_command("HIVE_CPU_ISA=scalar " + test::hive_binary() +
+                                          " inspect --devices");
+  EXPECT_NE(capped.out.find("cpu kernels: scalar"), std::string::npos) << capped.out;
   // Asking for CUDA explicitly on a machine or build without a usable device fails clearly.
   const Result cuda =
       run("generate --model " + (kModels / "llama").string() + " --prompt-ids 1 --device cuda");

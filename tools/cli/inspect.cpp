@@ -2,6 +2,7 @@
 #include <cstdio>
 
 #include "kernels/backend_select.hpp"
+#include "kernels/cpu/cpu_features.hpp"
 #include "runtime/model/model_stats.hpp"
 #include "runtime/model/weight_store.hpp"
 #include "tools/cli/args.hpp"
@@ -13,6 +14,8 @@ int run_inspect(const std::vector<std::string>& argv) {
   const Args args(argv, {"--model"}, {"--devices"});
   if (args.has("--devices")) {
     std::printf("devices: %s\n", describe_devices().c_str());
+    std::printf("cpu kernels: %s (cap with HIVE_CPU_ISA)\n",
+                std::string(cpu::cpu_kernel_path_name()).c_str());
     if (!args.has("--model")) return 0;
   }
   const std::string dir = args.require("--model");

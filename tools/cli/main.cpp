@@ -48,6 +48,22 @@ constexpr const char* kUsage =
     "  detokenize --tokenizer DIR [--skip-special-tokens]\n"
     "           Reads one JSON array of token ids per line, prints one JSON string per line.\n";
 
+// The usage lines of one command: from its line to the next command's.
+std::string command_usage(const std::string& command) {
+  const std::string usage = kUsage;
+  std::string out;
+  bool inside = false;
+  for (size_t at = usage.find('\n') + 1; at < usage.size();) {
+    const size_t end = usage.find('\n', at) + 1;
+    const std::string line = usage.substr(at, end - at);
+    const bool starts_command = line.size() > 2 && line[0] == ' ' && line[2] != ' ';
+    if (starts_command) inside = line.compare(2, command.size() + 1, command + " ") == 0;
+    if (inside) out += line;
+    at = end;
+  }
+  return out;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -57,6 +73,18 @@ int main(int argc, char** argv) {
   }
   const std::string command = argv[1];
   const std::vector<std::string> rest(argv + 2, argv + argc);
+  if (command == "--version") {
+    std::printf("hive %s\n", HIVE_VERSION);
+    return 0;
+  }
+  // Every command answers --help (or -h) with its own usage.
+  for (const std::string& arg : rest) {
+    if (arg != "--help" && arg != "-h") continue;
+    const std::string usage = command_usage(command == "bench" ? "bench serve" : command);
+    if (usage.empty()) break;  // an unknown command: said below
+    std::printf("usage: hive %s", usage.c_str() + 2);
+    return 0;
+  }
   try {
     if (command == "generate") return hive::cli::run_generate(rest);
     if (command == "inspect") return hive::cli::run_inspect(rest);
