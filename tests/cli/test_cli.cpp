@@ -49,6 +49,21 @@ TEST(Cli, GreedyGenerateMatchesTransformers) {
   }
 }
 
+// --flag=value is --flag value, for repeated flags too; "--" ends the flags.
+TEST(Cli, FlagsTakeEqualsValues) {
+  const std::string model = (kModels / "qwen3_moe").string();
+  const SafetensorsFile golden(kModels / "qwen3_moe" / "golden.safetensors");
+  const Tensor& prompt = golden.tensors().at("prompt_1");
+  const Tensor& greedy = golden.tensors().at("greedy_1");
+  const Result r = run("generate --model=" + model + " --prompt-ids=" + join(prompt, ",") +
+                       " --max-tokens=16 --ignore-eos --device=cpu");
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_EQ(first_line(r.out), join(greedy, " ") + " ");
+  const Result dashed = run("generate --model " + model + " --device cpu -- -n");
+  EXPECT_NE(dashed.out.find("generate: error:"), std::string::npos) << dashed.out;
+  EXPECT_EQ(dashed.out.find("unknown flag"), std::string::npos) << dashed.out;  // -n was a prompt
+}
+
 TEST(Cli, SeveralPromptsRunBatchedWithTransformersOutputs) {
   // Both golden prompts at once, from --prompt-ids and from --prompts-file:
   // one line each, in input order, equal to transformers' greedy tokens.
@@ -256,8 +271,14 @@ TEST(Cli, BadInputGetsAClearErrorAndExitCode) {
         Case{"generate --model /nonexistent --prompt-ids 1",
              "/nonexistent/config.json: cannot open"},
         Case{"inspect --model " + model + " --max-tokens", "unknown flag --max-tokens"},
-        Case{"generate --model " + model + " --prompt-ids 1 --block-size 0",
+        Case{"generate --model " + model + " --prompt-ids 1 --prompt-ids 2 --block-size 0",
              "--block-size must be in [1, 65536] (got 0)"},
+        Case{"generate --model " + model + " --prompt-ids 1 --block-size 16",
+             "--block-size applies to several prompts"},
+        Case{"generate --model " + model + " --prompt-ids 1 -n 4",
+             "unknown flag -n (flags are spelled --name)"},
+        Case{"generate --model " + model + " --prompt-ids 1 --ignore-eos=yes",
+             "--ignore-eos takes no value (got '--ignore-eos=yes')"},
         Case{"generate --model " + model + " --prompt-ids 1 --top-k 4294967296",
              "--top-k must be in [0, 2147483647] (got 4294967296)"},
         Case{"generate --model " + model + " --prompt-ids 1 --seed -1",

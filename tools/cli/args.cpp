@@ -8,20 +8,38 @@ namespace hive::cli {
 
 Args::Args(const std::vector<std::string>& argv, const std::set<std::string>& valued,
            const std::set<std::string>& switches, Positional positional) {
+  bool flags_end = false;  // after "--", everything is positional
   for (size_t i = 0; i < argv.size(); ++i) {
-    const std::string& arg = argv[i];
-    if (arg.rfind("--", 0) != 0) {
-      check(positional == Positional::allowed, "unexpected argument '", arg,
-            "' (this command takes only flags)");
-      positional_.push_back(arg);
+    const std::string& item = argv[i];
+    if (!flags_end && item == "--") {
+      flags_end = true;
       continue;
     }
+    // "-" alone (standard input) and "-5" (a number) are values; "-x" is a
+    // flag this command does not have, not a prompt.
+    const bool flag = !flags_end && item.size() > 1 && item[0] == '-' &&
+                      !(item[1] >= '0' && item[1] <= '9') && item[1] != '.';
+    if (!flag) {
+      check(positional == Positional::allowed, "unexpected argument '", item,
+            "' (this command takes only flags)");
+      positional_.push_back(item);
+      continue;
+    }
+    check(item.rfind("--", 0) == 0, "unknown flag ", item, " (flags are spelled --name)");
+    // --name=value is --name value.
+    const size_t equals = item.find('=');
+    const std::string arg = item.substr(0, equals);
     check(!has(arg), arg, " given twice");
     if (switches.count(arg)) {
+      check(equals == std::string::npos, arg, " takes no value (got '", item, "')");
       switches_.insert(arg);
     } else if (valued.count(arg)) {
-      check(i + 1 < argv.size(), arg, " needs a value");
-      values_[arg] = argv[++i];
+      if (equals != std::string::npos) {
+        values_[arg] = item.substr(equals + 1);
+      } else {
+        check(i + 1 < argv.size(), arg, " needs a value");
+        values_[arg] = argv[++i];
+      }
     } else {
       fail("unknown flag ", arg);
     }

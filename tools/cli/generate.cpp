@@ -35,9 +35,15 @@ std::vector<std::string> take_repeated(const std::vector<std::string>& argv,
                                        const std::string& flag, std::vector<std::string>& values) {
   std::vector<std::string> rest;
   for (size_t i = 0; i < argv.size(); ++i) {
+    if (argv[i] == "--") {  // the rest is positional
+      rest.insert(rest.end(), argv.begin() + static_cast<std::ptrdiff_t>(i), argv.end());
+      break;
+    }
     if (argv[i] == flag) {
       check(i + 1 < argv.size(), flag, " needs a value");
       values.push_back(argv[++i]);
+    } else if (argv[i].rfind(flag + "=", 0) == 0) {
+      values.push_back(argv[i].substr(flag.size() + 1));
     } else {
       rest.push_back(argv[i]);
     }
@@ -85,9 +91,9 @@ constexpr int64_t kInt32Max = std::numeric_limits<int32_t>::max();
 
 // The offline engine's settings: they apply to several prompts. One prompt
 // runs alone with a KV cache sized to fit it, so they would do nothing there.
-const std::vector<std::string> kEngineFlags = {"--kv-budget-mb", "--swap-space-mb",
-                                               "--max-num-seqs", "--max-num-batched-tokens",
-                                               "--enable-prefix-caching"};
+const std::vector<std::string> kEngineFlags = {
+    "--block-size", "--kv-budget-mb", "--swap-space-mb", "--max-num-seqs",
+    "--max-num-batched-tokens", "--enable-prefix-caching"};
 
 EngineConfig engine_config(const Args& args) {
   EngineConfig config;
@@ -178,11 +184,12 @@ int generate_many(Model& model, InputProcessor& inputs, const std::vector<Reques
   std::fflush(stdout);
   const EngineStats stats = engine.stats();
   std::fprintf(stderr,
-               "%zu requests: %lld prompt + %lld generated tokens in %.3f s (%.1f tokens/s), "
-               "%lld steps, up to %lld running\n",
+               "%zu requests: %lld prompt + %lld generated tokens in %.3f s (prompt %.1f "
+               "tokens/s, generated %.1f tokens/s), %lld steps, up to %lld running\n",
                requests.size(), static_cast<long long>(prompt_tokens),
                static_cast<long long>(generated), seconds,
-               static_cast<double>(prompt_tokens + generated) / seconds,
+               static_cast<double>(prompt_tokens) / seconds,
+               static_cast<double>(generated) / seconds,
                static_cast<long long>(stats.scheduler.num_steps),
                static_cast<long long>(stats.scheduler.max_num_running));
   std::fprintf(stderr,
