@@ -164,5 +164,39 @@ TEST(BundledModels, BadInputsNameWhatWasWrong) {
   EXPECT_NE(r.out.find("--window must be between 2"), std::string::npos) << r.out;
 }
 
+// A checkpoint whose weights hold NaN has no perplexity: an error naming
+// the cause, not "perplexity: nan" with exit 0. A directory given as the
+// text says so.
+TEST(BundledModels, EvalPplRefusesNonFiniteLogitsAndDirectories) {
+  const fs::path dir = fs::temp_directory_path() / "hive_nan_model";
+  fs::remove_all(dir);
+  fs::copy(kModels / "hive-draft", dir, fs::copy_options::recursive);
+  // The final norm's weights become NaN: every logit is NaN.
+  std::fstream file(dir / "model.safetensors", std::ios::in | std::ios::out | std::ios::binary);
+  uint64_t header_size = 0;
+  file.read(reinterpret_cast<char*>(&header_size), 8);
+  std::string header(header_size, '\0');
+  file.read(header.data(), static_cast<std::streamsize>(header_size));
+  const nlohmann::json tensors = nlohmann::json::parse(header);
+  const nlohmann::json& norm = tensors.at("model.norm.weight");
+  const auto begin = norm["data_offsets"][0].get<uint64_t>();
+  const auto end = norm["data_offsets"][1].get<uint64_t>();
+  const std::string nan_bytes = norm["dtype"] == "F32" ? std::string("\x00\x00\xc0\x7f", 4)
+                                                       : std::string("\xc0\x7f", 2);
+  file.seekp(static_cast<std::streamoff>(8 + header_size + begin));
+  for (uint64_t at = begin; at < end; at += nan_bytes.size())
+    file.write(nan_bytes.data(), static_cast<std::streamsize>(nan_bytes.size()));
+  file.close();
+  const std::string text = " --text " + (kData / "heldout_sample.txt").string() + " --device cpu";
+  const Result nan = run("eval-ppl --model " + dir.string() + text);
+  EXPECT_EQ(nan.status, 1) << nan.out;
+  EXPECT_NE(nan.out.find("its logits are not finite"), std::string::npos) << nan.out;
+  EXPECT_EQ(nan.out.find("perplexity:"), std::string::npos) << nan.out;
+  fs::remove_all(dir);
+  const Result directory = run("eval-ppl --text " + fs::temp_directory_path().string());
+  EXPECT_EQ(directory.status, 1);
+  EXPECT_NE(directory.out.find("is a directory"), std::string::npos) << directory.out;
+}
+
 }  // namespace
 }  // namespace hive

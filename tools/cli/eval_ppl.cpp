@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -26,6 +27,8 @@ namespace hive::cli {
 namespace {
 
 std::string read_text_file(const std::string& path) {
+  check(!std::filesystem::is_directory(path), "--text: '", path,
+        "' is a directory (give a text file)");
   std::ifstream in(path, std::ios::binary);
   check(in.good(), "--text: cannot open '", path, "'");
   std::ostringstream text;
@@ -82,6 +85,10 @@ int run_eval_ppl(const std::vector<std::string>& argv) {
   WindowScorer scorer(model, window);
   const Score total = score(scorer, ids);
   const double mean = total.negative_log_likelihood / static_cast<double>(total.predicted);
+  // NaN or infinite logits (broken weights) make no perplexity: an error,
+  // not a number that reads like a result.
+  check(std::isfinite(mean), "the model's log-likelihood is ", mean, " over ", total.predicted,
+        " tokens: its logits are not finite (NaN or infinite weights?)");
   std::printf("model:      %s\n", model_dir.c_str());
   std::printf("tokens:     %zu in %lld windows of up to %lld\n", ids.size(),
               static_cast<long long>(total.windows), static_cast<long long>(window));
