@@ -78,10 +78,28 @@ void HttpSession::read() {
   parser_->body_limit(state_->options.max_body_bytes);
   parser_->header_limit(static_cast<std::uint32_t>(state_->options.max_header_bytes));
   stream_.expires_after(state_->options.idle_timeout);
-  http::async_read(stream_, buffer_, *parser_,
-                   [self = shared_from_this()](beast::error_code error, size_t) {
-                     self->on_read(error);
-                   });
+  http::async_read_header(stream_, buffer_, *parser_,
+                          [self = shared_from_this()](beast::error_code error, size_t) {
+                            if (error) return self->on_read(error);
+                            self->read_body();
+                          });
+}
+
+// A client that sent "Expect: 100-continue" (curl does for bodies over
+// 1 KiB) waits for this answer before it sends the body.
+void HttpSession::read_body() {
+  const auto expect = parser_->get().find(http::field::expect);
+  const auto rest = [self = shared_from_this()] {
+    http::async_read(self->stream_, self->buffer_, *self->parser_,
+                     [self](beast::error_code error, size_t) { self->on_read(error); });
+  };
+  if (expect == parser_->get().end() || !beast::iequals(expect->value(), "100-continue"))
+    return rest();
+  auto go_on = std::make_shared<http::response<http::empty_body>>(http::status::continue_, 11);
+  http::async_write(stream_, *go_on, [self = shared_from_this(), go_on, rest](beast::error_code error, size_t) {
+    if (error) return self->close();
+    rest();
+  });
 }
 
 void HttpSession::on_read(beast::error_code error) {

@@ -33,6 +33,7 @@ class HttpSession : public Connection, public std::enable_shared_from_this<HttpS
 
  private:
   void read();
+  void read_body();
   void on_read(boost::beast::error_code error);
   void handle(Request request);
   void upgrade(Request request);

@@ -75,6 +75,19 @@ class HttpErrors(unittest.TestCase):
         status, _, text = self.server.request("GET", "/health", headers={"X-Big": "y" * 20000})
         self.assertEqual(status, 431)
 
+    def test_expect_100_continue_is_answered_before_the_body(self):
+        body = json.dumps({"prompt": "Once", "max_tokens": 2}).encode()
+        sock = socket.create_connection(("127.0.0.1", self.server.port), timeout=10)
+        sock.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json"
+                     b"\r\nExpect: 100-continue\r\nContent-Length: %d\r\n\r\n" % len(body))
+        self.assertTrue(sock.recv(1024).startswith(b"HTTP/1.1 100 Continue\r\n"))
+        sock.sendall(body)
+        answer = b""
+        while b"\r\n\r\n" not in answer:
+            answer += sock.recv(4096)
+        sock.close()
+        self.assertTrue(answer.startswith(b"HTTP/1.1 200 OK\r\n"), answer)
+
     def test_keep_alive_serves_several_requests_on_one_connection(self):
         conn = self.server.connection()
         for _ in range(3):

@@ -77,6 +77,7 @@ int run_serve(const std::vector<std::string>& argv) {
   limits.max_n = config.scheduler.max_num_seqs;
   const ModelConfig& model = engine.model_config();
   InputProcessor inputs(config.model, model, limits);
+  inputs.tokenizer();  // answers are text: a model without a tokenizer fails here, not per request
   for (const std::string& key : inputs.ignored_generation_keys())
     std::fprintf(stderr, "note: generation_config.json sets %s, which Hive does not apply\n",
                  key.c_str());
