@@ -189,6 +189,24 @@ std::string bundled_greedy_text() {
   return nlohmann::json::parse(in)["plain_prompt"]["greedy_text"];
 }
 
+// A sampled run without --seed prints the seed it drew; --seed with it
+// gives the same text again.
+TEST(Cli, ARandomSeedIsPrintedAndRepeatsTheSample) {
+  const std::string flags =
+      " generate \"Once upon a time\" --temperature 1 --max-tokens 12 --device cpu";
+  const Result first = run(flags);  // stdout and stderr
+  ASSERT_EQ(first.status, 0) << first.out;
+  const size_t at = first.out.find("seed: ");
+  ASSERT_NE(at, std::string::npos) << first.out;
+  const std::string seed = first.out.substr(at + 6, first.out.find(' ', at + 6) - at - 6);
+  const Result again = test::run_command(test::hive_binary() + flags + " --seed " + seed, false);
+  ASSERT_EQ(again.status, 0);
+  ASSERT_GT(again.out.size(), std::string("Once upon a time\n").size());
+  EXPECT_NE(first.out.find(again.out), std::string::npos)
+      << "seed " << seed << ": " << first.out << " vs " << again.out;
+  EXPECT_EQ(run(flags + " --seed 5").out.find("seed: "), std::string::npos);  // given: not printed
+}
+
 // --stop ends the text before the first stop string, alone (streamed) and
 // batched (one JSON string per prompt), and generation stops there.
 TEST(Cli, StopStringsEndTheText) {

@@ -274,6 +274,15 @@ int run_generate(const std::vector<std::string>& argv) {
                  key.c_str());
   std::vector<ProcessedRequest> requests;
   for (const RequestInput& input : prompts) requests.push_back(process(inputs, input));
+  // A sampled run without --seed draws one and says which, so that a good
+  // sample can be had again.
+  if (!shared.seed && requests[0].request.sampling.temperature > 0) {
+    const uint64_t seed = random_seed() >> 1;  // --seed takes a non-negative int64
+    std::fprintf(stderr, "seed: %llu (--seed %llu repeats this sample)\n",
+                 static_cast<unsigned long long>(seed), static_cast<unsigned long long>(seed));
+    for (ProcessedRequest& r : requests) r.request.sampling.seed = seed;
+    for (RequestInput& input : prompts) input.seed = seed;
+  }
 
   BackendChoice choice = select_backend(args.get("--device", "auto"), Model::required_ops());
   if (!choice.note.empty()) std::fprintf(stderr, "%s\n", choice.note.c_str());
