@@ -68,6 +68,9 @@ struct TokenEvent {
   // Finished events of a request with return_logits: one row per generated
   // token, as LLMEngine returns them.
   std::vector<std::vector<float>> logits;
+  // With SamplingParams::logprobs: one per id in token_ids (raw-model
+  // logprobs, see token_logprobs.hpp); the output processor formats them.
+  std::vector<TokenLogprobs> logprobs;
   FinishReason reason() const { return static_cast<FinishReason>(finish_reason); }
 
   static TokenEvent token(std::string id, int sample_index, int32_t token) {
@@ -142,25 +145,52 @@ typename Inspector::result_type inspect(Inspector& f, BlockCopy& x) {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, SamplingParams& x) {
-  // The optional seed as a flag and a value.
+  // The optional seed as a flag and a value; the optional logprobs as -1
+  // for none (validate() rejects negative counts).
   bool seeded = x.seed.has_value();
   uint64_t seed = x.seed.value_or(0);
+  int logprobs = x.logprobs.value_or(-1);
   return f(caf::meta::type_name("SamplingParams"), x.temperature, x.top_k, x.top_p, seeded, seed,
+           x.min_p, x.presence_penalty, x.frequency_penalty, x.repetition_penalty, logprobs,
            caf::meta::load_callback([&]() -> caf::error {
              x.seed = seeded ? std::optional<uint64_t>(seed) : std::nullopt;
+             x.logprobs = logprobs >= 0 ? std::optional<int>(logprobs) : std::nullopt;
              return caf::none;
            }));
 }
 
 template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, TokenHistory& x) {
+  return f(caf::meta::type_name("TokenHistory"), x.prompt_token_ids, x.output_token_ids);
+}
+
+template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, SampleSlot& x) {
-  return f(caf::meta::type_name("SampleSlot"), x.seq_id, x.scheduled_index, x.sampling,
-           x.return_logits, x.num_sampled);
+  bool has_history = x.history.has_value();
+  TokenHistory history = x.history.value_or(TokenHistory{});
+  return f(
+      caf::meta::type_name("SampleSlot"), x.seq_id, x.scheduled_index, x.sampling, x.return_logits,
+      x.num_sampled, has_history, history, caf::meta::load_callback([&]() -> caf::error {
+        x.history = has_history ? std::optional<TokenHistory>(std::move(history)) : std::nullopt;
+        return caf::none;
+      }));
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, TokenLogprobs& x) {
+  return f(caf::meta::type_name("TokenLogprobs"), x.logprob, x.top_token_ids, x.top_logprobs);
 }
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, SampledToken& x) {
-  return f(caf::meta::type_name("SampledToken"), x.seq_id, x.token, x.logits, x.error);
+  bool has_logprobs = x.logprobs.has_value();
+  TokenLogprobs logprobs = x.logprobs.value_or(TokenLogprobs{});
+  return f(caf::meta::type_name("SampledToken"), x.seq_id, x.token, x.logits, has_logprobs,
+           logprobs, x.error, caf::meta::load_callback([&]() -> caf::error {
+             x.logprobs =
+                 has_logprobs ? std::optional<TokenLogprobs>(std::move(logprobs)) : std::nullopt;
+             return caf::none;
+           }));
 }
 
 template <class Inspector>
@@ -195,7 +225,7 @@ typename Inspector::result_type inspect(Inspector& f, WorkerResult& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, TokenEvent& x) {
   return f(caf::meta::type_name("TokenEvent"), x.request_id, x.sample_index, x.token_ids,
-           x.finished, x.finish_reason, x.error, x.logits);
+           x.finished, x.finish_reason, x.error, x.logits, x.logprobs);
 }
 
 template <class Inspector>

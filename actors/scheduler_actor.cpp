@@ -80,6 +80,7 @@ void deliver(Self self, std::vector<SequenceOutput>& outputs, const std::string&
     TokenEvent event = TokenEvent::finish(out.request_id, out.sample_index,
                                           std::move(out.token_ids), out.finish_reason, why);
     event.logits = std::move(out.logits);
+    event.logprobs = std::move(out.logprobs);
     send_event(self, it->second.sink, std::move(event));
     it->second.failed |= !why.empty();
     if (--it->second.samples_left > 0) continue;
@@ -183,8 +184,9 @@ void collect_sampled(SchedulerState& st, const RankCore& core,
     const Sequence& seq = core.scheduler->sequence(token.seq_id);
     const auto it = st.requests.find(seq.request->id);
     if (it == st.requests.end()) continue;
-    events.emplace_back(it->second.sink,
-                        TokenEvent::token(seq.request->id, seq.sample_index, token.token));
+    TokenEvent event = TokenEvent::token(seq.request->id, seq.sample_index, token.token);
+    if (token.logprobs) event.logprobs.push_back(*token.logprobs);
+    events.emplace_back(it->second.sink, std::move(event));
     ++st.metrics.num_generated_tokens;
   }
 }

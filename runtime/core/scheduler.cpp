@@ -223,6 +223,10 @@ void Scheduler::schedule_waiting(StepPlan& plan, int64_t& budget) {
     stats_.num_tokens_recomputed +=
         std::max<int64_t>(0, seq.num_tokens_to_recompute - hit.num_tokens);
     seq.num_tokens_to_recompute = 0;
+    // The runner may not know it (a worker replaced since) or know it only
+    // in part (a prefix-cache hit skips prompt tokens): its next sample
+    // carries its history again.
+    seq.history_sent = false;
     waiting_.pop_front();
     seq.status = SequenceStatus::running;
     insert_in_order(running_, &seq);
@@ -253,7 +257,16 @@ void Scheduler::add_to_plan(Sequence& seq, int64_t num_tokens, const PrefixHit& 
   SamplingParams sampling = seq.request->sampling;
   sampling.seed = *sampling.seed + static_cast<uint64_t>(seq.sample_index);
   plan.samples.push_back(
-      {seq.id, index, sampling, seq.request->return_logits, seq.num_output_tokens()});
+      {seq.id, index, sampling, seq.request->return_logits, seq.num_output_tokens(), {}});
+  if (sampling.has_penalties() && !seq.history_sent) {
+    // Known tokens only: a pending one is this run's last, which the runner
+    // resolves to its own sample.
+    const auto prompt_end = seq.token_ids.begin() + seq.num_prompt_tokens;
+    plan.samples.back().history =
+        TokenHistory{{seq.token_ids.begin(), prompt_end},
+                     {prompt_end, seq.token_ids.begin() + seq.num_known_tokens()}};
+    seq.history_sent = true;
+  }
   seq.token_ids.push_back(kPendingToken);
   ++seq.num_pending_tokens;
   if (!seq.forked && seq.request->n > 1) fork_children(seq, index, plan);
@@ -277,7 +290,11 @@ void Scheduler::fork_children(Sequence& parent, size_t scheduled_index, StepPlan
     SamplingParams sampling = parent.request->sampling;
     sampling.seed = *sampling.seed + static_cast<uint64_t>(k);
     plan.samples.push_back(
-        {child->id, scheduled_index, sampling, parent.request->return_logits, 0});
+        {child->id, scheduled_index, sampling, parent.request->return_logits, 0, {}});
+    if (sampling.has_penalties()) {
+      plan.samples.back().history = TokenHistory{parent.request->prompt_token_ids, {}};
+      child->history_sent = true;
+    }
     new_children_.push_back(child.get());
     sequences_.emplace(child->id, std::move(child));
   }
@@ -338,6 +355,7 @@ std::vector<SequenceOutput> Scheduler::update(std::span<const SampledToken> samp
     seq.token_ids[static_cast<size_t>(at)] = token.token;
     --seq.num_pending_tokens;
     if (!token.logits.empty()) seq.logits.push_back(token.logits);
+    if (token.logprobs) seq.logprobs.push_back(*token.logprobs);
     kv_cache_.cache_computed_blocks(seq);  // a block it completed may be cached now
     const std::span<const int32_t> output =
         std::span<const int32_t>(seq.token_ids)
@@ -366,6 +384,7 @@ SequenceOutput Scheduler::finish(Sequence& seq, FinishReason reason) {
   out.num_prompt_tokens = seq.num_prompt_tokens;
   out.num_cached_tokens = seq.num_cached_tokens;
   out.logits = std::move(seq.logits);
+  out.logprobs = std::move(seq.logprobs);
   const SequenceId id = seq.id;
   sequences_.erase(id);  // seq is gone from here on
   return out;

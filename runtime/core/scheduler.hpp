@@ -40,6 +40,7 @@
 
 #include "runtime/core/kv_cache_manager.hpp"
 #include "runtime/core/sequence.hpp"
+#include "runtime/core/token_logprobs.hpp"
 
 namespace hive {
 
@@ -77,6 +78,12 @@ struct ScheduledSequence {
   bool needs_logits = false;         // the run ends at the last known token
 };
 
+// The tokens a sampler's penalties read: the prompt and the known output.
+struct TokenHistory {
+  std::vector<int32_t> prompt_token_ids;
+  std::vector<int32_t> output_token_ids;  // without the pending token, which the runner knows
+};
+
 // A sequence to sample this step, from the logits of `scheduled_index`'s last
 // token (forked children share their parent's row).
 struct SampleSlot {
@@ -85,6 +92,10 @@ struct SampleSlot {
   SamplingParams sampling;
   bool return_logits = false;
   int64_t num_sampled = 0;  // tokens the sequence sampled before this one
+  // With penalties on, the sequence's first sample since it was admitted
+  // (or forked) carries its history; the runner counts its own samples from
+  // there. See docs/architecture.md, "Penalties see the whole sequence".
+  std::optional<TokenHistory> history = std::nullopt;
 };
 
 // What a worker needs for one step. Block copies run before the forward pass,
@@ -111,6 +122,7 @@ struct SampledToken {
   // Non-empty: no token could be sampled (logits all NaN or -inf); the
   // sequence fails with this error, the rest of the batch goes on.
   std::string error;
+  std::optional<TokenLogprobs> logprobs = std::nullopt;  // when the sampling params ask for them
 };
 
 // A finished (or aborted) sequence.
@@ -123,6 +135,7 @@ struct SequenceOutput {
   int64_t num_cached_tokens = 0;
   std::vector<std::vector<float>> logits;
   std::string error;  // non-empty: the sequence failed (finish_reason aborted)
+  std::vector<TokenLogprobs> logprobs = {};  // per generated token, when asked for
 };
 
 struct SchedulerStats {

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "runtime/core/request.hpp"
+#include "runtime/core/token_logprobs.hpp"
 
 namespace hive {
 
@@ -52,6 +53,10 @@ struct Sequence {
   int64_t num_cached_tokens = 0;           // prefix-cache hit at first admission
   int64_t num_tokens_to_recompute = 0;     // computed tokens dropped by a preemption
   std::vector<std::vector<float>> logits;  // per sampled position, if requested
+  std::vector<TokenLogprobs> logprobs;     // per sampled position, if requested
+  // A sample slot carried its TokenHistory since the sequence was last
+  // admitted: the runner that samples it keeps counting from there.
+  bool history_sent = false;
 
   int64_t num_tokens() const { return static_cast<int64_t>(token_ids.size()); }
   int64_t num_output_tokens() const { return num_tokens() - num_prompt_tokens; }

@@ -48,6 +48,7 @@ GenerateResult generate(Model& model, std::span<const int32_t> prompt,
         start = Clock::now();
       }
       result.tokens.push_back(token.token);
+      if (token.logprobs) result.logprobs.push_back(*token.logprobs);
       if (on_token && !on_token(token.token)) {
         // The text ends here whatever the engine decided for this token.
         if (finished.empty()) engine.abort_request(id, FinishReason::stop_string);

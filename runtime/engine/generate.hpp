@@ -24,6 +24,7 @@ struct GenerateResult {
   double prefill_seconds = 0;   // until the first token
   double decode_seconds = 0;    // for tokens after the first
   FinishReason finish_reason = FinishReason::none;
+  std::vector<TokenLogprobs> logprobs;  // per token, when options.sampling.logprobs is set
 };
 
 // on_token (optional) sees each token as it is chosen and returns whether to

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <tuple>
 
 namespace hive {
 
@@ -17,6 +18,59 @@ template <class... Args>
 template <class... Args>
 void check_field(bool ok, const std::string& field, const Args&... args) {
   if (!ok) fail_field(field, args...);
+}
+
+// generation_config.json's values (validated when it was loaded) for what
+// the request leaves out; values are checked before they narrow.
+SamplingParams sampling_params(const RequestInput& input, const SamplingParams& defaults) {
+  SamplingParams p = defaults;
+  if (input.temperature) {
+    const double t = *input.temperature;
+    check_field(t >= 0 && t <= std::numeric_limits<float>::max(), "temperature",
+                "temperature must be >= 0 and at most ", std::numeric_limits<float>::max(),
+                " (got ", t, ")");
+    p.temperature = static_cast<float>(t);
+  }
+  if (input.top_k) {
+    const int64_t k = *input.top_k;
+    check_field(k >= 0 && k <= std::numeric_limits<int32_t>::max(), "top_k",
+                "top_k must be in [0, ", std::numeric_limits<int32_t>::max(), "] (got ", k, ")");
+    p.top_k = static_cast<int>(k);
+  }
+  if (input.top_p) {
+    const double top_p = *input.top_p;
+    check_field(top_p > 0 && top_p <= 1, "top_p", "top_p must be in (0, 1] (got ", top_p, ")");
+    p.top_p = static_cast<float>(top_p);
+  }
+  if (input.min_p) {
+    const double min_p = *input.min_p;
+    check_field(min_p >= 0 && min_p <= 1, "min_p", "min_p must be in [0, 1] (got ", min_p, ")");
+    p.min_p = static_cast<float>(min_p);
+  }
+  for (const auto& [field, value, target] :
+       {std::tuple{"presence_penalty", input.presence_penalty, &p.presence_penalty},
+        std::tuple{"frequency_penalty", input.frequency_penalty, &p.frequency_penalty}}) {
+    if (!value) continue;
+    check_field(*value >= -2 && *value <= 2, field, field, " must be in [-2, 2] (got ", *value,
+                ")");
+    *target = static_cast<float>(*value);
+  }
+  if (input.repetition_penalty) {
+    const double r = *input.repetition_penalty;
+    check_field(r > 0 && r <= std::numeric_limits<float>::max(), "repetition_penalty",
+                "repetition_penalty must be > 0 and at most ", std::numeric_limits<float>::max(),
+                " (got ", r, ")");
+    p.repetition_penalty = static_cast<float>(r);
+  }
+  if (input.logprobs) {
+    const int64_t n = *input.logprobs;
+    check_field(n >= 0 && n <= kMaxLogprobs, "logprobs", "logprobs must be in [0, ", kMaxLogprobs,
+                "] (got ", n, ")");
+    p.logprobs = static_cast<int>(n);
+  }
+  p.seed = input.seed;
+  validate(p);
+  return p;
 }
 
 }  // namespace
@@ -113,29 +167,7 @@ ProcessedRequest InputProcessor::process(const RequestInput& input) {
   r.n = static_cast<int>(input.n);
   r.priority = input.priority;
 
-  // generation_config.json's values (validated when it was loaded) for
-  // what the request leaves out; values are checked before they narrow.
-  r.sampling = model_.generation.sampling();
-  if (input.temperature) {
-    const double t = *input.temperature;
-    check_field(t >= 0 && t <= std::numeric_limits<float>::max(), "temperature",
-                "temperature must be >= 0 and at most ", std::numeric_limits<float>::max(),
-                " (got ", t, ")");
-    r.sampling.temperature = static_cast<float>(t);
-  }
-  if (input.top_k) {
-    const int64_t k = *input.top_k;
-    check_field(k >= 0 && k <= std::numeric_limits<int32_t>::max(), "top_k",
-                "top_k must be in [0, ", std::numeric_limits<int32_t>::max(), "] (got ", k, ")");
-    r.sampling.top_k = static_cast<int>(k);
-  }
-  if (input.top_p) {
-    const double p = *input.top_p;
-    check_field(p > 0 && p <= 1, "top_p", "top_p must be in (0, 1] (got ", p, ")");
-    r.sampling.top_p = static_cast<float>(p);
-  }
-  r.sampling.seed = input.seed;
-  validate(r.sampling);
+  r.sampling = sampling_params(input, model_.generation.sampling());
 
   out.text.stop = input.stop;
   out.text.stop_token_ids = input.stop_token_ids;

@@ -7,7 +7,8 @@
 //                   (apply_chat_template), or ids checked against the
 //                   vocabulary
 //   sampling        generation_config.json's values for what the request
-//                   leaves out, then validated
+//                   leaves out (temperature, top_k, top_p, min_p,
+//                   repetition_penalty), then validated
 //   max_tokens      a value given must fit with the prompt in the context
 //                   and in a sequence's share of the KV pool; a default
 //                   (generation_config's max_new_tokens, else the caller's)
@@ -68,6 +69,11 @@ struct RequestInput {
   std::optional<int64_t> top_k;
   std::optional<double> top_p;
   std::optional<uint64_t> seed;
+  std::optional<double> min_p;
+  std::optional<double> presence_penalty;
+  std::optional<double> frequency_penalty;
+  std::optional<double> repetition_penalty;
+  std::optional<int64_t> logprobs;  // top alternatives per token; none: no logprobs
   bool ignore_eos = false;
   std::vector<int32_t> stop_token_ids;
   std::vector<std::string> stop;  // stop strings (text output only)

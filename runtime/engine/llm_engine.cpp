@@ -61,7 +61,7 @@ std::vector<SequenceOutput> LLMEngine::step() {
   for (const SampledToken& token : sampled) {
     if (!token.error.empty() || !scheduler_->has_sequence(token.seq_id)) continue;
     const Sequence& seq = scheduler_->sequence(token.seq_id);
-    last_tokens_.push_back({seq.request->id, seq.sample_index, token.token});
+    last_tokens_.push_back({seq.request->id, seq.sample_index, token.token, token.logprobs});
   }
   return scheduler_->update(sampled);
 }

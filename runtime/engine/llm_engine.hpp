@@ -8,6 +8,7 @@
 //            return scheduler.update(plan, sampled)
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "runtime/model/kv_budget.hpp"
@@ -32,6 +33,7 @@ struct NewToken {
   std::string request_id;
   int sample_index = 0;
   int32_t token = 0;
+  std::optional<TokenLogprobs> logprobs = std::nullopt;  // when the request asks for them
 };
 
 // All samples of one request, by sample index.

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <limits>
 #include <nlohmann/json.hpp>
 
 #include "kernels/error.hpp"
@@ -316,11 +317,22 @@ GenerationDefaults parse_generation_defaults(const json& g, const std::string& s
           "] (got ", n, ")");
     d.max_new_tokens = n;
   }
+  if (r.has("min_p")) {
+    const double p = r.number_or("min_p", 0);
+    check(p >= 0 && p <= 1, source, ": 'min_p' must be in [0, 1] (got ", p, ")");
+    d.min_p = static_cast<float>(p);
+  }
+  if (r.has("repetition_penalty")) {
+    const double p = r.number_or("repetition_penalty", 1);
+    check(p > 0 && p <= std::numeric_limits<float>::max(), source,
+          ": 'repetition_penalty' must be > 0 (got ", p, ")");
+    d.repetition_penalty = static_cast<float>(p);
+  }
   if (r.has("do_sample") && !r.boolean_or("do_sample", true)) d.temperature = 0.0f;
   // Keys whose value changes sampling, with the value that does not.
   for (const auto& [key, neutral] :
-       {std::pair{"repetition_penalty", 1.0}, std::pair{"min_p", 0.0}, std::pair{"typical_p", 1.0},
-        std::pair{"no_repeat_ngram_size", 0.0}, std::pair{"num_beams", 1.0}})
+       {std::pair{"typical_p", 1.0}, std::pair{"no_repeat_ngram_size", 0.0},
+        std::pair{"num_beams", 1.0}})
     if (r.has(key) && r.number_or(key, neutral) != neutral) d.ignored.emplace_back(key);
   return d;
 }
@@ -330,6 +342,8 @@ SamplingParams GenerationDefaults::sampling() const {
   if (temperature) p.temperature = *temperature;
   if (top_k) p.top_k = *top_k;
   if (top_p) p.top_p = *top_p;
+  if (min_p) p.min_p = *min_p;
+  if (repetition_penalty) p.repetition_penalty = *repetition_penalty;
   return p;
 }
 

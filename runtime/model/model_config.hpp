@@ -37,11 +37,14 @@ struct GenerationDefaults {
   std::optional<int> top_k;
   std::optional<float> top_p;
   std::optional<int64_t> max_new_tokens;
+  std::optional<float> min_p;
+  std::optional<float> repetition_penalty;  // applied under do_sample false too, as in HF
   // Sampling keys the file sets to a value that would change the output
-  // but Hive does not apply (repetition_penalty, min_p, ...), for a note.
+  // but Hive does not apply (typical_p, num_beams, ...), for a note.
   std::vector<std::string> ignored;
 
-  // Hive's defaults (greedy, no top-k or top-p limit) with these applied.
+  // Hive's defaults (greedy, no top-k, top-p, min-p limit, no penalty) with
+  // these applied.
   SamplingParams sampling() const;
   // max_new_tokens when the file gives it, else `fallback`.
   int64_t max_tokens_or(int64_t fallback) const { return max_new_tokens.value_or(fallback); }

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "kernels/error.hpp"
+#include "runtime/model/logprobs.hpp"
 
 namespace hive {
 
@@ -19,6 +20,21 @@ std::span<const int32_t> ModelRunner::resolve(const ScheduledSequence& s) {
   resolved_.assign(ids.begin(), ids.end());
   resolved_.back() = it->second;
   return resolved_;
+}
+
+// The slot's history lacks the token pending when it was planned: this
+// run's last, which this runner sampled in the step before (a forked child's
+// first sample shares its parent's run and has none pending).
+void ModelRunner::set_history(Sampler& sampler, const SampleSlot& slot,
+                              const ScheduledSequence& run) {
+  const TokenHistory& history = *slot.history;
+  if (run.seq_id != slot.seq_id || run.token_ids.empty() || run.token_ids.back() != kPendingToken) {
+    sampler.set_history(history.prompt_token_ids, history.output_token_ids);
+    return;
+  }
+  resolved_.assign(history.output_token_ids.begin(), history.output_token_ids.end());
+  resolved_.push_back(last_sampled_.at(slot.seq_id));
+  sampler.set_history(history.prompt_token_ids, resolved_);
 }
 
 std::vector<SampledToken> ModelRunner::run(const StepPlan& plan) {
@@ -58,9 +74,12 @@ std::vector<SampledToken> ModelRunner::run(const StepPlan& plan) {
                                             static_cast<size_t>(vocab));
     Sampler& sampler =
         samplers_.try_emplace(slot.seq_id, slot.sampling, slot.num_sampled).first->second;
-    SampledToken token{slot.seq_id, -1, {}, {}};
+    if (slot.history) set_history(sampler, slot, plan.sequences[slot.scheduled_index]);
+    SampledToken token{slot.seq_id, -1, {}, {}, {}};
     try {
       token.token = sampler.sample(row_logits);
+      if (slot.sampling.logprobs)
+        token.logprobs = compute_logprobs(row_logits, token.token, *slot.sampling.logprobs);
     } catch (const Error& e) {
       // This sequence's logits are unusable; the batch's others are not.
       token.error = e.what();

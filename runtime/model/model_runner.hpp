@@ -6,6 +6,8 @@
 // seeded sequence draws the same numbers however it is batched or preempted,
 // and so does each sequence's last sampled token, which stands in for a
 // pending token (see sequence.hpp); the plan's finished_seq_ids drop both.
+// A sampler with penalties counts the sequence's tokens: a slot's
+// TokenHistory sets them, its own samples add to them.
 #include <span>
 #include <unordered_map>
 #include <vector>
@@ -32,13 +34,14 @@ class ModelRunner {
  private:
   // The run's token ids, its pending token replaced (valid until the next call).
   std::span<const int32_t> resolve(const ScheduledSequence& s);
+  void set_history(Sampler& sampler, const SampleSlot& slot, const ScheduledSequence& run);
 
   Model& model_;
   PagedKVCache& cache_;
   const ExpertParallelContext* ep_ = nullptr;
   std::unordered_map<SequenceId, Sampler> samplers_;
   std::unordered_map<SequenceId, int32_t> last_sampled_;
-  std::vector<int32_t> resolved_;  // resolve()'s copy of a run with a pending token
+  std::vector<int32_t> resolved_;  // resolve()'s and set_history()'s copies
   std::vector<float> logits_;
 };
 

@@ -42,7 +42,18 @@ Sampler::Sampler(const SamplingParams& params, int64_t num_sampled)
 }
 
 int32_t Sampler::sample(std::span<const float> logits) {
-  if (params_.temperature == 0.0f) return argmax(logits);
+  const bool penalized = params_.has_penalties();
+  if (penalized) {
+    penalized_.assign(logits.begin(), logits.end());
+    apply_penalties(penalized_, params_, counts_);
+    logits = penalized_;
+  }
+  const int32_t token = params_.temperature == 0.0f ? argmax(logits) : draw(logits);
+  if (penalized) counts_.add_output(token);
+  return token;
+}
+
+int32_t Sampler::draw(std::span<const float> logits) {
   check(!logits.empty(), "sampling from no logits");
   const auto logit = [&](int32_t id) { return logits[static_cast<size_t>(id)]; };
   // Candidates in descending logit order (ties: lower id first; NaN last),
@@ -75,8 +86,15 @@ int32_t Sampler::sample(std::span<const float> logits) {
     probs[i] = infinite        ? (l == logit(ids[0]) ? 1.0 : 0.0)
                : std::isnan(l) ? 0.0
                                : std::exp((l - max_logit) / params_.temperature);
-    total += probs[i];
   }
+  // probs[i] is p_i / max(p), falling along ids: min-p keeps a prefix, never
+  // empty (probs[0] is 1).
+  if (params_.min_p > 0.0f)
+    keep = static_cast<size_t>(
+        std::find_if(probs.begin(), probs.end(),
+                     [&](double p) { return p < static_cast<double>(params_.min_p); }) -
+        probs.begin());
+  for (size_t i = 0; i < keep; ++i) total += probs[i];
   // Nucleus: the shortest prefix whose probability reaches top_p.
   size_t nucleus = keep;
   if (params_.top_p < 1.0f) {

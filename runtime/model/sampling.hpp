@@ -1,12 +1,24 @@
 #pragma once
-// Choosing the next token from logits: greedy when temperature is 0, else
-// temperature, top-k and top-p (nucleus) filtering and a draw from a seeded
-// generator, so a fixed seed gives a fixed output.
+// Choosing the next token from logits, in vLLM's order:
+//
+//   penalties   repetition, frequency, presence on the raw logits, from the
+//               sequence's token counts (penalties.hpp); greedy too
+//   greedy      temperature 0: the argmax of the penalised logits
+//   temperature p = softmax(l / T)
+//   min-p       keep p >= min_p * max(p)
+//   top-k       keep the k largest (and every tie with the k-th)
+//   top-p       keep the shortest prefix whose renormalised mass reaches top_p
+//   draw        from a seeded generator, so a fixed seed gives a fixed output
+//
+// min-p comes before top-p as in vLLM (not after it, as in Hugging Face):
+// top-p's mass is then counted over what min-p kept.
 #include <cstdint>
 #include <random>
 #include <span>
+#include <vector>
 
 #include "runtime/core/sampling_params.hpp"
+#include "runtime/model/penalties.hpp"
 
 namespace hive {
 
@@ -24,11 +36,22 @@ class Sampler {
   // top_k keeps every token tied with the k-th largest logit. Tokens with a
   // +inf logit share all the probability; NaN logits get none; logits that
   // are all NaN or -inf are an error.
+  // With penalties on, the sampled token joins the sequence's history.
   int32_t sample(std::span<const float> logits);
+  // Replaces the history the penalties read: the prompt and every token the
+  // sequence generated before the next sample().
+  void set_history(std::span<const int32_t> prompt, std::span<const int32_t> output) {
+    counts_.assign(prompt, output);
+  }
+  const TokenCounts& counts() const { return counts_; }
 
  private:
+  int32_t draw(std::span<const float> logits);
+
   SamplingParams params_;
   std::mt19937_64 rng_;
+  TokenCounts counts_;
+  std::vector<float> penalized_;  // sample()'s copy of the logits
 };
 
 }  // namespace hive

@@ -212,6 +212,48 @@ TEST(CliRun, PromptsTakeTheCheckpointsGenerationDefaults) {
   fs::remove_all(dir);
 }
 
+// The sampling keys reach the engine: a penalised prompt runs as the
+// offline engine runs the same request, and "logprobs" prints its line.
+TEST(CliRun, PromptsTakePenaltiesMinPAndLogprobs) {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "hive_cli_run_pen";
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "run.yaml")
+      << "model: " << HIVE_TEST_DATA << "/models/qwen3_moe\n"
+      << "device: cpu\nkv_cache: {block_size: 4, memory_budget: 1MiB}\n";
+  std::ofstream(dir / "prompts.jsonl")
+      << R"({"id": "p", "prompt_ids": [5, 9, 13, 2], "max_tokens": 8, "ignore_eos": true, )"
+      << R"("temperature": 0.8, "seed": 3, "min_p": 0.1, "presence_penalty": 0.5, )"
+      << R"("frequency_penalty": 0.5, "repetition_penalty": 1.5, "logprobs": 2})"
+      << "\n";
+  const Result r = hive_run(dir);
+  ASSERT_EQ(r.status, 0) << r.out;
+  CpuBackend cpu;
+  Model model(std::string(HIVE_TEST_DATA) + "/models/qwen3_moe", cpu);
+  EngineConfig config;
+  config.block_size = 4;
+  config.kv_budget = KVBudget{int64_t{1} << 20, 0.0};
+  Request request;
+  request.id = "p";
+  request.prompt_token_ids = {5, 9, 13, 2};
+  request.stop.max_tokens = 8;
+  request.stop.ignore_eos = true;
+  request.sampling = {0.8f, 0, 1.0f, uint64_t{3}};
+  request.sampling.min_p = 0.1f;
+  request.sampling.presence_penalty = request.sampling.frequency_penalty = 0.5f;
+  request.sampling.repetition_penalty = 1.5f;
+  const std::vector<int32_t> expected =
+      LLMEngine(model, config).generate({request}).at(0).samples.at(0).token_ids;
+  EXPECT_NE(r.out.find("p:" + join(expected) + "  [length]"), std::string::npos) << r.out;
+  const size_t at = r.out.find(R"({"id":"p","logprobs":)");
+  ASSERT_NE(at, std::string::npos) << r.out;
+  const nlohmann::json line = nlohmann::json::parse(r.out.substr(at, r.out.find('\n', at) - at));
+  ASSERT_EQ(line["logprobs"].size(), expected.size());
+  for (size_t t = 0; t < expected.size(); ++t) {
+    EXPECT_EQ(line["logprobs"][t]["token"], expected[t]);
+    EXPECT_EQ(line["logprobs"][t]["top_logprobs"].size(), 2u);
+  }
+}
+
 TEST(CliRun, ABadPromptLineNamesTheFileAndLine) {
   const std::filesystem::path dir = std::filesystem::temp_directory_path() / "hive_cli_run_bad";
   std::filesystem::create_directories(dir);
@@ -245,6 +287,16 @@ TEST(CliRun, ABadPromptLineNamesTheFileAndLine) {
                 "\"temperature\" must be a number in [0, 1e+06] (got true)"},
            Case{R"({"prompt_ids": [1], "seed": -1})", "\"seed\" must be an integer in [0, "},
            Case{R"({"prompt_ids": [1], "top_p": 0})", ":1: top_p must be in (0, 1]"},
+           Case{R"({"prompt_ids": [1], "min_p": 1.5})",
+                ":1: \"min_p\" must be a number in [0, 1] (got 1.5)"},
+           Case{R"({"prompt_ids": [1], "presence_penalty": 3})",
+                ":1: \"presence_penalty\" must be a number in [-2, 2] (got 3)"},
+           Case{R"({"prompt_ids": [1], "frequency_penalty": "a"})",
+                ":1: \"frequency_penalty\" must be a number in [-2, 2]"},
+           Case{R"({"prompt_ids": [1], "repetition_penalty": 0})",
+                ":1: repetition_penalty must be > 0"},
+           Case{R"({"prompt_ids": [1], "logprobs": 21})",
+                ":1: \"logprobs\" must be an integer in [0, 20] (got 21)"},
            Case{R"([1, 2])", ":1: expected a JSON object"},
            Case{R"({"prompt_ids": []})", ":1: the prompt has no tokens"},
            Case{R"({"id": "", "prompt_ids": [1]})", ":1: \"id\" must not be empty"},

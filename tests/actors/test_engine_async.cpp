@@ -52,6 +52,19 @@ std::vector<Request> workload(const std::vector<std::vector<int32_t>>& stops) {
       r.n = 2;
       r.sampling.temperature = 0.9f;
       r.sampling.seed = 5;
+      r.sampling.frequency_penalty = 0.5f;
+      r.sampling.repetition_penalty = 1.2f;
+    }
+    if (i == 2 || i == 3) {
+      // Penalties count the pending token the runner resolves itself.
+      r.sampling.presence_penalty = 0.6f;
+      r.sampling.repetition_penalty = 1.4f;
+      r.sampling.logprobs = 2;
+    }
+    if (i == 3) {
+      r.sampling.temperature = 0.7f;
+      r.sampling.min_p = 0.1f;
+      r.sampling.seed = 9;
     }
     if (static_cast<size_t>(i) < stops.size())
       r.stop.stop_token_ids = stops[static_cast<size_t>(i)];
@@ -62,15 +75,20 @@ std::vector<Request> workload(const std::vector<std::vector<int32_t>>& stops) {
 
 using Samples = std::map<std::pair<std::string, int>, std::vector<int32_t>>;
 
+using Logprobs = std::map<std::pair<std::string, int>, std::vector<TokenLogprobs>>;
+
 Samples offline(const EngineConfig& config, const std::vector<Request>& requests,
-                int64_t* preemptions = nullptr) {
+                int64_t* preemptions = nullptr, Logprobs* logprobs = nullptr) {
   CpuBackend cpu;
   Model model(std::string(HIVE_TEST_DATA) + "/models/qwen3_moe", cpu);
   LLMEngine engine(model, config);
   Samples samples;
   for (const RequestOutput& out : engine.generate(requests))
-    for (const SequenceOutput& s : out.samples)
+    for (const SequenceOutput& s : out.samples) {
       samples[{out.request_id, s.sample_index}] = s.token_ids;
+      if (logprobs && !s.logprobs.empty())
+        (*logprobs)[{out.request_id, s.sample_index}] = s.logprobs;
+    }
   const SchedulerStats& stats = engine.stats().scheduler;
   if (preemptions) *preemptions = stats.num_preemptions_recompute + stats.num_preemptions_swap;
   return samples;
@@ -90,7 +108,9 @@ TEST_P(EngineAsync, EverySampleIsTheOfflineEngines) {
                                                    {unstopped.at({"r4", 0}).at(4)}};
   const std::vector<Request> requests = workload(stops);
   int64_t preemptions = 0;
-  const Samples expected = offline(config, requests, &preemptions);
+  Logprobs expected_logprobs;
+  const Samples expected = offline(config, requests, &preemptions, &expected_logprobs);
+  EXPECT_EQ(expected_logprobs.size(), 2u);
   EXPECT_GT(preemptions, 0);  // the workload does preempt (offline, same pool)
   EXPECT_LT(expected.at({"r0", 0}).size(), 8u);
   EXPECT_LT(expected.at({"r2", 0}).size(), 10u);
@@ -102,15 +122,33 @@ TEST_P(EngineAsync, EverySampleIsTheOfflineEngines) {
   std::vector<TokenStream> streams;
   for (const Request& r : requests) streams.push_back(engine.submit(r));
   Samples got, streamed;
+  Logprobs got_logprobs, streamed_logprobs;
   for (TokenStream& stream : streams)
     for (const TokenEvent& e : stream) {
       EXPECT_EQ(e.error, "") << e.request_id;
       std::vector<int32_t>& into = (e.finished ? got : streamed)[{e.request_id, e.sample_index}];
       into.insert(into.end(), e.token_ids.begin(), e.token_ids.end());
+      if (e.logprobs.empty()) continue;
+      EXPECT_EQ(e.logprobs.size(), e.token_ids.size());
+      std::vector<TokenLogprobs>& lp =
+          (e.finished ? got_logprobs : streamed_logprobs)[{e.request_id, e.sample_index}];
+      lp.insert(lp.end(), e.logprobs.begin(), e.logprobs.end());
     }
   EXPECT_EQ(got, expected);
   // Every token was streamed once, in order, preempted or not.
   EXPECT_EQ(streamed, expected);
+  // Logprobs too, with each token and again at the end.
+  for (const Logprobs* lp : {&got_logprobs, &streamed_logprobs}) {
+    ASSERT_EQ(lp->size(), expected_logprobs.size());
+    for (const auto& [key, want] : expected_logprobs) {
+      const std::vector<TokenLogprobs>& have = lp->at(key);
+      ASSERT_EQ(have.size(), want.size()) << key.first;
+      for (size_t t = 0; t < want.size(); ++t) {
+        EXPECT_NEAR(have[t].logprob, want[t].logprob, 1e-4) << key.first << " token " << t;
+        EXPECT_EQ(have[t].top_token_ids, want[t].top_token_ids) << key.first << " token " << t;
+      }
+    }
+  }
   const EngineMetrics m = engine.metrics();
   EXPECT_EQ(m.num_blocks, 11);  // the null block is not allocatable
   EXPECT_EQ(m.num_finished_requests, 6);

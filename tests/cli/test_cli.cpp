@@ -267,6 +267,70 @@ TEST(Cli, InspectReportsTransformersCounts) {
   }
 }
 
+// The JSON line --logprobs prints on stderr for `id` (null if none).
+nlohmann::json logprobs_line(const std::string& out, const std::string& id) {
+  std::istringstream lines(out);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("{\"id\":", 0) != 0) continue;
+    nlohmann::json j = nlohmann::json::parse(line);
+    if (j["id"] == id) return j;
+  }
+  return nullptr;
+}
+
+// --logprobs N prints the generated tokens with their logprobs and N
+// alternatives, most likely first; greedy's pick is the top one (no
+// penalty moved it), with the same logprob.
+TEST(Cli, GenerateLogprobsPrintsAJsonLinePerPrompt) {
+  const std::string base = "generate --model " + (kModels / "qwen3_moe").string() +
+                           " --max-tokens 4 --ignore-eos --device cpu --logprobs 2";
+  const Result one = run(base + " --prompt-ids 5,9,13");
+  ASSERT_EQ(one.status, 0) << one.out;
+  const nlohmann::json line = logprobs_line(one.out, "prompt 1");
+  ASSERT_TRUE(line.is_object()) << one.out;
+  std::string ids;
+  ASSERT_EQ(line["logprobs"].size(), 4u) << line;
+  for (const nlohmann::json& entry : line["logprobs"]) {
+    ids += std::to_string(entry["token"].get<int>()) + " ";
+    const nlohmann::json& top = entry["top_logprobs"];
+    ASSERT_EQ(top.size(), 2u) << entry;
+    EXPECT_EQ(top[0][0], entry["token"]) << entry;
+    EXPECT_EQ(top[0][1], entry["logprob"]) << entry;
+    EXPECT_GE(top[0][1].get<double>(), top[1][1].get<double>()) << entry;
+    EXPECT_LE(entry["logprob"].get<double>(), 0.0);
+  }
+  EXPECT_EQ(first_line(one.out), ids);  // the tokens printed on stdout
+  // Several prompts: one line each, by the prompt's name.
+  const Result two = run(base + " --prompt-ids 5,9,13 --prompt-ids 8,1");
+  ASSERT_EQ(two.status, 0) << two.out;
+  EXPECT_EQ(logprobs_line(two.out, "prompt 1")["logprobs"], line["logprobs"]);
+  EXPECT_EQ(logprobs_line(two.out, "prompt 2")["logprobs"].size(), 4u) << two.out;
+  // Without the flag, no line.
+  EXPECT_TRUE(logprobs_line(run("generate --model " + (kModels / "qwen3_moe").string() +
+                                " --max-tokens 4 --device cpu --prompt-ids 5,9,13")
+                                .out,
+                            "prompt 1")
+                  .is_null());
+}
+
+// Penalties change greedy output; min-p 1 keeps only the top token, so a
+// hot sample with it is greedy's.
+TEST(Cli, GeneratePenaltiesAndMinP) {
+  const std::string base = "generate --model " + (kModels / "qwen2_moe").string() +
+                           " --prompt-ids 5,6,7 --max-tokens 12 --ignore-eos --device cpu";
+  const std::string greedy = first_line(run(base).out);
+  const Result penalised =
+      run(base + " --repetition-penalty 1.8 --presence-penalty 1.5 --frequency-penalty 1");
+  ASSERT_EQ(penalised.status, 0) << penalised.out;
+  EXPECT_NE(first_line(penalised.out), greedy);
+  EXPECT_EQ(first_line(run(base + " --repetition-penalty 1.8 --presence-penalty 1.5 "
+                                  "--frequency-penalty 1")
+                           .out),
+            first_line(penalised.out));
+  EXPECT_EQ(first_line(run(base + " --temperature 1.5 --min-p 1 --seed 3").out), greedy);
+  EXPECT_NE(first_line(run(base + " --temperature 1.5 --seed 3").out), greedy);
+}
+
 TEST(Cli, BadInputGetsAClearErrorAndExitCode) {
   const std::string model = (kModels / "llama").string();
   struct Case {
@@ -279,6 +343,18 @@ TEST(Cli, BadInputGetsAClearErrorAndExitCode) {
         Case{"generate --model " + model + " --prompt-ids 1 --temperature -1",
              "temperature must be >= 0"},
         Case{"generate --model " + model + " --prompt-ids 1 --top-p 0", "top_p must be in (0, 1]"},
+        Case{"generate --model " + model + " --prompt-ids 1 --min-p 2",
+             "prompt 1: --min-p: min_p must be in [0, 1] (got 2)"},
+        Case{"generate --model " + model + " --prompt-ids 1 --min-p x",
+             "--min-p must be a number (got 'x')"},
+        Case{"generate --model " + model + " --prompt-ids 1 --presence-penalty 3",
+             "--presence-penalty: presence_penalty must be in [-2, 2] (got 3)"},
+        Case{"generate --model " + model + " --prompt-ids 1 --frequency-penalty -2.5",
+             "--frequency-penalty: frequency_penalty must be in [-2, 2] (got -2.5)"},
+        Case{"generate --model " + model + " --prompt-ids 1 --repetition-penalty 0",
+             "--repetition-penalty: repetition_penalty must be > 0"},
+        Case{"generate --model " + model + " --prompt-ids 1 --logprobs 21",
+             "--logprobs must be in [0, 20] (got 21)"},
         Case{"generate --model " + model + " --prompt-ids 1 --max-tokens 0",
              "--max-tokens must be in [1, 2147483647] (got 0)"},
         Case{"generate --model " + model + " --prompt-ids 1 --bogus 3", "unknown flag --bogus"},

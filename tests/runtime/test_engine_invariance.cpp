@@ -1,14 +1,16 @@
 // Batching invariance on the fixture checkpoints and the bundled models: 32 prompts of mixed
-// lengths (half of them behind one shared 3-block prefix; some sampled with seeds, some with n = 2)
-// must give token-for-token identical outputs, and logits within 1e-5, whether each request runs
-// alone or all run together: under chunk budgets of 16, 64 and 512 tokens, with prefix caching on
-// or off, and in a KV pool so small that sequences are preempted both by swapping and by
-// recomputation. Every engine is checked for leaked blocks when it is done.
+// lengths (half of them behind one shared 3-block prefix; some sampled with seeds, some with n = 2,
+// a third with penalties, min-p and logprobs) must give token-for-token identical outputs, and
+// logits and logprobs within 1e-5 and 1e-4, whether each request runs alone or all run together:
+// under chunk budgets of 16, 64 and 512 tokens, with prefix caching on or off, and in a KV pool so
+// small that sequences are preempted both by swapping and by recomputation. Every engine is
+// checked for leaked blocks when it is done.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <filesystem>
 #include <map>
+#include <numeric>
 #include <utility>
 
 #include "kernels/cpu/cpu_backend.hpp"
@@ -51,6 +53,15 @@ std::vector<Request> make_requests(int64_t vocab) {
     if (i % 8 == 3) {
       r.n = 2;
       r.sampling = {1.0f, 0, 1.0f, static_cast<uint64_t>(2000 + i)};
+    }
+    if (i % 3 == 1) {
+      // Penalties read the whole sequence, prompt included: under prefix
+      // hits, preemption and forks the runner must still count it all.
+      r.sampling.presence_penalty = 0.4f;
+      r.sampling.frequency_penalty = 0.3f;
+      r.sampling.repetition_penalty = 1.3f;
+      r.sampling.min_p = 0.05f;
+      r.sampling.logprobs = 3;
     }
     r.return_logits = true;
     requests.push_back(std::move(r));
@@ -109,6 +120,11 @@ void expect_same(const std::vector<RequestOutput>& expected,
       for (size_t t = 0; t < a.logits.size(); ++t)
         for (size_t v = 0; v < a.logits[t].size(); ++v)
           max_diff = std::max(max_diff, std::abs(double{a.logits[t][v]} - b.logits[t][v]));
+      ASSERT_EQ(b.logprobs.size(), a.logprobs.size());
+      for (size_t t = 0; t < a.logprobs.size(); ++t) {
+        EXPECT_NEAR(b.logprobs[t].logprob, a.logprobs[t].logprob, 1e-4) << "token " << t;
+        EXPECT_EQ(b.logprobs[t].top_token_ids, a.logprobs[t].top_token_ids) << "token " << t;
+      }
     }
   }
   EXPECT_LE(max_diff, 1e-5) << "max |logits difference|";
@@ -210,6 +226,53 @@ TEST_P(EngineInvariance, ParallelSamplesMatchIndependentRequests) {
   EXPECT_TRUE(samples_differ) << "the samples of a request should not all be equal";
 }
 
+// The penalised requests' logprobs are the raw model's: log_softmax of the
+// logits row returned with each token (computed here, in long double), not
+// of the penalised or tempered row; the top 3 are the row's largest. And
+// the penalties do act: without them some of these outputs change.
+TEST_P(EngineInvariance, PenalisedRequestsReturnRawLogprobsAndDiffer) {
+  SCOPED_TRACE(testing::Message() << GetParam() << ", seed " << test::test_seed());
+  std::vector<Request> unpenalised;
+  int64_t checked = 0;
+  for (size_t i = 0; i < requests.size(); ++i) {
+    if (!requests[i].sampling.logprobs) continue;
+    for (const SequenceOutput& out : alone[i].samples) {
+      ASSERT_EQ(out.logprobs.size(), out.token_ids.size()) << out.request_id;
+      for (size_t t = 0; t < out.token_ids.size(); ++t) {
+        const std::vector<float>& row = out.logits.at(t);
+        long double total = 0;
+        for (const float l : row) total += std::exp(static_cast<long double>(l));
+        const auto log_softmax = [&](int32_t id) {
+          return static_cast<double>(
+              std::log(std::exp(static_cast<long double>(row[static_cast<size_t>(id)])) / total));
+        };
+        const TokenLogprobs& got = out.logprobs[t];
+        EXPECT_NEAR(got.logprob, log_softmax(out.token_ids[t]), 1e-5);
+        std::vector<int32_t> order(row.size());
+        std::iota(order.begin(), order.end(), 0);
+        std::stable_sort(order.begin(), order.end(),
+                         [&](int32_t a, int32_t b) { return row[size_t(a)] > row[size_t(b)]; });
+        order.resize(3);
+        EXPECT_EQ(got.top_token_ids, order) << out.request_id << " token " << t;
+        for (size_t k = 0; k < got.top_token_ids.size(); ++k)
+          EXPECT_NEAR(got.top_logprobs[k], log_softmax(got.top_token_ids[k]), 1e-5);
+        ++checked;
+      }
+    }
+    Request r = requests[i];
+    r.sampling.presence_penalty = r.sampling.frequency_penalty = 0.0f;
+    r.sampling.repetition_penalty = 1.0f;
+    unpenalised.push_back(std::move(r));
+  }
+  EXPECT_GT(checked, 20);
+  const std::vector<RequestOutput> plain = run(*model, {}, unpenalised, false);
+  int changed = 0;
+  for (size_t i = 0, next = 0; i < requests.size(); ++i)
+    if (requests[i].sampling.logprobs)
+      changed += plain[next++].samples[0].token_ids != alone[i].samples[0].token_ids;
+  EXPECT_GT(changed, 0) << "the penalties changed no output";
+}
+
 // generate() takes a batch whole or not at all: a bad request leaves none of
 // the others queued, so the same ids can be submitted again.
 TEST(LLMEngineBatch, ABadRequestLeavesNothingQueued) {
@@ -304,6 +367,44 @@ TEST(LLMEngineFaults, AFailedStepIsComputedAgainAndGenerateFailsWhole) {
   for (size_t i = 0; i < want.size(); ++i)
     for (size_t s = 0; s < want[i].samples.size(); ++s)
       EXPECT_EQ(again[i].samples.at(s).token_ids, want[i].samples[s].token_ids);
+}
+
+// A runner replaced mid-stream (a failed step) knows nothing of the
+// sequence: its next sample carries the whole history again, so a penalised,
+// seeded request ends as a run without the failure does.
+TEST(LLMEngineFaults, AFreshRunnerMidStreamCountsTheWholeHistoryAgain) {
+  FailingBackend backend;
+  Model model(model_dir("qwen3_moe"), backend);
+  EngineConfig config;
+  config.block_size = 4;
+  Request r;
+  r.id = "r";
+  r.prompt_token_ids = {3, 4, 5, 6, 7, 8, 9, 10, 11, 12};
+  r.stop.max_tokens = 12;
+  r.stop.ignore_eos = true;
+  r.sampling = {0.8f, 0, 1.0f, uint64_t{5}};
+  r.sampling.presence_penalty = 0.5f;
+  r.sampling.frequency_penalty = 0.5f;
+  r.sampling.repetition_penalty = 1.5f;
+  CpuBackend cpu;
+  Model reference_model(model_dir("qwen3_moe"), cpu);
+  const std::vector<int32_t> want =
+      LLMEngine(reference_model, config).generate({r}).at(0).samples.at(0).token_ids;
+  for (const int fail_at : {2, 7}) {
+    LLMEngine engine(model, config);
+    engine.add_request(r);
+    std::vector<SequenceOutput> done;
+    for (int step = 0; engine.has_unfinished() && step < 100; ++step) {
+      backend.fail_next = step == fail_at;
+      try {
+        for (SequenceOutput& out : engine.step()) done.push_back(std::move(out));
+      } catch (const Error&) {
+        EXPECT_EQ(step, fail_at);
+      }
+    }
+    ASSERT_EQ(done.size(), 1u);
+    EXPECT_EQ(done[0].token_ids, want) << "failed at step " << fail_at;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, EngineInvariance,

@@ -83,6 +83,42 @@ TEST(InputProcessor, FillsWhatTheRequestLeavesOutFromGenerationConfig) {
   EXPECT_EQ(r.text.stop_token_ids, (std::vector<int32_t>{9}));  // the end-of-sequence ids ignored
 }
 
+// Penalties, min-p and logprobs: off when left out (the bundled
+// generation_config.json sets none of them), taken as given otherwise;
+// a config's min_p and repetition_penalty fill in what a request leaves out.
+TEST(InputProcessor, PenaltiesMinPAndLogprobs) {
+  InputProcessor processor = target();
+  RequestInput input = ids_request({5, 6, 7});
+  SamplingParams p = processor.process(input).request.sampling;
+  EXPECT_EQ(p.min_p, 0.0f);
+  EXPECT_EQ(p.presence_penalty, 0.0f);
+  EXPECT_EQ(p.frequency_penalty, 0.0f);
+  EXPECT_EQ(p.repetition_penalty, 1.0f);
+  EXPECT_FALSE(p.logprobs);
+  input.min_p = 0.25;
+  input.presence_penalty = -1.5;
+  input.frequency_penalty = 2;
+  input.repetition_penalty = 1.25;
+  input.logprobs = 0;
+  p = processor.process(input).request.sampling;
+  EXPECT_EQ(p.min_p, 0.25f);
+  EXPECT_EQ(p.presence_penalty, -1.5f);
+  EXPECT_EQ(p.frequency_penalty, 2.0f);
+  EXPECT_EQ(p.repetition_penalty, 1.25f);
+  EXPECT_EQ(p.logprobs, 0);
+
+  ModelConfig config = load_model_config(kTarget);
+  config.generation.min_p = 0.1f;
+  config.generation.repetition_penalty = 1.1f;
+  InputProcessor with_defaults(kTarget, config, {});
+  p = with_defaults.process(ids_request({5})).request.sampling;
+  EXPECT_EQ(p.min_p, 0.1f);
+  EXPECT_EQ(p.repetition_penalty, 1.1f);
+  p = with_defaults.process(input).request.sampling;  // the request's own win
+  EXPECT_EQ(p.min_p, 0.25f);
+  EXPECT_EQ(p.repetition_penalty, 1.25f);
+}
+
 TEST(InputProcessor, CutsADefaultMaxTokensToTheContextAndTheKVPool) {
   InputProcessor processor = target();
   std::vector<int32_t> long_prompt(500, 5);
@@ -128,6 +164,27 @@ TEST(InputProcessor, ErrorsNameTheField) {
   input.top_k = -1;
   EXPECT_EQ(error_field(processor, input, "top_k must be in [0, "), "top_k");
   input.top_k.reset();
+  input.min_p = 1.5;
+  EXPECT_EQ(error_field(processor, input, "min_p must be in [0, 1] (got 1.5)"), "min_p");
+  input.min_p.reset();
+  input.presence_penalty = 2.5;
+  EXPECT_EQ(error_field(processor, input, "presence_penalty must be in [-2, 2] (got 2.5)"),
+            "presence_penalty");
+  input.presence_penalty.reset();
+  input.frequency_penalty = -2.5;
+  EXPECT_EQ(error_field(processor, input, "frequency_penalty must be in [-2, 2] (got -2.5)"),
+            "frequency_penalty");
+  input.frequency_penalty.reset();
+  input.repetition_penalty = 0;
+  EXPECT_EQ(error_field(processor, input, "repetition_penalty must be > 0"), "repetition_penalty");
+  input.repetition_penalty = 1e300;
+  EXPECT_EQ(error_field(processor, input, "(got 1e+300)"), "repetition_penalty");
+  input.repetition_penalty.reset();
+  input.logprobs = 21;
+  EXPECT_EQ(error_field(processor, input, "logprobs must be in [0, 20] (got 21)"), "logprobs");
+  input.logprobs = -1;
+  EXPECT_EQ(error_field(processor, input, "logprobs must be in [0, 20] (got -1)"), "logprobs");
+  input.logprobs.reset();
   input.n = 2;  // max_n is 1 by default
   EXPECT_EQ(error_field(processor, input, "n must be in [1, 1] (got 2)"), "n");
   input.n = 1;

@@ -279,14 +279,22 @@ TEST_F(LoaderTest, GenerationConfigGivesSamplingDefaults) {
       << json{{"do_sample", false}, {"temperature", 0.7}}.dump();
   EXPECT_EQ(load_model_config(dir).generation.sampling().temperature, 0.0f);
 
-  // Keys Hive does not apply are named when their value would change sampling.
+  // repetition_penalty and min_p apply (greedy too, as in HF); keys Hive
+  // does not apply are named when their value would change sampling.
   std::ofstream(dir / "generation_config.json") << json{
-      {"repetition_penalty", 1.1},
-      {"min_p", nullptr},
+      {"do_sample", false},
+      {"repetition_penalty", 1.25},
+      {"min_p", 0.05},
       {"num_beams", 1},
       {"typical_p", 0.9}}.dump();
-  EXPECT_EQ(load_model_config(dir).generation.ignored,
-            (std::vector<std::string>{"repetition_penalty", "typical_p"}));
+  const GenerationDefaults penalised = load_model_config(dir).generation;
+  EXPECT_EQ(penalised.ignored, (std::vector<std::string>{"typical_p"}));
+  EXPECT_EQ(penalised.sampling().repetition_penalty, 1.25f);
+  EXPECT_EQ(penalised.sampling().min_p, 0.05f);
+  EXPECT_EQ(penalised.sampling().temperature, 0.0f);
+  std::ofstream(dir / "generation_config.json") << json{{"min_p", nullptr}}.dump();
+  EXPECT_EQ(load_model_config(dir).generation.sampling().min_p, 0.0f);
+  EXPECT_EQ(load_model_config(dir).generation.sampling().repetition_penalty, 1.0f);
 
   fs::remove(dir / "generation_config.json");
   EXPECT_EQ(load_model_config(dir).generation.sampling().temperature, 0.0f);
@@ -298,6 +306,8 @@ TEST_F(LoaderTest, GenerationConfigGivesSamplingDefaults) {
         std::pair{json{{"top_k", 1.5}}, "'top_k' must be an integer"},
         std::pair{json{{"top_k", -2}}, "'top_k' must be in [0, 2147483647] (got -2)"},
         std::pair{json{{"top_p", 0}}, "'top_p' must be in (0, 1] (got 0)"},
+        std::pair{json{{"min_p", 1.5}}, "'min_p' must be in [0, 1] (got 1.5)"},
+        std::pair{json{{"repetition_penalty", 0}}, "'repetition_penalty' must be > 0 (got 0)"},
         std::pair{json{{"max_new_tokens", 0}}, "'max_new_tokens' must be in [1, 2147483647]"},
         std::pair{json{{"do_sample", 1}}, "'do_sample' must be true or false"}}) {
     std::ofstream(dir / "generation_config.json") << bad.dump();

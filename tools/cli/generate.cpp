@@ -4,7 +4,8 @@
 // (repeatable) or --prompts-file (one comma-separated id list per line). One
 // prompt streams its output as it comes; several run together through the
 // offline engine, one output line per prompt in input order (text as a JSON
-// string, since it may hold newlines).
+// string, since it may hold newlines). --logprobs N adds one JSON line per
+// prompt on stderr (tools/cli/logprobs_json.hpp).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -14,6 +15,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 
 #include "kernels/backend_select.hpp"
 #include "kernels/error.hpp"
@@ -23,6 +25,7 @@
 #include "runtime/model/model_config.hpp"
 #include "tools/cli/args.hpp"
 #include "tools/cli/commands.hpp"
+#include "tools/cli/logprobs_json.hpp"
 #include "tools/cli/text_prompt.hpp"
 
 namespace hive::cli {
@@ -73,7 +76,8 @@ int generate_one(Model& model, const std::vector<int32_t>& prompt, const Generat
                  const std::function<void()>& finish) {
   const GenerateResult result = generate(model, prompt, options, on_token);
   finish();
-  std::fflush(stdout);  // the output first, then the stats on stderr
+  std::fflush(stdout);  // the output first, then logprobs and the stats on stderr
+  if (options.sampling.logprobs) print_logprobs("prompt 1", result.tokens, result.logprobs);
   const auto decoded = static_cast<double>(result.tokens.size() - 1);
   std::fprintf(stderr, "prefill: %zu tokens in %.3f s (%.1f tokens/s)\n", prompt.size(),
                result.prefill_seconds, static_cast<double>(prompt.size()) / result.prefill_seconds);
@@ -107,12 +111,26 @@ EngineConfig engine_config(const Args& args) {
   return config;
 }
 
-// The input processor's errors, named by the prompt they are about.
+// The flag that sets a sampling field of a request, or "".
+std::string flag_of(const std::string& field) {
+  // The sampling fields; max_tokens' errors are about the prompt too.
+  static const std::set<std::string> kFlagFields = {
+      "temperature",        "top_k",   "top_p", "min_p", "presence_penalty", "frequency_penalty",
+      "repetition_penalty", "logprobs"};
+  if (!kFlagFields.count(field)) return "";
+  std::string flag = "--" + field;
+  std::replace(flag.begin(), flag.end(), '_', '-');
+  return flag;
+}
+
+// The input processor's errors, named by the prompt they are about and the
+// flag that set the value.
 ProcessedRequest process(InputProcessor& inputs, const RequestInput& input) {
   try {
     return inputs.process(input);
   } catch (const InputError& e) {
-    fail(input.id, ": ", e.what());
+    const std::string flag = flag_of(e.field());
+    fail(input.id, ": ", flag.empty() ? "" : flag + ": ", e.what());
   }
 }
 
@@ -182,6 +200,10 @@ int generate_many(Model& model, InputProcessor& inputs, const std::vector<Reques
     generated += static_cast<int64_t>(out.token_ids.size());
   }
   std::fflush(stdout);
+  for (const ProcessedRequest& r : requests) {
+    const SequenceOutput& out = done.at(r.request.id).samples.at(0);
+    if (r.request.sampling.logprobs) print_logprobs(r.request.id, out.token_ids, out.logprobs);
+  }
   const EngineStats stats = engine.stats();
   std::fprintf(stderr,
                "%zu requests: %lld prompt + %lld generated tokens in %.3f s (prompt %.1f "
@@ -210,8 +232,10 @@ int run_generate(const std::vector<std::string>& argv) {
   const Args args(take_repeated(take_repeated(argv, "--prompt-ids", prompt_flags), "--stop",
                                 stop_strings),
                   {"--model", "--prompts-file", "--max-tokens", "--temperature", "--top-k",
-                   "--top-p", "--seed", "--device", "--block-size", "--max-num-seqs",
-                   "--max-num-batched-tokens", "--kv-budget-mb", "--swap-space-mb"},
+                   "--top-p", "--min-p", "--presence-penalty", "--frequency-penalty",
+                   "--repetition-penalty", "--logprobs", "--seed", "--device", "--block-size",
+                   "--max-num-seqs", "--max-num-batched-tokens", "--kv-budget-mb",
+                   "--swap-space-mb"},
                   {"--ignore-eos", "--enable-prefix-caching", "--chat"}, Args::Positional::allowed);
   const std::vector<std::string>& texts = args.positional();
   const bool text_mode = !texts.empty();
@@ -231,6 +255,14 @@ int run_generate(const std::vector<std::string>& argv) {
   if (args.has("--temperature")) shared.temperature = args.get_double("--temperature", 0);
   if (args.has("--top-k")) shared.top_k = args.get_int("--top-k", 0, 0, kInt32Max);
   if (args.has("--top-p")) shared.top_p = args.get_double("--top-p", 1);
+  if (args.has("--min-p")) shared.min_p = args.get_double("--min-p", 0);
+  if (args.has("--presence-penalty"))
+    shared.presence_penalty = args.get_double("--presence-penalty", 0);
+  if (args.has("--frequency-penalty"))
+    shared.frequency_penalty = args.get_double("--frequency-penalty", 0);
+  if (args.has("--repetition-penalty"))
+    shared.repetition_penalty = args.get_double("--repetition-penalty", 1);
+  if (args.has("--logprobs")) shared.logprobs = args.get_int("--logprobs", 0, 0, kMaxLogprobs);
   if (args.has("--seed")) shared.seed = static_cast<uint64_t>(args.get_int("--seed", 0, 0));
   shared.ignore_eos = args.has("--ignore-eos");
   shared.stop = stop_strings;

@@ -17,6 +17,8 @@ constexpr const char* kUsage =
     "  generate [--model DIR] \"TEXT\" [\"TEXT\" ...] [--chat]\n"
     "  generate [--model DIR] --prompt-ids 1,2,3 [--prompt-ids ...] | --prompts-file FILE\n"
     "           [--max-tokens N] [--temperature T] [--top-k K] [--top-p P] [--seed S]\n"
+    "           [--min-p P] [--presence-penalty X] [--frequency-penalty X]\n"
+    "           [--repetition-penalty X] [--logprobs N]\n"
     "           [--ignore-eos] [--device auto|cpu|cuda] [--block-size N] [--max-num-seqs N]\n"
     "           [--max-num-batched-tokens N] [--kv-budget-mb N] [--swap-space-mb N]\n"
     "           [--enable-prefix-caching]\n"

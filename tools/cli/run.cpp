@@ -1,6 +1,8 @@
 // hive run: a batch of prompts through the actor runtime, from a YAML launch
 // file. Prompts are JSON lines: {"id": "a", "prompt_ids": [1, 2, 3],
-// "max_tokens": 16, "temperature": 0, "top_k": 0, "top_p": 1, "seed": (random),
+// "max_tokens": 16, "temperature": 0, "top_k": 0, "top_p": 1, "min_p": 0,
+// "presence_penalty": 0, "frequency_penalty": 0, "repetition_penalty": 1,
+// "logprobs": (none; 0..20 top alternatives), "seed": (random),
 // "ignore_eos": false, "stop_token_ids": [], "priority": 0}, or with text
 // instead of ids: {"prompt": "Once upon a time"} (tokenized with the model's
 // tokenizer; "chat": true applies its chat template; "stop": ["\n\n"] ends
@@ -10,7 +12,8 @@
 // max_tokens left out take the checkpoint's generation_config.json values
 // where it has them (max_new_tokens, cut to what the context leaves), else
 // the defaults above. Outputs are ids for id
-// prompts and a JSON string for text prompts.
+// prompts and a JSON string for text prompts; a prompt with "logprobs" adds
+// a JSON line on stderr (tools/cli/logprobs_json.hpp).
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -28,6 +31,7 @@
 #include "runtime/model/model_config.hpp"
 #include "tools/cli/args.hpp"
 #include "tools/cli/commands.hpp"
+#include "tools/cli/logprobs_json.hpp"
 
 namespace hive::cli {
 
@@ -38,13 +42,17 @@ class PromptLine {
  public:
   PromptLine(const nlohmann::json& j, std::string where) : j_(j), where_(std::move(where)) {
     check(j.is_object(), where_, ": expected a JSON object (got ", j.dump(), ")");
+    // clang-format off
     static const std::set<std::string> kKeys = {
-        "id",    "prompt", "prompt_ids", "chat",       "max_tokens",     "temperature",
-        "top_k", "top_p",  "seed",       "ignore_eos", "stop_token_ids", "priority", "stop"};
+        "id", "prompt", "prompt_ids", "chat", "max_tokens", "temperature", "top_k", "top_p",
+        "min_p", "presence_penalty", "frequency_penalty", "repetition_penalty", "logprobs",
+        "seed", "ignore_eos", "stop_token_ids", "priority", "stop"};
+    // clang-format on
     for (const auto& [key, value] : j.items())
       check(kKeys.count(key), where_, ": unknown key \"", key,
             "\" (expected id, prompt or prompt_ids, chat, max_tokens, temperature, top_k, top_p, "
-            "seed, ignore_eos, stop_token_ids, stop, priority)");
+            "min_p, presence_penalty, frequency_penalty, repetition_penalty, logprobs, seed, "
+            "ignore_eos, stop_token_ids, stop, priority)");
   }
   bool has(const char* key) const { return j_.contains(key); }
   int64_t integer(const char* key, int64_t fallback, int64_t min, int64_t max) const {
@@ -151,6 +159,14 @@ std::vector<PromptInput> read_prompts(const std::string& path) {
     if (p.has("temperature")) r.temperature = p.number("temperature", 0, 0.0, 1e6);
     if (p.has("top_k")) r.top_k = p.integer("top_k", 0, 0, INT32_MAX);
     if (p.has("top_p")) r.top_p = p.number("top_p", 1, 0.0, 1.0);
+    if (p.has("min_p")) r.min_p = p.number("min_p", 0, 0.0, 1.0);
+    if (p.has("presence_penalty")) r.presence_penalty = p.number("presence_penalty", 0, -2.0, 2.0);
+    if (p.has("frequency_penalty"))
+      r.frequency_penalty = p.number("frequency_penalty", 0, -2.0, 2.0);
+    // Its lower bound is open: the input processor says "> 0".
+    if (p.has("repetition_penalty"))
+      r.repetition_penalty = p.number("repetition_penalty", 1, 0.0, 1e6);
+    if (p.has("logprobs")) r.logprobs = p.integer("logprobs", 0, 0, kMaxLogprobs);
     if (p.has("seed")) r.seed = static_cast<uint64_t>(p.integer("seed", 0, 0, INT64_MAX));
     r.ignore_eos = p.boolean("ignore_eos");
     r.stop_token_ids = p.ids("stop_token_ids");
@@ -257,6 +273,7 @@ int run_run(const std::vector<std::string>& argv) {
       if (!event.error.empty()) ++failed;
       std::printf("  [%s%s%s]\n", std::string(finish_reason_name(reason)).c_str(),
                   event.error.empty() ? "" : ": ", event.error.c_str());
+      if (!event.logprobs.empty()) print_logprobs(id, event.token_ids, event.logprobs);
     }
   }
   const double seconds =
