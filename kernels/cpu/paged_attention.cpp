@@ -1,8 +1,9 @@
 // Reference causal attention with GQA over a paged KV cache, one sequence
 // per call (see SequencePagedAttentionParams), and the batched op's
-// reference: a loop of it over a plan's sequences. The arithmetic is the contiguous reference's, in the
-// same order; only the address of key/value j changes, so a query's output
-// does not depend on which blocks hold its context or on what else runs.
+// reference: a loop of it over a plan's sequences. The arithmetic is the
+// contiguous reference's, in the same order; only the address of key/value
+// j changes, so a query's output does not depend on which blocks hold its
+// context or on what else runs.
 //
 // Moves: per (query, head), context_len key and value rows of head_dim f32
 // (2 * context_len * head_dim * 4 bytes); decode is bound by those reads.

@@ -185,10 +185,11 @@ void Model::forward(const ForwardBatch& batch, PagedKVCache& cache, const Tensor
   std::vector<PlannedSequence> sequences;
   for (const SequenceRun& run : batch.runs)
     sequences.push_back({run.num_tokens, run.start_position + run.num_tokens, run.block_table});
-  DeviceBatch device{upload<int32_t>(backend_, batch.token_ids, DType::i32),
-                     upload<int32_t>(backend_, batch.positions, DType::i32),
-                     upload<int32_t>(backend_, batch.logits_rows, DType::i32),
-                     StepAttentionPlan(backend_, sequences, cache.num_blocks(), cache.block_size())};
+  DeviceBatch device{
+      upload<int32_t>(backend_, batch.token_ids, DType::i32),
+      upload<int32_t>(backend_, batch.positions, DType::i32),
+      upload<int32_t>(backend_, batch.logits_rows, DType::i32),
+      StepAttentionPlan(backend_, sequences, cache.num_blocks(), cache.block_size())};
 
   Buffer hidden(backend_, DType::f32, {n, c.hidden_size});
   Buffer normed(backend_, DType::f32, {n, c.hidden_size});

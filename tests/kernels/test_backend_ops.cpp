@@ -89,9 +89,9 @@ TEST(BackendOps, PagedAttention) {
   CpuBackend cpu;
   for (auto [heads, kv_heads, head_dim, block_size, window] :
        {std::tuple{8, 4, 64, 16, 0}, {8, 2, 128, 1, 0}, {4, 4, 64, 16, 20}}) {
-    SCOPED_TRACE(testing::Message() << "heads=" << heads << " kv_heads=" << kv_heads
-                                    << " head_dim=" << head_dim << " block_size=" << block_size
-                                    << " window=" << window);
+    SCOPED_TRACE(testing::Message()
+                 << "heads=" << heads << " kv_heads=" << kv_heads << " head_dim=" << head_dim
+                 << " block_size=" << block_size << " window=" << window);
     const int64_t contexts[] = {77, 40, 25}, queries[] = {1, 9, 25};
     std::vector<std::vector<int32_t>> tables;
     int32_t next_block = 1;
@@ -112,9 +112,11 @@ TEST(BackendOps, PagedAttention) {
     const Tensor v_host = Tensor::view(v.data(), DType::f32, k_host.shape.data(), 4);
     std::vector<float> expected(q.size()), got(q.size(), NAN);
     const StepAttentionPlan cpu_plan(cpu, sequences, num_blocks, block_size);
-    PagedAttentionParams p{q_host, k_host, v_host,
-                           Tensor::view(expected.data(), DType::f32, q_host.shape.data(), 3),
-                           cpu_plan.plan(), 1.0f / std::sqrt(static_cast<float>(head_dim)), window};
+    PagedAttentionParams p{
+        q_host,          k_host,
+        v_host,          Tensor::view(expected.data(), DType::f32, q_host.shape.data(), 3),
+        cpu_plan.plan(), 1.0f / std::sqrt(static_cast<float>(head_dim)),
+        window};
     cpu.paged_attention(p);
 
     const StepAttentionPlan device_plan(*backend, sequences, num_blocks, block_size);
@@ -127,8 +129,13 @@ TEST(BackendOps, PagedAttention) {
       t.device = backend->device();
       return t;
     };
-    p = {on_device(q_host, q_dev), on_device(k_host, k_dev), on_device(v_host, v_dev),
-         on_device(got_host, out_dev), device_plan.plan(), p.scale, window};
+    p = {on_device(q_host, q_dev),
+         on_device(k_host, k_dev),
+         on_device(v_host, v_dev),
+         on_device(got_host, out_dev),
+         device_plan.plan(),
+         p.scale,
+         window};
     backend->paged_attention(p);
     backend->synchronize();
     backend->copy(got_host, p.out);
