@@ -145,8 +145,21 @@ inline __attribute__((always_inline)) void add_tile(const Layout& l, const Item&
       float* acc = s.acc.data() + state * hd;
       for (int64_t d = 0; d < hd; ++d) acc[d] *= rescale;
     }
+    // Four value rows per pass over each accumulator (a quarter of its loads
+    // and stores); the sum is still written in position order.
     float* acc = s.acc.data() + i * l.group * hd;
-    for (int64_t j = lo; j < hi; ++j) {
+    const float* const* values = s.values.data() + (lo - tile_begin);
+    int64_t j = lo;
+    for (; j + 4 <= hi; j += 4, values += 4) {
+      const float *v0 = values[0], *v1 = values[1], *v2 = values[2], *v3 = values[3];
+      for (int64_t g = 0; g < l.group; ++g) {
+        const float* w = s.scores.data() + g * kKeyTile + (j - lo);
+        float* a = acc + g * hd;
+        for (int64_t d = 0; d < hd; ++d)
+          a[d] = a[d] + w[0] * v0[d] + w[1] * v1[d] + w[2] * v2[d] + w[3] * v3[d];
+      }
+    }
+    for (; j < hi; ++j) {
       const float* v = s.values[static_cast<size_t>(j - tile_begin)];
       for (int64_t g = 0; g < l.group; ++g) {
         const float weight = s.scores[static_cast<size_t>(g * kKeyTile + j - lo)];
