@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <string_view>
 
+#include "kernels/attention_plan.hpp"
 #include "kernels/tensor.hpp"
 
 namespace hive {
@@ -50,29 +51,31 @@ struct AttentionParams {
   int64_t sliding_window = 0;
 };
 
-// The same attention, reading K/V through a block table instead of from one
-// contiguous run (PagedAttention). One layer's cache is a pool of blocks:
+// Batched varlen paged attention: every sequence of a step in one call,
+// reading K/V through block tables (PagedAttention) as the step's
+// AttentionPlan (attention_plan.hpp) lays them out. One layer's cache is a
+// pool of blocks:
 //
 //   k_blocks/v_blocks [num_blocks, block_size, num_kv_heads, head_dim] f32
-//   block_table       [num_table_blocks] i32
+//   sequence s, position t  ->  block tables[table_start[s] + t / block_size],
+//                               row t % block_size
 //
-//   sequence position t  ->  block block_table[t / block_size], row t % block_size
+//   q, out: the step's query tokens, sequence after sequence
+//   [ s0: 4 prefill queries | s1: 1 decode query | s2: 3 queries ]
+//   query_start = [0, 4, 5, 8]
 //
-//   block_table:  [ 7 | 2 | 9 ]          block_size 4, context_len 10
-//   positions:     0-3  4-7  8-9 (rows 0-1 of block 9; rows 2-3 unused)
-//
-// Query i sits at position start_position + i and sees positions
-// 0..start_position + i (the last sliding_window of them when > 0); the
-// queries' own K/V must already be written. A prefill chunk has many queries,
-// a decode step one. Table entries for positions a query never sees (outside
-// the sliding window) are not read, so they may point at a placeholder block.
+// Sequence s's query i sits at position context_len[s] - num_queries + i and
+// sees positions 0..that (the last sliding_window of them when > 0); the
+// queries' own K/V must already be written. Table entries for positions no
+// query sees (outside the sliding window) are not read. The plan was checked
+// once when it was built, against a pool of plan.num_blocks blocks of
+// plan.block_size; the op checks only that the pool is that one.
 struct PagedAttentionParams {
   Tensor q;  // [num_tokens, num_heads, head_dim] f32
   Tensor k_blocks;
   Tensor v_blocks;
-  Tensor block_table;
   Tensor out;  // [num_tokens, num_heads, head_dim] f32
-  int64_t start_position = 0;
+  AttentionPlan plan;
   float scale = 1.0f;
   int64_t sliding_window = 0;
 };
@@ -120,6 +123,7 @@ class Backend {
   // x[i, :] /= sum(x[i, :]), in place.
   virtual void normalize_rows(const Tensor& x) = 0;
   virtual void attention(const AttentionParams& params) = 0;
+  // One call per layer per step for all sequences (see PagedAttentionParams).
   virtual void paged_attention(const PagedAttentionParams& params) = 0;
   // out[i] = src[index[i]]. src [n, d], index [m] i32, out [m, d].
   virtual void gather_rows(const Tensor& src, const Tensor& index, const Tensor& out) = 0;

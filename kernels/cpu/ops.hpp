@@ -31,7 +31,27 @@ void softmax(const Tensor& x);
 void topk(const Tensor& x, int k, const Tensor& values, const Tensor& indices);
 void normalize_rows(const Tensor& x);
 void attention(const AttentionParams& p);
+// The batched varlen op (paged_attention_fast.cpp): online softmax over key
+// tiles at fixed positions, so a query's bits depend only on its own keys.
 void paged_attention(const PagedAttentionParams& p);
+
+// The per-sequence paged attention the batched op is tested against: one
+// sequence, its table checked on every call, and the contiguous reference's
+// exact two-pass softmax (attend.hpp), so the two agree bit for bit.
+struct SequencePagedAttentionParams {
+  Tensor q;  // [num_tokens, num_heads, head_dim] f32
+  Tensor k_blocks;
+  Tensor v_blocks;
+  Tensor block_table;  // [num_table_blocks] i32
+  Tensor out;          // [num_tokens, num_heads, head_dim] f32
+  int64_t start_position = 0;
+  float scale = 1.0f;
+  int64_t sliding_window = 0;
+};
+void paged_attention_sequence(const SequencePagedAttentionParams& p);
+// The batched op's reference: a host loop of paged_attention_sequence over
+// the plan's sequences (host memory), as the model ran before the plan.
+void paged_attention_reference(const PagedAttentionParams& p);
 void gather_rows(const Tensor& src, const Tensor& index, const Tensor& out);
 void scatter_add_rows(const Tensor& src, const Tensor& index, const Tensor& weight,
                       const Tensor& out);

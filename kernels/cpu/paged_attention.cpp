@@ -1,7 +1,9 @@
-// Reference causal attention with GQA over a paged KV cache (see
-// PagedAttentionParams). The arithmetic is the contiguous reference's, in the
-// same order; only the address of key/value j changes, so a query's output
-// does not depend on which blocks hold its context or on what else runs.
+// Reference causal attention with GQA over a paged KV cache, one sequence
+// per call (see SequencePagedAttentionParams), and the batched op's
+// reference: a loop of it over a plan's sequences. The arithmetic is the
+// contiguous reference's, in the same order; only the address of key/value
+// j changes, so a query's output does not depend on which blocks hold its
+// context or on what else runs.
 //
 // Moves: per (query, head), context_len key and value rows of head_dim f32
 // (2 * context_len * head_dim * 4 bytes); decode is bound by those reads.
@@ -18,7 +20,7 @@ namespace hive::cpu {
 
 namespace {
 
-void check_paged_shapes(const PagedAttentionParams& p) {
+void check_paged_shapes(const SequencePagedAttentionParams& p) {
   expect(p.q, DType::f32, 3, "paged_attention q");
   expect(p.out, DType::f32, 3, "paged_attention out");
   expect(p.k_blocks, DType::f32, 4, "paged_attention k_blocks");
@@ -45,7 +47,7 @@ void check_paged_shapes(const PagedAttentionParams& p) {
 
 }  // namespace
 
-void paged_attention(const PagedAttentionParams& p) {
+void paged_attention_sequence(const SequencePagedAttentionParams& p) {
   check_paged_shapes(p);
   const int64_t num_tokens = p.q.shape[0], num_heads = p.q.shape[1], head_dim = p.q.shape[2];
   const int64_t block_size = p.k_blocks.shape[1], num_kv_heads = p.k_blocks.shape[2];
@@ -71,6 +73,29 @@ void paged_attention(const PagedAttentionParams& p) {
             head_dim, p.scale, [&](int64_t j) { return row(j, kvh); }, scores,
             out + (i * num_heads + h) * head_dim);
       });
+}
+
+void paged_attention_reference(const PagedAttentionParams& p) {
+  const AttentionPlan& plan = p.plan;
+  check(plan.query_start.device == Device::cpu && plan.num_tokens == p.q.shape[0],
+        "paged_attention_reference: a host plan of ", plan.num_tokens, " queries for q ",
+        p.q.shape_text());
+  const int32_t* query_start = plan.query_start.as<int32_t>();
+  const int32_t* context_lens = plan.context_lens.as<int32_t>();
+  const int32_t* table_start = plan.table_start.as<int32_t>();
+  for (int64_t s = 0; s < plan.num_seqs; ++s) {
+    const int64_t first = query_start[s], count = query_start[s + 1] - first;
+    SequencePagedAttentionParams seq;
+    seq.q = p.q.rows(first, count);
+    seq.k_blocks = p.k_blocks;
+    seq.v_blocks = p.v_blocks;
+    seq.block_table = plan.block_tables.rows(table_start[s], table_start[s + 1] - table_start[s]);
+    seq.out = p.out.rows(first, count);
+    seq.start_position = context_lens[s] - count;
+    seq.scale = p.scale;
+    seq.sliding_window = p.sliding_window;
+    paged_attention_sequence(seq);
+  }
 }
 
 }  // namespace hive::cpu

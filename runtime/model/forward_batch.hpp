@@ -1,7 +1,8 @@
 #pragma once
 // ForwardBatch: the tokens of several sequences run in one forward pass.
 // Their runs are concatenated, so every matmul sees all tokens at once;
-// attention then runs per sequence through its block table.
+// attention then runs over all of them in one op per layer, reading the
+// step's AttentionPlan (kernels/attention_plan.hpp) built from the runs.
 //
 //   runs:          seq A (prefill chunk)  | seq B (decode) | seq C (prompt)
 //   token_ids      a8 a9 a10 a11          | b40            | c0 c1 c2

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "kernels/error.hpp"
+#include "kernels/step_attention_plan.hpp"
 #include "moe/expert_parallel.hpp"
 #include "runtime/model/rope.hpp"
 #include "runtime/model/tensor_parallel.hpp"
@@ -26,8 +27,7 @@ constexpr Op kRequiredOps[] = {
 // The batch's integer inputs on the backend, uploaded once per forward pass.
 struct Model::DeviceBatch {
   Buffer token_ids, positions, logits_rows;
-  Buffer block_tables;               // every run's table, concatenated
-  std::vector<int64_t> table_start;  // where run r's table begins
+  StepAttentionPlan attention;  // planned once, read by every layer
 };
 
 Model::Model(const std::filesystem::path& dir, Backend& backend)
@@ -98,20 +98,15 @@ void Model::attention_block(int64_t layer, const Tensor& x, const ForwardBatch& 
   write_kv(batch, k.tensor(), v.tensor(), cache.keys(layer), cache.values(layer));
 
   Buffer attended(backend_, DType::f32, {n, c.num_heads, c.head_dim});
-  for (size_t r = 0; r < batch.runs.size(); ++r) {
-    const SequenceRun& run = batch.runs[r];
-    PagedAttentionParams params;
-    params.q = q.tensor().rows(run.first_token, run.num_tokens);
-    params.k_blocks = cache.keys(layer);
-    params.v_blocks = cache.values(layer);
-    params.block_table = device.block_tables.tensor().rows(
-        device.table_start[r], static_cast<int64_t>(run.block_table.size()));
-    params.out = attended.tensor().rows(run.first_token, run.num_tokens);
-    params.start_position = run.start_position;
-    params.scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
-    params.sliding_window = c.sliding_window;
-    backend_.paged_attention(params);
-  }
+  PagedAttentionParams params;
+  params.q = q.tensor();
+  params.k_blocks = cache.keys(layer);
+  params.v_blocks = cache.values(layer);
+  params.out = attended.tensor();
+  params.plan = device.attention.plan();
+  params.scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+  params.sliding_window = c.sliding_window;
+  backend_.paged_attention(params);
   backend_.matmul(attended.view(DType::f32, {n, c.q_size()}), w.o_proj, optional_ptr(w.o_bias),
                   out);
 }
@@ -187,16 +182,14 @@ void Model::forward(const ForwardBatch& batch, PagedKVCache& cache, const Tensor
   }
   check(covered == n, "forward: the runs cover ", covered, " of the ", n, " tokens");
 
-  DeviceBatch device;
-  std::vector<int32_t> tables;
-  for (const SequenceRun& run : batch.runs) {
-    device.table_start.push_back(static_cast<int64_t>(tables.size()));
-    tables.insert(tables.end(), run.block_table.begin(), run.block_table.end());
-  }
-  device.token_ids = upload<int32_t>(backend_, batch.token_ids, DType::i32);
-  device.positions = upload<int32_t>(backend_, batch.positions, DType::i32);
-  device.logits_rows = upload<int32_t>(backend_, batch.logits_rows, DType::i32);
-  device.block_tables = upload<int32_t>(backend_, tables, DType::i32);
+  std::vector<PlannedSequence> sequences;
+  for (const SequenceRun& run : batch.runs)
+    sequences.push_back({run.num_tokens, run.start_position + run.num_tokens, run.block_table});
+  DeviceBatch device{
+      upload<int32_t>(backend_, batch.token_ids, DType::i32),
+      upload<int32_t>(backend_, batch.positions, DType::i32),
+      upload<int32_t>(backend_, batch.logits_rows, DType::i32),
+      StepAttentionPlan(backend_, sequences, cache.num_blocks(), cache.block_size())};
 
   Buffer hidden(backend_, DType::f32, {n, c.hidden_size});
   Buffer normed(backend_, DType::f32, {n, c.hidden_size});

@@ -6,7 +6,8 @@
 //   h = embed(all tokens)                                   [num_tokens, hidden]
 //   per layer:  q, k, v = projections of rms_norm(h)        (one matmul each)
 //               write k, v into the paged cache at the slot mapping
-//               per sequence: paged attention of its queries over its blocks
+//               paged attention of every sequence's queries over its blocks,
+//               one batched op reading the step's plan (built once per pass)
 //               h += o_proj(attention);  h += mlp or moe(rms_norm(h))
 //   logits = lm_head(rms_norm(h[logits_rows]))
 //

@@ -5,9 +5,11 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <tuple>
 
 #include "kernels/buffer.hpp"
 #include "kernels/cpu/cpu_backend.hpp"
+#include "kernels/step_attention_plan.hpp"
 #ifdef HIVE_HAVE_CUDA
 #include "kernels/cuda/cuda_backend.hpp"
 #endif
@@ -72,6 +74,73 @@ TEST(BackendOps, RmsNorm) {
       for (float v : got) ASSERT_TRUE(std::isfinite(v));
       EXPECT_LT(test::nmse(got.data(), expected.data(), got.size()), 1e-10);
     }
+  }
+}
+
+// One step of three sequences (a decode, a prefill chunk, a whole prompt)
+// with its plan built on the device, against the CPU's batched op.
+TEST(BackendOps, PagedAttention) {
+  auto backend = device_backend();
+  ASSERT_TRUE(backend);
+  if (!backend->supports(Op::paged_attention))
+    GTEST_SKIP() << backend->name() << " lacks paged_attention";
+  std::mt19937_64 rng(test::test_seed());
+  SCOPED_TRACE(testing::Message() << "seed " << test::test_seed());
+  CpuBackend cpu;
+  for (auto [heads, kv_heads, head_dim, block_size, window] :
+       {std::tuple{8, 4, 64, 16, 0}, {8, 2, 128, 1, 0}, {4, 4, 64, 16, 20}}) {
+    SCOPED_TRACE(testing::Message()
+                 << "heads=" << heads << " kv_heads=" << kv_heads << " head_dim=" << head_dim
+                 << " block_size=" << block_size << " window=" << window);
+    const int64_t contexts[] = {77, 40, 25}, queries[] = {1, 9, 25};
+    std::vector<std::vector<int32_t>> tables;
+    int32_t next_block = 1;
+    std::vector<PlannedSequence> sequences;
+    for (int s = 0; s < 3; ++s) {
+      std::vector<int32_t>& table = tables.emplace_back();
+      for (int64_t b = 0; b < (contexts[s] + block_size - 1) / block_size; ++b)
+        table.push_back(next_block++);
+    }
+    for (int s = 0; s < 3; ++s) sequences.push_back({queries[s], contexts[s], tables[s]});
+    const int64_t num_blocks = next_block, tokens = 1 + 9 + 25;
+    auto q = test::random_floats(rng, static_cast<size_t>(tokens * heads * head_dim));
+    const auto pool_elems = static_cast<size_t>(num_blocks * block_size * kv_heads * head_dim);
+    auto k = test::random_floats(rng, pool_elems), v = test::random_floats(rng, pool_elems);
+    const Tensor q_host = Tensor::view(q.data(), DType::f32, {tokens, heads, head_dim});
+    const Tensor k_host =
+        Tensor::view(k.data(), DType::f32, {num_blocks, block_size, kv_heads, head_dim});
+    const Tensor v_host = Tensor::view(v.data(), DType::f32, k_host.shape.data(), 4);
+    std::vector<float> expected(q.size()), got(q.size(), NAN);
+    const StepAttentionPlan cpu_plan(cpu, sequences, num_blocks, block_size);
+    PagedAttentionParams p{
+        q_host,          k_host,
+        v_host,          Tensor::view(expected.data(), DType::f32, q_host.shape.data(), 3),
+        cpu_plan.plan(), 1.0f / std::sqrt(static_cast<float>(head_dim)),
+        window};
+    cpu.paged_attention(p);
+
+    const StepAttentionPlan device_plan(*backend, sequences, num_blocks, block_size);
+    Buffer q_dev = upload(*backend, q_host), k_dev = upload(*backend, k_host),
+           v_dev = upload(*backend, v_host);
+    const Tensor got_host = Tensor::view(got.data(), DType::f32, q_host.shape.data(), 3);
+    Buffer out_dev = upload(*backend, got_host);  // poison
+    const auto on_device = [&](Tensor t, const Buffer& b) {
+      t.data = b.data();
+      t.device = backend->device();
+      return t;
+    };
+    p = {on_device(q_host, q_dev),
+         on_device(k_host, k_dev),
+         on_device(v_host, v_dev),
+         on_device(got_host, out_dev),
+         device_plan.plan(),
+         p.scale,
+         window};
+    backend->paged_attention(p);
+    backend->synchronize();
+    backend->copy(got_host, p.out);
+    for (float x : got) ASSERT_TRUE(std::isfinite(x));
+    EXPECT_LT(test::nmse(got.data(), expected.data(), got.size()), 1e-10);
   }
 }
 

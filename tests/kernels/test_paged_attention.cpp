@@ -1,5 +1,5 @@
-// Paged attention against the contiguous reference (FlashInfer's check: the
-// batched paged kernel against the single-sequence contiguous one). Each case
+// The per-sequence paged attention (the batched op's reference, see
+// test_batched_paged_attention.cpp) against the contiguous reference. Each case
 // scatters a random K/V context over shuffled blocks of a pool whose other
 // blocks hold NaN, so a read through a wrong table entry shows up; outputs are
 // poisoned before the run and framed by guard values that must survive.
@@ -11,6 +11,7 @@
 #include <numeric>
 
 #include "kernels/cpu/cpu_backend.hpp"
+#include "kernels/cpu/ops.hpp"
 #include "kernels/error.hpp"
 #include "tests/common/random.hpp"
 
@@ -71,7 +72,7 @@ void run_case(const Case& c, std::mt19937_64& rng) {
   std::vector<float> framed(static_cast<size_t>(out_elems + 2 * kGuardElems), NAN);
   std::fill_n(framed.begin(), kGuardElems, kGuard);
   std::fill_n(framed.end() - kGuardElems, kGuardElems, kGuard);
-  PagedAttentionParams paged;
+  cpu::SequencePagedAttentionParams paged;
   paged.q = ref.q;
   paged.k_blocks = Tensor::view(k_pool.data(), DType::f32,
                                 {num_blocks, c.block_size, c.num_kv_heads, c.head_dim});
@@ -83,7 +84,7 @@ void run_case(const Case& c, std::mt19937_64& rng) {
   paged.start_position = c.start_position;
   paged.scale = ref.scale;
   paged.sliding_window = c.sliding_window;
-  cpu.paged_attention(paged);
+  cpu::paged_attention_sequence(paged);
 
   for (int64_t i = 0; i < kGuardElems; ++i) {
     ASSERT_EQ(framed[static_cast<size_t>(i)], kGuard) << "write before the output";
@@ -121,17 +122,16 @@ TEST(PagedAttention, MatchesContiguousReferenceOnRandomShapes) {
 }
 
 TEST(PagedAttention, RejectsBadBlockTables) {
-  CpuBackend cpu;
   std::vector<float> q(2 * 2 * 4, 1.0f), out(q.size()), pool(3 * 2 * 1 * 4, 0.5f);
   std::vector<int32_t> table = {2, 5};
-  PagedAttentionParams p;
+  cpu::SequencePagedAttentionParams p;
   p.q = Tensor::view(q.data(), DType::f32, {2, 2, 4});
   p.out = Tensor::view(out.data(), DType::f32, {2, 2, 4});
   p.k_blocks = p.v_blocks = Tensor::view(pool.data(), DType::f32, {3, 2, 1, 4});
   p.block_table = Tensor::view(table.data(), DType::i32, {2});
   p.start_position = 1;
   try {
-    cpu.paged_attention(p);
+    cpu::paged_attention_sequence(p);
     FAIL() << "expected an error for block id 5";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("entry 1 is 5, expected a block id in [0, 3)"),
@@ -140,7 +140,7 @@ TEST(PagedAttention, RejectsBadBlockTables) {
   }
   p.block_table = Tensor::view(table.data(), DType::i32, {1});
   try {
-    cpu.paged_attention(p);
+    cpu::paged_attention_sequence(p);
     FAIL() << "expected an error for a context longer than the table";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("context of 3 tokens exceeds the 1 blocks of 2"),
