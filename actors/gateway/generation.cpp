@@ -37,7 +37,7 @@ Generation::Generation(boost::asio::any_io_executor executor, Engine& engine,
     for (int k = 0; k < n_; ++k)
       choices_.push_back(
           {r, k, SampleText(tokenizer, requests_[r].request.prompt_token_ids, requests_[r].text),
-           std::nullopt, false});
+           {}, {}, std::nullopt, false});
   }
   results_.resize(choices_.size());
 }
@@ -89,7 +89,9 @@ void Generation::on_event(const TokenEvent& event) {
     metrics_.inter_token_latency.observe(
         std::chrono::duration<double>(now - *choice.last_token).count());
   choice.last_token = now;
-  ChoiceDelta delta{static_cast<int>(index), "", event.token_ids};
+  ChoiceDelta delta{static_cast<int>(index), "", event.token_ids, event.logprobs};
+  choice.token_ids.insert(choice.token_ids.end(), event.token_ids.begin(), event.token_ids.end());
+  choice.logprobs.insert(choice.logprobs.end(), event.logprobs.begin(), event.logprobs.end());
   const bool was_stopped = choice.text.stopped_by_string();
   for (const int32_t id : event.token_ids) delta.text += choice.text.add(id);
   if (!was_stopped && choice.text.stopped_by_string())
@@ -107,11 +109,13 @@ void Generation::finish_choice(size_t index, const TokenEvent& event) {
   result.text = choice.text.text();
   result.num_tokens = event.sample_index < 0 ? 0 : static_cast<int64_t>(event.token_ids.size());
   result.error = event.error;
+  result.token_ids = std::move(choice.token_ids);
+  result.logprobs = std::move(choice.logprobs);
   result.finish_reason = choice.text.stopped_by_string() ? "stop" : api_finish_reason(event.reason());
   usage_.completion_tokens += result.num_tokens;
   metrics_.generation_tokens += result.num_tokens;
   if (!rest.empty() && callbacks_.on_delta)
-    callbacks_.on_delta({static_cast<int>(index), rest, {}});
+    callbacks_.on_delta({static_cast<int>(index), rest, {}, {}});
   if (callbacks_.on_choice_done) callbacks_.on_choice_done(result);
   if (!done()) return;
   metrics_.prompt_tokens += usage_.prompt_tokens;

@@ -27,6 +27,7 @@ struct ChoiceDelta {
   int index = 0;
   std::string text;
   std::vector<int32_t> token_ids;
+  std::vector<TokenLogprobs> logprobs;  // one per id, when the request asked
 };
 
 struct ChoiceResult {
@@ -35,6 +36,8 @@ struct ChoiceResult {
   std::string finish_reason;  // stop | length | abort
   std::string error;          // non-empty: the sample failed in the engine
   int64_t num_tokens = 0;
+  std::vector<int32_t> token_ids;
+  std::vector<TokenLogprobs> logprobs;  // one per id, when the request asked
 };
 
 struct Usage {
@@ -70,6 +73,8 @@ class Generation : public std::enable_shared_from_this<Generation> {
     size_t request = 0;  // index into requests_
     int sample = 0;
     SampleText text;
+    std::vector<int32_t> token_ids;  // streamed so far
+    std::vector<TokenLogprobs> logprobs;
     std::optional<Clock::time_point> last_token;
     bool done = false;
   };

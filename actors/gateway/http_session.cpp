@@ -232,6 +232,7 @@ void HttpSession::complete(const Request& request, Endpoint endpoint) {
   for (const RequestInput& input : api_request_.prompts) processed.push_back(st.inputs.process(input));
   header_ = {id, static_cast<int64_t>(std::time(nullptr)), st.options.model_name, endpoint};
   role_sent_.assign(processed.size() * static_cast<size_t>(api_request_.n), false);
+  text_sent_.assign(role_sent_.size(), 0);
 
   // The callbacks hold the session until the generation is done (then
   // generation_ is dropped): a client that leaves cancels it, so it ends.
@@ -281,9 +282,15 @@ void HttpSession::on_delta(const ChoiceDelta& delta) {
   if (!api_request_.stream || closed_) return;
   const auto index = static_cast<size_t>(delta.index);
   const bool with_role = header_.endpoint == Endpoint::chat && !role_sent_[index];
-  if (delta.text.empty() && !with_role) return;
+  const bool with_logprobs = api_request_.logprobs >= 0 && !delta.logprobs.empty();
+  if (delta.text.empty() && !with_role && !with_logprobs) return;
   role_sent_[index] = true;
-  push_event(delta_chunk(header_, delta.index, delta.text, with_role).dump());
+  nlohmann::json logprobs = nullptr;
+  if (with_logprobs)
+    logprobs = logprobs_json(header_.endpoint, state_->inputs.tokenizer(), delta.token_ids,
+                             delta.logprobs, text_sent_[index]);
+  text_sent_[index] += delta.text.size();
+  push_event(delta_chunk(header_, delta.index, delta.text, with_role, std::move(logprobs)).dump());
 }
 
 void HttpSession::on_choice_done(const ChoiceResult& result) {
@@ -307,7 +314,8 @@ void HttpSession::on_done() {
   for (const ChoiceResult& r : generation->results())
     if (!r.error.empty())
       return send_error({500, r.error, "internal_error", std::nullopt, std::nullopt});
-  send_json(200, full_response(header_, generation->results(), generation->usage()));
+  send_json(200, full_response(header_, generation->results(), generation->usage(),
+                               api_request_.logprobs >= 0 ? &state_->inputs.tokenizer() : nullptr));
 }
 
 void HttpSession::start_events() {

@@ -73,6 +73,7 @@ class HttpSession : public Connection, public std::enable_shared_from_this<HttpS
   ApiRequest api_request_;
   ResponseHeader header_;
   std::vector<bool> role_sent_;
+  std::vector<size_t> text_sent_;  // per choice: the text's bytes so far (logprobs' text_offset)
   // Events: the header goes first, then chunks; `ending_` once [DONE] is queued.
   std::shared_ptr<boost::beast::http::response<boost::beast::http::empty_body>> event_header_;
   std::deque<std::string> events_;

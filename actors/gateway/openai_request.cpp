@@ -166,11 +166,15 @@ ApiRequest parse_api_request(Endpoint endpoint, const Json& body, const std::str
   if (field(body, "suffix")) bad_request("'suffix' is not supported", "suffix");
   if (const Json* bias = field(body, "logit_bias"); bias && !bias->empty())
     bad_request("'logit_bias' is not supported", "logit_bias");
+  // Completions: "logprobs": N alternatives. Chat: "logprobs": true, with
+  // "top_logprobs": N alternatives.
   if (endpoint == Endpoint::chat) {
-    if (boolean(body, "logprobs") || field(body, "top_logprobs"))
-      bad_request("'logprobs' are not supported yet", "logprobs");
-  } else if (field(body, "logprobs")) {
-    bad_request("'logprobs' are not supported yet", "logprobs");
+    const auto top = integer(body, "top_logprobs");
+    if (top && !boolean(body, "logprobs"))
+      bad_request("'top_logprobs' needs 'logprobs': true", "top_logprobs");
+    if (boolean(body, "logprobs")) request.logprobs = top.value_or(0);
+  } else if (const auto n = integer(body, "logprobs")) {
+    request.logprobs = *n;
   }
 
   // Every prompt shares the sampling fields.
@@ -184,11 +188,11 @@ ApiRequest parse_api_request(Endpoint endpoint, const Json& body, const std::str
     if (*seed < 0) bad_request(str_cat("'seed' must be >= 0 (got ", *seed, ")"), "seed");
     shared.seed = static_cast<uint64_t>(*seed);
   }
-  for (const char* name : {"min_p", "presence_penalty", "frequency_penalty", "repetition_penalty"}) {
-    const auto value = number(body, name);
-    const double off = std::string(name) == "repetition_penalty" ? 1.0 : 0.0;
-    if (value && *value != off) bad_request(str_cat("'", name, "' is not supported yet"), name);
-  }
+  shared.min_p = number(body, "min_p");
+  shared.presence_penalty = number(body, "presence_penalty");
+  shared.frequency_penalty = number(body, "frequency_penalty");
+  shared.repetition_penalty = number(body, "repetition_penalty");
+  if (request.logprobs >= 0) shared.logprobs = request.logprobs;
   shared.stop = stop_strings(body);
   if (shared.stop.size() > 4) bad_request("'stop' takes at most 4 strings", "stop");
   shared.ignore_eos = boolean(body, "ignore_eos");  // vLLM's extension

@@ -14,6 +14,7 @@
 //                choices and the usage.
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -33,12 +34,24 @@ struct ResponseHeader {
 
 nlohmann::json usage_json(const Usage& usage);
 
-nlohmann::json full_response(const ResponseHeader& header,
-                             const std::vector<ChoiceResult>& results, const Usage& usage);
+// A choice's logprobs in the endpoint's shape (the model's raw ones):
+//   completions  {"tokens", "token_logprobs", "top_logprobs": [{token: lp}],
+//                 "text_offset"}, offsets counted from `text_offset`
+//   chat         {"content": [{"token", "logprob", "bytes",
+//                 "top_logprobs": [{"token", "logprob", "bytes"}]}]}
+nlohmann::json logprobs_json(Endpoint endpoint, const Tokenizer& tokenizer,
+                             std::span<const int32_t> token_ids,
+                             std::span<const TokenLogprobs> logprobs, size_t text_offset = 0);
 
-// A choice's text delta; `role` for a chat's first chunk of a choice.
+// `with_logprobs`: each choice's logprobs (else null).
+nlohmann::json full_response(const ResponseHeader& header,
+                             const std::vector<ChoiceResult>& results, const Usage& usage,
+                             const Tokenizer* with_logprobs = nullptr);
+
+// A choice's text delta; `role` for a chat's first chunk of a choice;
+// `logprobs` from logprobs_json, or null.
 nlohmann::json delta_chunk(const ResponseHeader& header, int index, const std::string& text,
-                           bool with_role);
+                           bool with_role, nlohmann::json logprobs = nullptr);
 // A choice's last chunk.
 nlohmann::json finish_chunk(const ResponseHeader& header, int index,
                             const std::string& finish_reason);

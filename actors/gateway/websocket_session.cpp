@@ -102,12 +102,16 @@ void WebSocketSession::start_request(const Json& message) {
   auto self = shared_from_this();
   Generation::Callbacks callbacks{
       [self, id](const ChoiceDelta& delta) {
-        if (delta.text.empty() && delta.token_ids.empty()) return;
-        self->send({{"type", "token"},
-                    {"id", id},
-                    {"index", delta.index},
-                    {"text", delta.text},
-                    {"token_ids", delta.token_ids}});
+        if (delta.text.empty() && delta.token_ids.empty()) return;  // logprobs ride with ids
+        Json token = {{"type", "token"},
+                        {"id", id},
+                        {"index", delta.index},
+                        {"text", delta.text},
+                        {"token_ids", delta.token_ids}};
+        if (!delta.logprobs.empty())
+          token["logprobs"] = logprobs_json(Endpoint::chat, self->state_->inputs.tokenizer(),
+                                              delta.token_ids, delta.logprobs)["content"];
+        self->send(std::move(token));
       },
       {},
       [self, id, state = state_] {

@@ -1,6 +1,7 @@
 """hive serve through the official openai client: completions and chat,
 streamed and not, n, stop, seed, usage; then /v1/models, /health,
 /version and /metrics."""
+import math
 import unittest
 
 import openai
@@ -118,6 +119,52 @@ class OpenAIApi(unittest.TestCase):
         self.assertLess(response.usage.completion_tokens, 24)
         streamed = "".join(c.choices[0].text for c in self.greedy(stop="LORD", stream=True))
         self.assertEqual(streamed, response.choices[0].text)
+
+    def test_logprobs_are_the_models_raw_ones(self):
+        response = self.greedy(logprobs=3)
+        lp = response.choices[0].logprobs
+        self.assertEqual(len(lp.tokens), 24)
+        self.assertEqual("".join(lp.tokens), self.expected["plain_prompt"]["greedy_text"])
+        for token, logprob, top in zip(lp.tokens, lp.token_logprobs, lp.top_logprobs):
+            self.assertEqual(len(top), 3)
+            self.assertLessEqual(logprob, 0.0)
+            # Greedy: the pick is the most likely token.
+            self.assertAlmostEqual(max(top.values()), logprob, places=5)
+            self.assertLessEqual(sum(math.exp(v) for v in top.values()), 1.0 + 1e-5)
+        self.assertEqual(lp.text_offset[0], 0)
+        streamed = []
+        for chunk in self.greedy(logprobs=3, stream=True):
+            if chunk.choices and chunk.choices[0].logprobs:
+                streamed += chunk.choices[0].logprobs.token_logprobs
+        self.assertEqual(len(streamed), 24)
+        for a, b in zip(streamed, lp.token_logprobs):
+            self.assertAlmostEqual(a, b, places=5)
+        chat = self.client.chat.completions.create(
+            model=self.model, messages=[{"role": "user", "content": "Hi"}], max_tokens=5,
+            temperature=0, logprobs=True, top_logprobs=2)
+        content = chat.choices[0].logprobs.content
+        self.assertEqual(len(content), chat.usage.completion_tokens)
+        self.assertEqual(len(content[0].top_logprobs), 2)
+        self.assertAlmostEqual(content[0].top_logprobs[0].logprob, content[0].logprob, places=5)
+
+    def test_penalties_and_min_p_reach_the_sampler(self):
+        plain = self.greedy().choices[0].text
+        penalised = self.greedy(frequency_penalty=2.0, presence_penalty=1.0).choices[0].text
+        self.assertNotEqual(plain, penalised)  # the greedy text repeats "the LORD"
+        self.assertEqual(penalised, self.greedy(frequency_penalty=2.0, presence_penalty=1.0)
+                         .choices[0].text)
+        repetition = self.client.completions.create(
+            model=self.model, prompt="Once upon a time", max_tokens=24, temperature=0,
+            extra_body={"ignore_eos": True, "repetition_penalty": 1.5})
+        self.assertNotEqual(repetition.choices[0].text, plain)
+        # min_p 1 keeps only the most likely token: a hot sample becomes greedy.
+        hot = self.client.completions.create(
+            model=self.model, prompt="Once upon a time", max_tokens=24, temperature=2.0,
+            seed=3, extra_body={"ignore_eos": True, "min_p": 1.0})
+        self.assertEqual(hot.choices[0].text, plain)
+        with self.assertRaises(openai.BadRequestError) as caught:
+            self.greedy(frequency_penalty=3.0)
+        self.assertIn("frequency_penalty", str(caught.exception))
 
     def test_unsupported_fields_are_a_clear_error(self):
         with self.assertRaises(openai.BadRequestError) as caught:

@@ -81,7 +81,7 @@ class WebSocketStream(unittest.TestCase):
             async with websockets.connect(self.ws_url) as ws:
                 greedy = {"prompt": "Once upon a time", "max_tokens": 24, "temperature": 0,
                           "ignore_eos": True}
-                await ws.send(json.dumps({"type": "start", "id": "a", **greedy}))
+                await ws.send(json.dumps({"type": "start", "id": "a", "logprobs": 2, **greedy}))
                 await ws.send(json.dumps({"type": "start", "id": "b", **greedy}))
                 await ws.send(json.dumps({"type": "start", "id": "long", "prompt": "The",
                                           "max_tokens": 500, "ignore_eos": True}))
@@ -92,6 +92,11 @@ class WebSocketStream(unittest.TestCase):
                     message = json.loads(await ws.recv())
                     if message["type"] == "token":
                         texts[message["id"]] += message["text"]
+                        if message["id"] == "a":
+                            self.assertEqual(len(message["logprobs"]), len(message["token_ids"]))
+                            self.assertEqual(len(message["logprobs"][0]["top_logprobs"]), 2)
+                        else:
+                            self.assertNotIn("logprobs", message)
                         self.assertEqual(message["index"], 0)
                         if message["id"] == "long" and not cancelled:
                             await ws.send(json.dumps({"type": "cancel", "id": "long"}))
