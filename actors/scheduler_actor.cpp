@@ -19,12 +19,14 @@ using Self = scheduler_actor::stateful_pointer<SchedulerState>;
 void maybe_step(Self self);
 
 void build_core(SchedulerState& st) {
-  st.ranks = std::vector<RankCore>(st.setup.workers.size() /
-                                   static_cast<size_t>(st.setup.tensor_parallel_size));
-  for (RankCore& core : st.ranks) {
-    core.kv_cache = std::make_unique<KVCacheManager>(st.setup.kv_cache);
-    core.scheduler = std::make_unique<Scheduler>(st.setup.scheduler, *core.kv_cache);
-  }
+  EngineCoreConfig config;
+  config.kv_cache = st.setup.kv_cache;
+  config.scheduler = st.setup.scheduler;
+  config.num_ranks = static_cast<int>(st.setup.workers.size()) / st.setup.tensor_parallel_size;
+  config.max_steps_in_flight = st.setup.max_steps_in_flight;
+  config.vocab_size = st.setup.vocab_size;
+  st.core = std::make_unique<EngineCore>(config);
+  st.encoders = std::vector<PlanEncoder>(static_cast<size_t>(config.num_ranks));
 }
 
 void spawn_workers(Self self) {
@@ -69,63 +71,37 @@ void fail_event(Self self, const token_sink& sink, const std::string& id, std::s
   send_event(self, sink, TokenEvent::finish(id, -1, {}, FinishReason::aborted, std::move(error)));
 }
 
-// Hands finished samples to their owners; `error` marks them failed.
-void deliver(Self self, std::vector<SequenceOutput>& outputs, const std::string& error) {
+// Streams the tokens, then hands the finished samples to their owners.
+void send_events(Self self, CoreEvents& events) {
   SchedulerState& st = self->state;
-  for (SequenceOutput& out : outputs) {
-    const auto it = st.requests.find(out.request_id);
-    if (it == st.requests.end()) continue;
-    const std::string why =
-        !out.error.empty() ? out.error : (it->second.cancelled ? std::string() : error);
+  for (NewToken& token : events.tokens) {
+    const auto it = st.sinks.find(token.request_id);
+    if (it == st.sinks.end()) continue;
+    TokenEvent event = TokenEvent::token(token.request_id, token.sample_index, token.token);
+    if (token.logprobs) event.logprobs.push_back(std::move(*token.logprobs));
+    send_event(self, it->second, std::move(event));
+  }
+  for (FinishedSample& done : events.finished) {
+    SequenceOutput& out = done.output;
+    const auto it = st.sinks.find(out.request_id);
+    if (it == st.sinks.end()) continue;
     TokenEvent event = TokenEvent::finish(out.request_id, out.sample_index,
-                                          std::move(out.token_ids), out.finish_reason, why);
+                                          std::move(out.token_ids), out.finish_reason,
+                                          std::move(out.error));
     event.logits = std::move(out.logits);
     event.logprobs = std::move(out.logprobs);
-    send_event(self, it->second.sink, std::move(event));
-    it->second.failed |= !why.empty();
-    if (--it->second.samples_left > 0) continue;
-    --st.ranks[static_cast<size_t>(it->second.rank)].num_requests;
-    ++(it->second.failed ? st.metrics.num_failed_requests : st.metrics.num_finished_requests);
-    st.requests.erase(it);
+    send_event(self, it->second, std::move(event));
+    if (done.request_done) st.sinks.erase(it);
   }
-}
-
-// Aborts the given requests and delivers them as failed with `error`.
-void fail_requests(Self self, const std::vector<std::string>& ids, const std::string& error) {
-  SchedulerState& st = self->state;
-  for (const std::string& id : ids)
-    if (const auto it = st.requests.find(id); it != st.requests.end())
-      st.ranks[static_cast<size_t>(it->second.rank)].scheduler->abort_request(id);
-  for (RankCore& core : st.ranks) {
-    std::vector<SequenceOutput> outputs = core.scheduler->take_aborted();
-    deliver(self, outputs, error);
-  }
-}
-
-bool has_unfinished(const SchedulerState& st) {
-  return std::any_of(st.ranks.begin(), st.ranks.end(),
-                     [](const RankCore& core) { return core.scheduler->has_unfinished(); });
 }
 
 void check_drained(Self self) {
   SchedulerState& st = self->state;
-  if (!st.shutting_down || !st.requests.empty() || !st.in_flight.empty()) return;
+  if (!st.shutting_down || st.core->num_requests() > 0 || !st.in_flight.empty()) return;
   stop_workers(self, caf::exit_reason::user_shutdown);
   for (auto& promise : st.shutdown_promises) promise.deliver(st.num_failed_at_shutdown);
   st.shutdown_promises.clear();
   self->quit();
-}
-
-// The step ran (its workers answered, or one failed in it or overran it):
-// the requests in its plans have run on their rank. A step that never ran
-// (a worker killed or unable to start before taking it up, a step queued
-// behind the one that failed) marks nothing: its requests cannot have
-// caused the fault.
-void mark_started(SchedulerState& st, const InFlightStep& step) {
-  for (const auto& rank_requests : step.requests)
-    for (const std::shared_ptr<const Request>& request : rank_requests)
-      if (const auto it = st.requests.find(request->id); it != st.requests.end())
-        it->second.started = true;
 }
 
 InFlightStep* find_in_flight(SchedulerState& st, int64_t step_id) {
@@ -134,67 +110,28 @@ InFlightStep* find_in_flight(SchedulerState& st, int64_t step_id) {
   return nullptr;
 }
 
-// Worker `failed_worker` (-1: not known) failed, died or timed out. The
-// requests that ever ran on its planning rank fail: they may be what made
-// it fail. Every worker is replaced (the ranks of one group meet in
-// collectives), so every KV cache is lost; the other ranks' requests are
-// computed again from their tokens on the fresh workers and continue where
-// they were (recompute_all). Workers that keep failing before a single step
-// completes (a shard that no longer loads, a device that is gone) are not
-// restarted for ever: after kMaxConsecutiveFaults every request fails and
-// the engine stops serving, saying why.
-constexpr int kMaxConsecutiveFaults = 3;
-
+// Worker `failed_worker` (-1: not known) failed, died or timed out: the
+// core fails the requests that ran on its planning rank and recomputes the
+// others (EngineCore::on_fault); every worker is replaced, unless the core
+// has stopped serving.
 void handle_fault(Self self, const std::string& cause, int failed_worker) {
   SchedulerState& st = self->state;
   stop_workers(self, caf::exit_reason::kill);
-  if (++st.consecutive_faults >= kMaxConsecutiveFaults) {
-    st.stopped_serving = str_cat("the workers failed ", st.consecutive_faults,
-                                 " times in a row without completing a step; the last: ", cause);
-    std::vector<std::string> all;
-    for (const auto& [id, tracked] : st.requests) all.push_back(id);
-    fail_requests(self, all, st.stopped_serving);
-    st.in_flight.clear();  // late replies find no step and are ignored
-    return check_drained(self);
-  }
   const int failed_rank = failed_worker < 0 ? -1 : failed_worker / st.setup.tensor_parallel_size;
-  std::vector<std::string> started;
-  for (const auto& [id, tracked] : st.requests)
-    if (tracked.started && (failed_rank < 0 || tracked.rank == failed_rank)) started.push_back(id);
-  fail_requests(self, started, cause);
-  ++st.metrics.num_worker_restarts;
-  for (RankCore& core : st.ranks) {
-    core.scheduler->recompute_all();
-    core.encoder.reset();
-  }
+  CoreEvents events = st.core->on_fault(failed_rank, cause);
   st.in_flight.clear();  // late replies find no step and are ignored
+  send_events(self, events);
+  if (!st.core->stopped_serving().empty()) return check_drained(self);
+  ++st.metrics.num_worker_restarts;
+  for (PlanEncoder& encoder : st.encoders) encoder.reset();
   spawn_workers(self);
   maybe_step(self);
-}
-
-// The step's new tokens as events for their requests' sinks.
-void collect_sampled(SchedulerState& st, const RankCore& core,
-                     std::span<const SampledToken> sampled,
-                     std::vector<std::pair<token_sink, TokenEvent>>& events) {
-  for (const SampledToken& token : sampled) {
-    // Cancelled while the step ran, or stopped in the step before. (One
-    // preempted since, by the plan made while this step ran, still counts.)
-    if (!core.scheduler->has_sequence(token.seq_id)) continue;
-    if (!token.error.empty()) continue;  // it failed: its finished event says why
-    const Sequence& seq = core.scheduler->sequence(token.seq_id);
-    const auto it = st.requests.find(seq.request->id);
-    if (it == st.requests.end()) continue;
-    TokenEvent event = TokenEvent::token(seq.request->id, seq.sample_index, token.token);
-    if (token.logprobs) event.logprobs.push_back(*token.logprobs);
-    events.emplace_back(it->second.sink, std::move(event));
-    ++st.metrics.num_generated_tokens;
-  }
 }
 
 // The oldest step in flight has all its replies.
 void finish_step(Self self) {
   SchedulerState& st = self->state;
-  const InFlightStep step = std::move(st.in_flight.front());
+  InFlightStep step = std::move(st.in_flight.front());
   st.in_flight.pop_front();
   const auto now = std::chrono::steady_clock::now();
   st.metrics.step_seconds += std::chrono::duration<double>(now - step.start).count();
@@ -208,21 +145,11 @@ void finish_step(Self self) {
   // then asks the expert actor for metrics finds this step counted.
   if (st.setup.expert && !step.load.empty())
     self->send(st.setup.expert, load_atom_v, step.load, step.remote);
-  std::vector<std::pair<token_sink, TokenEvent>> events;
-  std::vector<SequenceOutput> outputs;
-  mark_started(st, step);
-  for (size_t rank = 0; rank < st.ranks.size(); ++rank) {
-    RankCore& core = st.ranks[rank];
-    collect_sampled(st, core, step.sampled[rank], events);
-    for (SequenceOutput& out : core.scheduler->update(step.sampled[rank]))
-      outputs.push_back(std::move(out));
-  }
-  st.consecutive_faults = 0;
+  CoreEvents events = st.core->complete_step(step.id, std::move(step.sampled));
   // The next plan goes out before the tokens of this one: the workers
   // compute while the events are sent.
   maybe_step(self);
-  for (auto& [sink, event] : events) send_event(self, sink, std::move(event));
-  deliver(self, outputs, "");
+  send_events(self, events);
   check_drained(self);
 }
 
@@ -259,8 +186,7 @@ void on_worker_error(Self self, int64_t step_id, int worker, const caf::error& e
   // A failing worker answers before it aborts its group, so the first error
   // of a step is the failing rank's, not a released peer's. The steps up to
   // this one ran; a later one never started.
-  for (const InFlightStep& step : st.in_flight)
-    if (step.id <= step_id) mark_started(st, step);
+  st.core->mark_ran(step_id);
   handle_fault(self, error_text(err), worker);
 }
 
@@ -302,7 +228,7 @@ void on_overdue(Self self, int64_t step_id) {
   // Answered meanwhile (its reply was queued): the next step is watched.
   if (st.in_flight.empty() || st.in_flight.front().id != step_id) return watch_steps(self);
   const InFlightStep& step = st.in_flight.front();
-  mark_started(st, step);
+  st.core->mark_ran(step_id);
   std::vector<size_t> silent;
   for (size_t w = 0; w < step.replied.size(); ++w)
     if (!step.replied[w]) silent.push_back(w);
@@ -320,20 +246,13 @@ void on_overdue(Self self, int64_t step_id) {
 // one was.
 bool send_step(Self self) {
   SchedulerState& st = self->state;
-  std::vector<StepPlan> plans;
-  for (RankCore& core : st.ranks) plans.push_back(core.scheduler->schedule());
-  if (!st.in_flight.empty() &&
-      std::all_of(plans.begin(), plans.end(), [](const StepPlan& p) { return p.runs_nothing(); })) {
-    for (size_t rank = 0; rank < st.ranks.size(); ++rank)
-      st.ranks[rank].scheduler->drop_empty_plan(std::move(plans[rank]));
-    return false;
-  }
+  std::optional<CoreStep> planned = st.core->next_step();
+  if (!planned) return false;
   InFlightStep& step = st.in_flight.emplace_back();
-  const int64_t step_id = step.id = ++st.step_id;
+  const int64_t step_id = step.id = planned->id;
   step.replies_pending = static_cast<int>(st.workers.size());
   step.replied.assign(st.workers.size(), false);
-  step.sampled.resize(st.ranks.size());
-  step.requests.resize(st.ranks.size());
+  step.sampled.resize(planned->plans.size());
   if (st.in_flight.size() == 1) {
     step.start = std::chrono::steady_clock::now();
     st.step_deadline = self->clock().now() + st.setup.worker_timeout;
@@ -342,11 +261,8 @@ bool send_step(Self self) {
   // Every rank steps, planned or idle: they meet in the MoE collectives. A
   // tensor-parallel group's workers all get their rank's plan.
   const auto tp = static_cast<size_t>(st.setup.tensor_parallel_size);
-  for (size_t rank = 0; rank < st.ranks.size(); ++rank) {
-    RankCore& core = st.ranks[rank];
-    for (const ScheduledSequence& s : plans[rank].sequences)
-      step.requests[rank].push_back(core.scheduler->sequence(s.seq_id).request);
-    WorkerStep message = core.encoder.encode(plans[rank], step_id);
+  for (size_t rank = 0; rank < planned->plans.size(); ++rank) {
+    WorkerStep message = st.encoders[rank].encode(planned->plans[rank], step_id);
     if (!st.replicas_sent) message.replicated_experts = st.replicated_experts;
     for (size_t w = rank * tp; w < (rank + 1) * tp; ++w)
       self->request(st.workers[w], caf::infinite, step_atom_v,
@@ -362,11 +278,10 @@ bool send_step(Self self) {
 
 void maybe_step(Self self) {
   SchedulerState& st = self->state;
-  const auto depth = static_cast<size_t>(st.setup.max_steps_in_flight);
   // No step goes out before every worker has started: loading a shard or
   // allocating a large KV cache can take longer than a step's deadline.
   const bool started = !st.workers.empty() && st.num_ready == st.workers.size();
-  while (started && st.in_flight.size() < depth && has_unfinished(st) && send_step(self)) {
+  while (started && send_step(self)) {
   }
   check_drained(self);
 }
@@ -375,64 +290,55 @@ void submit(Self self, Submission& submission) {
   SchedulerState& st = self->state;
   const std::string id = submission.request.id;
   if (st.shutting_down) return fail_event(self, submission.sink, id, "the engine is shutting down");
-  if (!st.stopped_serving.empty())
+  if (!st.core->stopped_serving().empty())
     return fail_event(self, submission.sink, id,
-                      str_cat("the engine stopped serving: ", st.stopped_serving));
+                      str_cat("the engine stopped serving: ", st.core->stopped_serving()));
   try {
-    for (const int32_t token : submission.request.prompt_token_ids)
-      check(token >= 0 && token < st.setup.vocab_size, "request ", id, ": prompt token id ", token,
-            " is out of range [0, ", st.setup.vocab_size, ")");
-    check(!st.requests.count(id), "request id '", id, "' is already in use");
+    st.core->add_request(std::move(submission.request));
   } catch (const Error& e) {
     return fail_event(self, submission.sink, id, e.what());
   }
-  // Data parallel: the rank with the fewest unfinished requests (lowest on ties).
-  const auto least = std::min_element(
-      st.ranks.begin(), st.ranks.end(),
-      [](const RankCore& a, const RankCore& b) { return a.num_requests < b.num_requests; });
-  try {
-    least->scheduler->add_request(submission.request);
-  } catch (const Error& e) {
-    return fail_event(self, submission.sink, id, e.what());
-  }
-  ++least->num_requests;
-  st.requests.emplace(id, TrackedRequest{std::move(submission.sink), submission.request.n, false,
-                                         static_cast<int>(least - st.ranks.begin())});
+  st.sinks.emplace(id, std::move(submission.sink));
   maybe_step(self);
 }
 
-// Aborts request `id`; with a sink, only if the request reports to it.
-void cancel(Self self, const std::string& id, const token_sink* sink) {
-  const auto it = self->state.requests.find(id);
-  if (it == self->state.requests.end() || (sink && it->second.sink != *sink)) return;
-  it->second.cancelled = true;
-  self->state.ranks[static_cast<size_t>(it->second.rank)].scheduler->abort_request(id);
-  // Mid-step, the abort comes back from the step's update(); else now.
-  if (self->state.in_flight.empty()) fail_requests(self, {}, "");
-}
-
-// Ends sample `sample_index` of request `id` at a stop string.
-void stop_sample(Self self, const std::string& id, int32_t sample_index) {
-  const auto it = self->state.requests.find(id);
-  if (it == self->state.requests.end()) return;
-  self->state.ranks[static_cast<size_t>(it->second.rank)].scheduler->abort_request(
-      id, FinishReason::stop_string, sample_index);
-  if (self->state.in_flight.empty()) fail_requests(self, {}, "");
+// Ends request `id` (with a sink: only if the request reports to it), or
+// only its sample `sample_index` at a stop string.
+void cancel(Self self, const std::string& id, const token_sink* sink,
+            std::optional<int> sample_index = std::nullopt) {
+  SchedulerState& st = self->state;
+  const auto it = st.sinks.find(id);
+  if (it == st.sinks.end() || (sink && it->second != *sink)) return;
+  if (sample_index)
+    st.core->abort_request(id, FinishReason::stop_string, sample_index);
+  else
+    st.core->abort_request(id, FinishReason::aborted, std::nullopt, /*cancelled=*/true);
+  // Mid-step, the abort comes back from the step's completion; else now.
+  if (!st.in_flight.empty()) return;
+  CoreEvents events = st.core->take_aborted();
+  send_events(self, events);
+  check_drained(self);
 }
 
 EngineMetrics snapshot(const SchedulerState& st) {
   EngineMetrics m = st.metrics;
+  const CoreCounters& counters = st.core->counters();
+  m.num_generated_tokens = counters.num_generated_tokens;
+  m.num_finished_requests = counters.num_finished_requests;
+  m.num_failed_requests = counters.num_failed_requests;
   m.world_size = static_cast<int>(st.setup.workers.size());
   m.ready = !st.workers.empty() && st.num_ready == st.workers.size();
-  for (const RankCore& core : st.ranks) {
-    m.num_running += static_cast<int64_t>(core.scheduler->num_running());
-    m.num_waiting += static_cast<int64_t>(core.scheduler->num_waiting());
-    m.num_free_blocks += core.kv_cache->device_pool().num_free_blocks();
-    m.num_blocks += core.kv_cache->device_pool().num_allocatable_blocks();
-    m.prefix_hit_tokens += core.kv_cache->stats().prefix_hit_tokens;
-    m.prefix_queried_tokens += core.kv_cache->stats().prefix_queried_tokens;
-    m.num_preemptions += core.scheduler->stats().num_preemptions_recompute +
-                         core.scheduler->stats().num_preemptions_swap;
+  for (int rank = 0; rank < st.core->num_ranks(); ++rank) {
+    const Scheduler& scheduler = st.core->scheduler(rank);
+    const KVCacheManager& kv_cache = st.core->kv_cache(rank);
+    m.num_running += static_cast<int64_t>(scheduler.num_running());
+    m.num_waiting += static_cast<int64_t>(scheduler.num_waiting());
+    m.num_free_blocks += kv_cache.device_pool().num_free_blocks();
+    m.num_blocks += kv_cache.device_pool().num_allocatable_blocks();
+    m.prefix_hit_tokens += kv_cache.stats().prefix_hit_tokens;
+    m.prefix_queried_tokens += kv_cache.stats().prefix_queried_tokens;
+    m.num_preemptions +=
+        scheduler.stats().num_preemptions_recompute + scheduler.stats().num_preemptions_swap;
   }
   m.replicated_experts = st.replicated_experts;
   return m;
@@ -472,7 +378,7 @@ scheduler_actor::behavior_type scheduler(Self self, SchedulerSetup setup) {
         cancel(self, id, &sink);
       },
       [self](cancel_atom, const std::string& id, int32_t sample_index) {
-        stop_sample(self, id, sample_index);
+        cancel(self, id, nullptr, sample_index);
       },
       [self](metrics_atom) { return snapshot(self->state); },
       [self](replicas_atom, std::vector<int32_t>& replicated) {
@@ -509,12 +415,10 @@ scheduler_actor::behavior_type scheduler(Self self, SchedulerSetup setup) {
         auto promise = self->make_response_promise<int64_t>();
         st.shutdown_promises.push_back(promise);
         if (!drain) {
-          std::vector<std::string> ids;
-          for (const auto& [id, tracked] : st.requests) {
-            ids.push_back(id);
-            if (!tracked.cancelled) ++st.num_failed_at_shutdown;  // a cancelled one ends as such
-          }
-          fail_requests(self, ids, "the engine shut down with the request in flight");
+          CoreEvents events;
+          st.num_failed_at_shutdown +=
+              st.core->fail_all("the engine shut down with the request in flight", events);
+          send_events(self, events);
         }
         check_drained(self);
         return promise;

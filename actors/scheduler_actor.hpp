@@ -1,14 +1,18 @@
 #pragma once
-// The scheduler actor: owns one Scheduler and the KVCacheManager it plans
-// with per rank, the request table (who receives which tokens), and the
-// step loop:
+// The scheduler actor: routes the engine loop of an EngineCore
+// (runtime/engine/engine_core.hpp), which owns the schedulers, KV managers
+// and request table, through messages and timers:
 //
-//   per rank: plan = scheduler.schedule()   which sequences, how many tokens
+//   core.next_step()                        plan every rank
 //   send each rank its plan's diff          (a deadline on each step)
-//   all ranks replied -> load delta to the expert actor; per rank:
-//   scheduler.update(its sampled tokens); plan and send the next step;
+//   all workers replied -> load delta to the expert actor;
+//   events = core.complete_step(sampled); plan and send the next step;
 //   only then stream the tokens and finished samples to their sinks, so the
 //   workers are computing while the events go out
+//
+// Besides the core it holds only what the transport needs: the workers,
+// each request's sink, the steps in flight with their replies and
+// deadlines, and the shutdown promises.
 //
 // Async scheduling (SchedulerConfig::async_scheduling, the default): up to
 // two steps are in flight: a step is planned and sent while the one before
@@ -29,10 +33,10 @@
 // manager, the same plan to every worker, the sampled tokens of worker 0
 // (every worker samples the same ones from the same all-reduced logits).
 //
-// The KVCacheManager lives here, not in an actor of its own: the pure
+// The KVCacheManager lives in the core, not in an actor of its own: the pure
 // Scheduler consults it synchronously while it builds a plan (can_allocate,
 // allocate, swap), and splitting that across two mailboxes would put a
-// round-trip inside every scheduling decision. This actor is its one owner.
+// round-trip inside every scheduling decision.
 //
 // Timeouts: every step has a deadline (worker_timeout after it was sent, or
 // after the step before it was answered), watched by one timer that is
@@ -68,6 +72,7 @@
 #include "actors/worker_actor.hpp"
 #include "runtime/core/kv_cache_manager.hpp"
 #include "runtime/core/scheduler.hpp"
+#include "runtime/engine/engine_core.hpp"
 
 namespace hive {
 
@@ -113,33 +118,11 @@ struct SchedulerSetup {
   expert_actor expert;  // optional: receives each step's expert load
 };
 
-// One submitted request: where its tokens go and how far it got (the
-// request itself lives in its rank's Scheduler).
-struct TrackedRequest {
-  token_sink sink;
-  int samples_left = 1;
-  bool started = false;    // ran on its rank's workers (in a step they took up)
-  int rank = 0;            // the rank whose scheduler and KV cache hold it
-  bool failed = false;     // a sample ended with an error
-  bool cancelled = false;  // its owner cancelled it: a fault or a shutdown is not its error
-};
-
-// One rank's planning state.
-struct RankCore {
-  std::unique_ptr<KVCacheManager> kv_cache;
-  std::unique_ptr<Scheduler> scheduler;
-  PlanEncoder encoder;
-  int64_t num_requests = 0;  // assigned, not yet finished
-};
-
 // A step sent to the workers and not yet answered by all of them.
 struct InFlightStep {
   int64_t id = 0;
-  // Per planning rank: the requests whose sequences the plan runs, and the
-  // tokens the rank sampled.
-  std::vector<std::vector<std::shared_ptr<const Request>>> requests;
-  std::vector<std::vector<SampledToken>> sampled;
-  std::vector<bool> replied;  // per worker
+  std::vector<std::vector<SampledToken>> sampled;  // per planning rank
+  std::vector<bool> replied;                       // per worker
   int replies_pending = 0;
   std::vector<int64_t> load;    // summed over the ranks' replies
   std::vector<int64_t> remote;  // the same: tokens sent to another rank
@@ -149,25 +132,20 @@ struct InFlightStep {
 
 struct SchedulerState {
   SchedulerSetup setup;
-  std::vector<RankCore> ranks;
+  std::unique_ptr<EngineCore> core;  // the engine state: schedulers, KV managers, requests
+  std::vector<PlanEncoder> encoders;  // per planning rank: its plans as diffs
+  std::map<std::string, token_sink> sinks;  // per request in the core: who gets its events
   std::vector<worker_actor> workers;
   std::shared_ptr<InProcessGroup> group;    // this generation of workers' group
   int64_t generation = 0;                   // workers spawned so far, as generations
   size_t num_ready = 0;                     // of its workers, those that have started
   std::vector<int32_t> replicated_experts;  // from the expert actor
   bool replicas_sent = false;               // to this generation of workers
-  std::map<std::string, TrackedRequest> requests;
 
   // The steps in flight, oldest first; the deadline is the oldest's.
   std::deque<InFlightStep> in_flight;
-  int64_t step_id = 0;                         // the last one sent
   caf::actor_clock::time_point step_deadline;  // on the actor clock (tests drive it)
   bool watchdog_armed = false;
-
-  // Faults since the last completed step; at a limit the engine stops
-  // serving, and stopped_serving says why.
-  int consecutive_faults = 0;
-  std::string stopped_serving;
 
   // Shutdown: drain (or fail) then answer these.
   bool shutting_down = false;

@@ -23,47 +23,44 @@ LLMEngine::LLMEngine(Model& model, const EngineConfig& config)
   kv.sliding_window = c.sliding_window;
   kv_cache_ = std::make_unique<PagedKVCache>(model.backend(), c, kv.num_device_blocks,
                                              kv.block_size, kv.num_host_blocks);
-  kv_cache_manager_ = std::make_unique<KVCacheManager>(kv);
-  SchedulerConfig scheduler = config.scheduler;
-  if (scheduler.max_model_len == 0) scheduler.max_model_len = c.max_position_embeddings;
-  if (scheduler.eos_token_ids.empty())
+  EngineCoreConfig core;
+  core.kv_cache = kv;
+  core.scheduler = config.scheduler;
+  if (core.scheduler.max_model_len == 0) core.scheduler.max_model_len = c.max_position_embeddings;
+  if (core.scheduler.eos_token_ids.empty())
     for (const int64_t id : c.eos_token_ids)
-      scheduler.eos_token_ids.push_back(static_cast<int32_t>(id));
-  scheduler_ = std::make_unique<Scheduler>(scheduler, *kv_cache_manager_);
+      core.scheduler.eos_token_ids.push_back(static_cast<int32_t>(id));
+  core.vocab_size = c.vocab_size;
+  core_ = std::make_unique<EngineCore>(core);
   runner_ = std::make_unique<ModelRunner>(model, *kv_cache_);
 }
 
-void LLMEngine::add_request(Request request) {
-  const int64_t vocab = model_.config().vocab_size;
-  for (const int32_t id : request.prompt_token_ids)
-    check(id >= 0 && id < vocab, "request ", request.id, ": prompt token id ", id,
-          " is out of range [0, ", vocab, ")");
-  scheduler_->add_request(std::move(request));
-}
+void LLMEngine::add_request(Request request) { core_->add_request(std::move(request)); }
 
 std::vector<SequenceOutput> LLMEngine::step() {
-  const StepPlan plan = scheduler_->schedule();
+  // Forced: a step that runs nothing still returns the aborted sequences.
+  const CoreStep step = *core_->next_step(/*force=*/true);
   std::vector<SampledToken> sampled;
   last_tokens_.clear();
   try {
-    sampled = runner_->run(plan);
+    sampled = runner_->run(step.plans.front());
   } catch (...) {
     // The plan's bookkeeping ran ahead of K/V that was never written (blocks
     // allocated and cached, forked samples counted as computed). As when the
     // actor engine replaces a failed worker, every unfinished sequence is
     // computed again from its tokens, on an empty cache and a fresh runner
     // (samplers resume from their sample counts); the caller may step again.
-    scheduler_->recompute_all();
+    core_->recompute_all();
     runner_ = std::make_unique<ModelRunner>(model_, *kv_cache_);
     throw;
   }
-  // Named before update(), which forgets the sequences that finish.
-  for (const SampledToken& token : sampled) {
-    if (!token.error.empty() || !scheduler_->has_sequence(token.seq_id)) continue;
-    const Sequence& seq = scheduler_->sequence(token.seq_id);
-    last_tokens_.push_back({seq.request->id, seq.sample_index, token.token, token.logprobs});
-  }
-  return scheduler_->update(sampled);
+  std::vector<std::vector<SampledToken>> per_rank;
+  per_rank.push_back(std::move(sampled));
+  CoreEvents events = core_->complete_step(step.id, std::move(per_rank));
+  last_tokens_ = std::move(events.tokens);
+  std::vector<SequenceOutput> finished;
+  for (FinishedSample& done : events.finished) finished.push_back(std::move(done.output));
+  return finished;
 }
 
 std::vector<RequestOutput> LLMEngine::generate(std::vector<Request> requests) {
@@ -80,8 +77,8 @@ std::vector<RequestOutput> LLMEngine::generate(std::vector<Request> requests) {
     }
   } catch (const Error&) {
     // All or nothing: a bad request leaves none of the batch queued.
-    for (const std::string& id : order) scheduler_->abort_request(id);
-    scheduler_->take_aborted();
+    for (const std::string& id : order) core_->abort_request(id);
+    core_->take_aborted();
     throw;
   }
   std::map<std::string, std::vector<SequenceOutput>> done;
@@ -90,8 +87,8 @@ std::vector<RequestOutput> LLMEngine::generate(std::vector<Request> requests) {
       for (SequenceOutput& out : step()) done[out.request_id].push_back(std::move(out));
   } catch (...) {
     // A failed step fails the batch: none of it stays queued.
-    for (const std::string& id : order) scheduler_->abort_request(id);
-    scheduler_->take_aborted();
+    for (const std::string& id : order) core_->abort_request(id);
+    core_->take_aborted();
     throw;
   }
   std::vector<RequestOutput> outputs;
@@ -106,16 +103,16 @@ std::vector<RequestOutput> LLMEngine::generate(std::vector<Request> requests) {
 }
 
 int64_t LLMEngine::max_sequence_tokens() const {
-  const int64_t pool = int64_t{kv_cache_manager_->device_pool().num_allocatable_blocks()} *
-                       kv_cache_manager_->config().block_size;
+  const int64_t pool = int64_t{kv_cache_manager().device_pool().num_allocatable_blocks()} *
+                       kv_cache_manager().config().block_size;
   const int64_t context = model_.config().max_position_embeddings;
   return context > 0 ? std::min(pool, context) : pool;
 }
 
 EngineStats LLMEngine::stats() const {
   EngineStats s;
-  s.scheduler = scheduler_->stats();
-  s.kv_cache = kv_cache_manager_->stats();
+  s.scheduler = scheduler().stats();
+  s.kv_cache = kv_cache_manager().stats();
   s.num_device_blocks = kv_cache_->num_blocks();
   s.num_host_blocks = kv_cache_->num_host_blocks();
   s.bytes_per_block = kv_cache_->bytes_per_block();

@@ -1,11 +1,12 @@
 #pragma once
 // LLMEngine: the offline driver. It owns the KV pool (sized from a memory
-// budget), the KV-cache manager, the scheduler and the model runner, and
-// runs requests to completion on the calling thread, no actors:
+// budget), an EngineCore (the scheduler, the KV-cache manager and the
+// request table) with one rank and one step in flight, and the model
+// runner, and runs requests to completion on the calling thread, no actors:
 //
-//   step():  plan = scheduler.schedule()       which sequences, how many tokens
-//            sampled = runner.run(plan)        block copies, forward, sampling
-//            return scheduler.update(plan, sampled)
+//   step():  step = core.next_step()             which sequences, how many tokens
+//            sampled = runner.run(step.plans[0])  block copies, forward, sampling
+//            return core.complete_step(step, sampled)
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -13,6 +14,7 @@
 
 #include "runtime/model/kv_budget.hpp"
 #include "runtime/core/kv_cache_manager.hpp"
+#include "runtime/engine/engine_core.hpp"
 #include "runtime/model/model.hpp"
 #include "runtime/model/model_runner.hpp"
 #include "runtime/model/paged_kv_cache.hpp"
@@ -26,14 +28,6 @@ struct EngineConfig {
   int64_t swap_space_bytes = 0;                // host pool for swap preemption
   bool enable_prefix_caching = false;
   SchedulerConfig scheduler;  // its eos_token_ids default to the model's
-};
-
-// A token a step added to one sample's output, for streaming it.
-struct NewToken {
-  std::string request_id;
-  int sample_index = 0;
-  int32_t token = 0;
-  std::optional<TokenLogprobs> logprobs = std::nullopt;  // when the request asks for them
 };
 
 // All samples of one request, by sample index.
@@ -63,14 +57,12 @@ class LLMEngine {
   // Ends the request, or one of its samples, with `reason` (see Scheduler).
   void abort_request(const std::string& request_id, FinishReason reason = FinishReason::aborted,
                      std::optional<int> sample_index = std::nullopt) {
-    scheduler_->abort_request(request_id, reason, sample_index);
+    core_->abort_request(request_id, reason, sample_index);
   }
   // One iteration; returns the sequences that finished in it.
   std::vector<SequenceOutput> step();
   // Also while a sequence aborted since the last step awaits its output.
-  bool has_unfinished() const {
-    return scheduler_->has_unfinished() || scheduler_->has_aborted();
-  }
+  bool has_unfinished() const { return core_->has_unfinished() || core_->has_aborted(); }
   // Adds the requests and steps until all are done; outputs in request order.
   // Throws if requests added with add_request() are unfinished.
   std::vector<RequestOutput> generate(std::vector<Request> requests);
@@ -83,8 +75,8 @@ class LLMEngine {
   // or the KV pool when that is smaller.
   int64_t max_sequence_tokens() const;
   EngineStats stats() const;
-  const Scheduler& scheduler() const { return *scheduler_; }
-  const KVCacheManager& kv_cache_manager() const { return *kv_cache_manager_; }
+  const Scheduler& scheduler() const { return core_->scheduler(0); }
+  const KVCacheManager& kv_cache_manager() const { return core_->kv_cache(0); }
   // The tokens the last step added to outputs, in sampling order (those of
   // sequences that finished in it included; a failed sample adds none).
   const std::vector<NewToken>& last_tokens() const { return last_tokens_; }
@@ -92,8 +84,7 @@ class LLMEngine {
  private:
   Model& model_;
   std::unique_ptr<PagedKVCache> kv_cache_;
-  std::unique_ptr<KVCacheManager> kv_cache_manager_;
-  std::unique_ptr<Scheduler> scheduler_;
+  std::unique_ptr<EngineCore> core_;
   std::unique_ptr<ModelRunner> runner_;
   std::vector<NewToken> last_tokens_;
 };
