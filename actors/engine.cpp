@@ -192,7 +192,6 @@ SchedulerSetup make_scheduler_setup(std::shared_ptr<Model> model, const EngineCo
   setup.num_experts = static_cast<int>(c.num_experts);
   setup.num_layers = static_cast<int>(c.num_layers);
   setup.detached_workers = world_size > 1;
-  setup.max_steps_in_flight = config.scheduler.async_scheduling ? 2 : 1;
   setup.tensor_parallel_size = tensor_parallel_size;
   for (int rank = 0; rank < world_size; ++rank)
     setup.workers.push_back({model, kv.num_device_blocks, kv.block_size, kv.num_host_blocks, rank,
@@ -266,7 +265,7 @@ Engine::Engine(const EngineOptions& options)
   // thread. Without it, a single-rank engine's worker shares this thread:
   // waking a sleeping thread costs about 8 us to the waker and 30 us to the
   // wakee on the development VM, twice per step when the steps alternate.
-  if (setup.max_steps_in_flight > 1) setup.detached_workers = true;
+  if (setup.scheduler.async_scheduling) setup.detached_workers = true;
   rt.config->set("scheduler.policy", caf::atom("sharing"));
   rt.config->set("scheduler.max-threads", size_t{1});
   register_message_types(*rt.config);

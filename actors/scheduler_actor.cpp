@@ -23,7 +23,6 @@ void build_core(SchedulerState& st) {
   config.kv_cache = st.setup.kv_cache;
   config.scheduler = st.setup.scheduler;
   config.num_ranks = static_cast<int>(st.setup.workers.size()) / st.setup.tensor_parallel_size;
-  config.max_steps_in_flight = st.setup.max_steps_in_flight;
   config.vocab_size = st.setup.vocab_size;
   st.core = std::make_unique<EngineCore>(config);
   st.encoders = std::vector<PlanEncoder>(static_cast<size_t>(config.num_ranks));

@@ -100,7 +100,6 @@ struct SchedulerSetup {
   SchedulerConfig scheduler;
   std::vector<WorkerSpec> workers;  // one per rank, rank order
   bool detached_workers = false;    // each worker on its own thread (needed for > 1 rank)
-  int max_steps_in_flight = 1;      // 2: async scheduling
   int tensor_parallel_size = 1;     // workers per planning rank (1, or all of them)
   // A step not answered by then is a fault. A worker that shares the
   // scheduler's thread (not detached): there a step that runs is always

@@ -31,8 +31,7 @@ Scheduler::Scheduler(const SchedulerConfig& config, KVCacheManager& kv_cache)
 void Scheduler::add_request(Request request) {
   const std::string& id = request.id;
   check(!id.empty(), "a request needs an id");
-  for (const auto& [_, seq] : sequences_)
-    check(seq->request->id != id, "request id '", id, "' is already in use");
+  check(!by_request_.count(id), "request id '", id, "' is already in use");
   check(!request.prompt_token_ids.empty(), "request ", id, ": the prompt is empty");
   check(request.stop.max_tokens >= 1, "max_tokens must be >= 1 (got ", request.stop.max_tokens,
         ")");
@@ -60,15 +59,24 @@ void Scheduler::add_request(Request request) {
   auto seq = std::make_unique<Sequence>(
       next_seq_id_++, std::make_shared<const Request>(std::move(request)), next_arrival_++);
   insert_in_order(waiting_, seq.get());
-  sequences_.emplace(seq->id, std::move(seq));
+  track(std::move(seq));
+}
+
+void Scheduler::track(std::unique_ptr<Sequence> seq) {
+  by_request_[seq->request->id].push_back(seq->id);
+  const SequenceId id = seq->id;
+  sequences_.emplace(id, std::move(seq));
 }
 
 void Scheduler::abort_request(const std::string& request_id, FinishReason reason,
                               std::optional<int> sample_index) {
+  const auto samples = by_request_.find(request_id);
+  if (samples == by_request_.end()) return;
   std::vector<Sequence*> matching;
-  for (const auto& [_, seq] : sequences_)
-    if (seq->request->id == request_id && (!sample_index || seq->sample_index == *sample_index))
-      matching.push_back(seq.get());
+  for (const SequenceId id : samples->second) {
+    Sequence* seq = sequences_.at(id).get();
+    if (!sample_index || seq->sample_index == *sample_index) matching.push_back(seq);
+  }
   for (Sequence* seq : matching) {
     // One sample of n ends only once the samples exist (they fork when the
     // prompt completes, before any is sampled); before, the request is one.
@@ -296,7 +304,7 @@ void Scheduler::fork_children(Sequence& parent, size_t scheduled_index, StepPlan
       child->history_sent = true;
     }
     new_children_.push_back(child.get());
-    sequences_.emplace(child->id, std::move(child));
+    track(std::move(child));
   }
   parent.forked = true;
 }
@@ -386,6 +394,9 @@ SequenceOutput Scheduler::finish(Sequence& seq, FinishReason reason) {
   out.logits = std::move(seq.logits);
   out.logprobs = std::move(seq.logprobs);
   const SequenceId id = seq.id;
+  const auto samples = by_request_.find(out.request_id);
+  std::erase(samples->second, id);
+  if (samples->second.empty()) by_request_.erase(samples);
   sequences_.erase(id);  // seq is gone from here on
   return out;
 }

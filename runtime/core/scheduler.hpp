@@ -205,10 +205,13 @@ class Scheduler {
   void preempt(Sequence& victim, StepPlan& plan);
   bool should_swap(const Sequence& victim) const;
   SequenceOutput finish(Sequence& seq, FinishReason reason);
+  void track(std::unique_ptr<Sequence> seq);
 
   SchedulerConfig config_;
   KVCacheManager& kv_cache_;
   std::unordered_map<SequenceId, std::unique_ptr<Sequence>> sequences_;
+  // The unfinished sequences of each request, in sample order.
+  std::unordered_map<std::string, std::vector<SequenceId>> by_request_;
   Queue waiting_, running_, swapped_;
   std::vector<Sequence*> new_children_;  // forked this step, join running_ at its end
   std::vector<SequenceOutput> aborted_;

@@ -34,7 +34,7 @@ using SequenceId = int64_t;
 // A token sampled by a step whose result has not come back yet.
 inline constexpr int32_t kPendingToken = -1;
 
-enum class SequenceStatus : uint8_t { waiting, running, swapped, finished };
+enum class SequenceStatus : uint8_t { waiting, running, swapped };
 
 struct Sequence {
   Sequence(SequenceId id, std::shared_ptr<const Request> request, int64_t arrival);
@@ -48,7 +48,6 @@ struct Sequence {
   int64_t num_computed_tokens = 0;
   int64_t num_pending_tokens = 0;  // trailing kPendingTokens
   SequenceStatus status = SequenceStatus::waiting;
-  FinishReason finish_reason = FinishReason::none;
   bool forked = false;                     // its n - 1 sibling samples exist
   int64_t num_cached_tokens = 0;           // prefix-cache hit at first admission
   int64_t num_tokens_to_recompute = 0;     // computed tokens dropped by a preemption

@@ -9,7 +9,6 @@ namespace hive {
 EngineCore::EngineCore(const EngineCoreConfig& config) : config_(config) {
   check(config.num_ranks >= 1, "engine core: num_ranks must be at least 1, got ",
         config.num_ranks);
-  check(config.max_steps_in_flight >= 1, "engine core: max_steps_in_flight must be at least 1");
   ranks_ = std::vector<Rank>(static_cast<size_t>(config.num_ranks));
   for (Rank& rank : ranks_) {
     rank.kv_cache = std::make_unique<KVCacheManager>(config.kv_cache);
@@ -62,8 +61,8 @@ bool EngineCore::has_aborted() const {
 }
 
 std::optional<CoreStep> EngineCore::next_step(bool force) {
-  if (!force && (in_flight_.size() >= static_cast<size_t>(config_.max_steps_in_flight) ||
-                 !has_unfinished()))
+  const size_t depth = config_.scheduler.async_scheduling ? 2 : 1;
+  if (!force && (in_flight_.size() >= depth || !has_unfinished()))
     return std::nullopt;
   CoreStep step;
   for (Rank& rank : ranks_) step.plans.push_back(rank.scheduler->schedule());

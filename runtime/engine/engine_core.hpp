@@ -33,11 +33,12 @@
 namespace hive {
 
 struct EngineCoreConfig {
-  KVCacheConfig kv_cache;      // per rank
-  SchedulerConfig scheduler;   // per rank
-  int num_ranks = 1;           // planning ranks (a tensor-parallel group is one)
-  int max_steps_in_flight = 1;  // 2: plan step t+1 while step t runs
-  int64_t vocab_size = 0;      // prompt token ids are checked against it
+  KVCacheConfig kv_cache;     // per rank
+  // Per rank. With async_scheduling, two steps may be in flight: step t+1
+  // is planned while step t runs; else one.
+  SchedulerConfig scheduler;
+  int num_ranks = 1;          // planning ranks (a tensor-parallel group is one)
+  int64_t vocab_size = 0;     // prompt token ids are checked against it
 };
 
 // A step planned on every rank.
@@ -93,8 +94,8 @@ class EngineCore {
   // The samples aborted since the last step completed.
   CoreEvents take_aborted();
 
-  // Plans the next step on every rank, unless max_steps_in_flight are in
-  // flight, nothing is unfinished, or (`force` aside) a step is in flight
+  // Plans the next step on every rank, unless as many steps as async
+  // scheduling allows are in flight, nothing is unfinished, or (`force` aside) a step is in flight
   // and this one would run nothing on any rank (its finished sequences then
   // go with the next).
   std::optional<CoreStep> next_step(bool force = false);

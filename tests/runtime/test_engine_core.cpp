@@ -19,7 +19,7 @@ EngineCoreConfig config(int ranks, int depth = 1) {
   c.kv_cache.block_size = 4;
   c.kv_cache.num_device_blocks = 32;
   c.num_ranks = ranks;
-  c.max_steps_in_flight = depth;
+  c.scheduler.async_scheduling = depth > 1;
   c.vocab_size = 100;
   return c;
 }
