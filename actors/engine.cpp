@@ -129,7 +129,7 @@ token_sink::behavior_type callback_sink(token_sink::stateful_pointer<CallbackSta
 EngineOptions engine_options(const LaunchConfig& config) {
   EngineOptions options;
   options.model = config.model;
-  options.device = config.device == "auto" ? "cpu" : config.device;
+  options.device = config.device;  // "auto": select_backend decides, as for the CLI
   const ParallelConfig& parallel = config.parallel;
   const int tp = parallel.tensor_parallel_size;
   check_parallel_layout(parallel, "parallel: ");

@@ -42,7 +42,7 @@ struct LiveCallbacks;
 
 struct EngineOptions {
   std::filesystem::path model;
-  std::string device = "cpu";
+  std::string device = "auto";  // auto | cpu | cuda, resolved by select_backend as in the CLI
   EngineConfig engine;  // block size, KV budget, swap space, prefix caching, scheduler
   int world_size = 1;   // CPU ranks in this process (in-process communicator)
   // 1: the ranks are data parallel (MoE layers expert-parallel over them);

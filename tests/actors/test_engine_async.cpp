@@ -230,6 +230,18 @@ TEST(EngineLaunchOptions, ALaunchFileSetsTheWorkerTimeouts) {
   EXPECT_EQ(engine_options(launch).worker_start_timeout, std::chrono::seconds(90));
 }
 
+TEST(EngineLaunchOptions, DeviceAutoMeansWhatItMeansOnTheCommandLine) {
+  // The launch file's "auto" reaches select_backend as the CLI's --device
+  // does (a CUDA device when one is there), instead of meaning the CPU.
+  LaunchConfig launch;
+  launch.model = std::string(HIVE_TEST_DATA) + "/models/qwen3_moe";
+  EXPECT_EQ(launch.device, "auto");
+  EXPECT_EQ(engine_options(launch).device, "auto");
+  EXPECT_EQ(EngineOptions{}.device, "auto");
+  launch.device = "cpu";
+  EXPECT_EQ(engine_options(launch).device, "cpu");
+}
+
 INSTANTIATE_TEST_SUITE_P(Scheduling, EngineAsync, ::testing::Bool(),
                          [](const auto& p) { return p.param ? "async" : "one_step_at_a_time"; });
 
