@@ -162,33 +162,13 @@ EngineOptions engine_options(const LaunchConfig& config) {
 
 SchedulerSetup make_scheduler_setup(std::shared_ptr<Model> model, const EngineConfig& config,
                                     int world_size, int tensor_parallel_size) {
-  check(world_size >= 1, "world_size must be >= 1 (got ", world_size, ")");
-  check(tensor_parallel_size == 1 || tensor_parallel_size == world_size, "tensor_parallel_size ",
-        tensor_parallel_size, " must be 1 or world_size (", world_size, ")");
-  // In-process ranks share the model's backend (the host's memory, or one
-  // GPU's): each gets 1/world_size of its memory, so a memory fraction holds
-  // for the whole process. A budget in bytes is per rank, as it would be per
-  // device. A tensor-parallel rank's blocks hold only its share of the KV
-  // heads.
+  const EngineCoreConfig core = engine_core_config(*model, config, world_size, tensor_parallel_size);
   const ModelConfig& c = model->config();
-  const int64_t bytes_per_block =
-      kv_bytes_per_block(tensor_parallel_config(c, tensor_parallel_size), config.block_size);
-  const int64_t weight_bytes = model_stats(c, model->weights()).weight_bytes;
-  const int64_t pool_bytes =
-      kv_pool_bytes(config.kv_budget, model->backend().memory_bytes() / world_size, weight_bytes);
   SchedulerSetup setup;
-  KVCacheConfig& kv = setup.kv_cache;
-  kv.block_size = config.block_size;
-  kv.num_device_blocks = num_kv_blocks(pool_bytes, bytes_per_block);
-  kv.num_host_blocks = num_swap_blocks(config.swap_space_bytes, bytes_per_block);
-  kv.enable_prefix_caching = config.enable_prefix_caching;
-  kv.sliding_window = c.sliding_window;
-  setup.scheduler = config.scheduler;
-  if (setup.scheduler.max_model_len == 0) setup.scheduler.max_model_len = c.max_position_embeddings;
-  if (setup.scheduler.eos_token_ids.empty())
-    for (const int64_t id : c.eos_token_ids)
-      setup.scheduler.eos_token_ids.push_back(static_cast<int32_t>(id));
-  setup.vocab_size = c.vocab_size;
+  setup.kv_cache = core.kv_cache;
+  const KVCacheConfig& kv = setup.kv_cache;
+  setup.scheduler = core.scheduler;
+  setup.vocab_size = core.vocab_size;
   setup.num_experts = static_cast<int>(c.num_experts);
   setup.num_layers = static_cast<int>(c.num_layers);
   setup.detached_workers = world_size > 1;

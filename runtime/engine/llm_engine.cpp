@@ -5,32 +5,48 @@
 
 #include "kernels/error.hpp"
 #include "runtime/model/model_stats.hpp"
+#include "runtime/model/tensor_parallel.hpp"
 
 namespace hive {
 
-LLMEngine::LLMEngine(Model& model, const EngineConfig& config)
-    : model_(model) {
+EngineCoreConfig engine_core_config(const Model& model, const EngineConfig& config,
+                                    int world_size, int tensor_parallel_size) {
+  check(world_size >= 1, "world_size must be >= 1 (got ", world_size, ")");
+  check(tensor_parallel_size == 1 || tensor_parallel_size == world_size, "tensor_parallel_size ",
+        tensor_parallel_size, " must be 1 or world_size (", world_size, ")");
+  // In-process ranks share the model's backend (the host's memory, or one
+  // GPU's): each gets 1/world_size of its memory, so a memory fraction holds
+  // for the whole process. A budget in bytes is per rank, as it would be per
+  // device. A tensor-parallel rank's blocks hold only its share of the KV
+  // heads.
   const ModelConfig& c = model.config();
-  const int64_t bytes_per_block = kv_bytes_per_block(c, config.block_size);
+  const int64_t bytes_per_block =
+      kv_bytes_per_block(tensor_parallel_config(c, tensor_parallel_size), config.block_size);
   const int64_t weight_bytes = model_stats(c, model.weights()).weight_bytes;
   const int64_t pool_bytes =
-      kv_pool_bytes(config.kv_budget, model.backend().memory_bytes(), weight_bytes);
-  KVCacheConfig kv;
+      kv_pool_bytes(config.kv_budget, model.backend().memory_bytes() / world_size, weight_bytes);
+  EngineCoreConfig core;
+  KVCacheConfig& kv = core.kv_cache;
   kv.block_size = config.block_size;
   kv.num_device_blocks = num_kv_blocks(pool_bytes, bytes_per_block);
   kv.num_host_blocks = num_swap_blocks(config.swap_space_bytes, bytes_per_block);
   kv.enable_prefix_caching = config.enable_prefix_caching;
   kv.sliding_window = c.sliding_window;
-  kv_cache_ = std::make_unique<PagedKVCache>(model.backend(), c, kv.num_device_blocks,
-                                             kv.block_size, kv.num_host_blocks);
-  EngineCoreConfig core;
-  core.kv_cache = kv;
   core.scheduler = config.scheduler;
   if (core.scheduler.max_model_len == 0) core.scheduler.max_model_len = c.max_position_embeddings;
   if (core.scheduler.eos_token_ids.empty())
     for (const int64_t id : c.eos_token_ids)
       core.scheduler.eos_token_ids.push_back(static_cast<int32_t>(id));
+  core.num_ranks = world_size / tensor_parallel_size;
   core.vocab_size = c.vocab_size;
+  return core;
+}
+
+LLMEngine::LLMEngine(Model& model, const EngineConfig& config) : model_(model) {
+  const EngineCoreConfig core = engine_core_config(model, config);
+  const KVCacheConfig& kv = core.kv_cache;
+  kv_cache_ = std::make_unique<PagedKVCache>(model.backend(), model.config(), kv.num_device_blocks,
+                                             kv.block_size, kv.num_host_blocks);
   core_ = std::make_unique<EngineCore>(core);
   runner_ = std::make_unique<ModelRunner>(model, *kv_cache_);
 }

@@ -30,6 +30,14 @@ struct EngineConfig {
   SchedulerConfig scheduler;  // its eos_token_ids default to the model's
 };
 
+// The engine core's configuration for `model` on `world_size` ranks that
+// share its backend's memory, each holding 1/tensor_parallel_size of the KV
+// heads: the KV pool per rank sized from config.kv_budget, the scheduler
+// with the model's context length and eos ids. Both engines size their
+// pools here.
+EngineCoreConfig engine_core_config(const Model& model, const EngineConfig& config,
+                                    int world_size = 1, int tensor_parallel_size = 1);
+
 // All samples of one request, by sample index.
 struct RequestOutput {
   std::string request_id;
