@@ -94,5 +94,21 @@ TEST(TokenizeCli, BadLinesFailWithTheLineNumber) {
   EXPECT_NE(no_dir.out.find("tokenizer.json: not found"), std::string::npos) << no_dir.out;
 }
 
+// Output that cannot be written (a full disk) is an error, not exit 0.
+TEST(TokenizeCli, AFailedWriteIsAnError) {
+  const auto input = std::filesystem::temp_directory_path() / "hive_tokenize_full.jsonl";
+  std::ofstream(input) << "\"Hello, world!\"\n";
+  // stderr to the pipe first, then stdout to the full device.
+  const Result full = run_command("(" + hive_binary() + " tokenize " + kTokenizerFlag + " < " +
+                                      input.string() + " 2>&1 >/dev/full)",
+                                  false);
+  std::filesystem::remove(input);
+  EXPECT_EQ(full.status, 1) << full.out;
+  EXPECT_NE(full.out.find(
+                "hive tokenize: error: cannot write the output to stdout: No space left on device"),
+            std::string::npos)
+      << full.out;
+}
+
 }  // namespace
 }  // namespace hive::test

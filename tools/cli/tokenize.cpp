@@ -11,6 +11,7 @@
 #include "runtime/text/tokenizer/tokenizer.hpp"
 #include "tools/cli/args.hpp"
 #include "tools/cli/commands.hpp"
+#include "tools/cli/output.hpp"
 
 namespace hive::cli {
 namespace {
@@ -25,7 +26,8 @@ Json parse_line(const std::string& line, std::size_t number, const char* expecte
   }
 }
 
-// Runs `convert` on every stdin line and prints its result; blank lines are skipped.
+// Runs `convert` on every stdin line and prints its result; blank lines are
+// skipped. A failed write ends the loop with an error.
 template <class Convert>
 int for_each_line(Convert&& convert) {
   std::string line;
@@ -36,8 +38,9 @@ int for_each_line(Convert&& convert) {
     const std::string out = convert(line, number);
     std::fwrite(out.data(), 1, out.size(), stdout);
     std::fputc('\n', stdout);
+    check_stdout();  // a full disk ends the loop here, with the reason
   }
-  std::fflush(stdout);
+  flush_stdout();
   return 0;
 }
 
