@@ -94,6 +94,21 @@ TEST(TokenizeCli, BadLinesFailWithTheLineNumber) {
   EXPECT_NE(no_dir.out.find("tokenizer.json: not found"), std::string::npos) << no_dir.out;
 }
 
+// Output line k answers input line k: a blank line in gives a blank line out
+// (it used to be skipped, shifting every later answer up a line).
+TEST(TokenizeCli, BlankLinesKeepTheOutputAligned) {
+  const Result ids = run("tokenize " + kTokenizerFlag, "\"a\"\n\n  \n\"b\"\n");
+  ASSERT_EQ(ids.status, 0) << ids.out;
+  const auto out = lines(ids.out);
+  ASSERT_EQ(out.size(), 4u) << ids.out;
+  EXPECT_EQ(out[1], "");
+  EXPECT_EQ(out[2], "");
+  EXPECT_EQ(out[3], lines(run("tokenize " + kTokenizerFlag, "\"b\"\n").out).at(0));
+  const Result text = run("detokenize " + kTokenizerFlag, ids.out);
+  ASSERT_EQ(text.status, 0) << text.out;
+  EXPECT_EQ(text.out, "\"a\"\n\n\n\"b\"\n");
+}
+
 // Output that cannot be written (a full disk) is an error, not exit 0.
 TEST(TokenizeCli, AFailedWriteIsAnError) {
   const auto input = std::filesystem::temp_directory_path() / "hive_tokenize_full.jsonl";
