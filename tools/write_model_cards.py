@@ -168,7 +168,7 @@ Reproduce with Hive (`build-corpus/heldout.txt` is the held-out split as one tex
 ```
 hive eval-ppl --model models/{name} --text build-corpus/heldout.txt
 hive agree --target models/hive-moe-target --draft models/hive-draft \\
-    --prompts tests/models/data/agreement_prompts.txt --max-tokens {agreement['max_tokens']}
+    --prompts tests/models/data/agreement_prompts.jsonl --max-tokens {agreement['max_tokens']}
 ```
 """
 
