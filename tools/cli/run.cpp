@@ -110,7 +110,10 @@ int run_run(const std::vector<std::string>& argv) {
     }
     streams.emplace_back(id, engine.submit(r.request));
   }
-  int failed = 0;
+  // Counted here, from each request's terminal event: the engine's metrics
+  // leave out requests refused at submission (an engine that stopped
+  // serving aborts them there).
+  int64_t finished = 0, failed = 0;
   for (auto& [id, stream] : streams) {
     const bool is_text = text_ids.count(id) > 0;
     for (const TokenEvent& event : stream) {
@@ -132,7 +135,7 @@ int run_run(const std::vector<std::string>& argv) {
       } else {
         for (const int32_t token : event.token_ids) std::printf(" %d", token);
       }
-      if (!event.error.empty()) ++failed;
+      ++(event.error.empty() ? finished : failed);
       std::printf("  [%s%s%s]\n", std::string(finish_reason_name(reason)).c_str(),
                   event.error.empty() ? "" : ": ", event.error.c_str());
       if (!event.logprobs.empty()) print_logprobs(id, event.token_ids, event.logprobs);
@@ -147,9 +150,8 @@ int run_run(const std::vector<std::string>& argv) {
       stderr,
       "requests: %lld finished, %lld failed; %lld tokens in %lld steps, %.3f s "
       "(%.1f tokens/s); step %.3f s, compute %.3f s, actor overhead %.2f%%\n",
-      static_cast<long long>(m.num_finished_requests),
-      static_cast<long long>(m.num_failed_requests), static_cast<long long>(m.num_generated_tokens),
-      static_cast<long long>(m.num_steps), seconds,
+      static_cast<long long>(finished), static_cast<long long>(failed),
+      static_cast<long long>(m.num_generated_tokens), static_cast<long long>(m.num_steps), seconds,
       static_cast<double>(m.num_generated_tokens) / seconds, m.step_seconds, m.compute_seconds,
       m.step_seconds > 0 ? 100.0 * (m.step_seconds - m.compute_seconds) / m.step_seconds : 0.0);
   const int tp = config.parallel.tensor_parallel_size;
