@@ -262,5 +262,38 @@ TEST(BundledModels, AgreeReadsTheJsonLinesHiveRunReads) {
   fs::remove(file);
 }
 
+// Each model card gives the other model's parameter count and how it
+// compares with its own, both as hive inspect counts them (they stated the
+// ratio backwards: the draft's card called the target "0.2x fewer").
+TEST(BundledModels, ModelCardsCompareParameterCountsTheRightWayRound) {
+  const auto total = [](const std::string& name) {
+    const Result r = run("inspect --model " + (kModels / name).string());
+    std::smatch match;
+    EXPECT_TRUE(std::regex_search(r.out, match, std::regex(R"(parameters: +(\d+) total)")))
+        << r.out;
+    return match.empty() ? 0.0 : std::stod(match[1]);
+  };
+  const double draft = total("hive-draft"), target = total("hive-moe-target");
+  ASSERT_GT(draft, 0);
+  for (const auto& [own, other, own_count, other_count] :
+       {std::tuple{"hive-draft", "hive-moe-target", draft, target},
+        std::tuple{"hive-moe-target", "hive-draft", target, draft}}) {
+    std::ifstream in(kModels / own / "README.md");
+    const std::string card((std::istreambuf_iterator<char>(in)), {});
+    std::smatch match;
+    ASSERT_TRUE(std::regex_search(
+        card, match,
+        std::regex(
+            R"(the other model of the pair \| ([\d,]+) parameters \((\d+\.\d)\S* (more|fewer) than this one\))")))
+        << own;
+    std::string count = match[1];
+    count.erase(std::remove(count.begin(), count.end(), ','), count.end());
+    EXPECT_EQ(std::stod(count), other_count) << own;
+    const double ratio = std::max(own_count, other_count) / std::min(own_count, other_count);
+    EXPECT_NEAR(std::stod(match[2]), ratio, 0.05) << own;
+    EXPECT_EQ(match[3], other_count > own_count ? "more" : "fewer") << own;
+  }
+}
+
 }  // namespace
 }  // namespace hive
