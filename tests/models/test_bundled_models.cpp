@@ -262,6 +262,28 @@ TEST(BundledModels, AgreeReadsTheJsonLinesHiveRunReads) {
   fs::remove(file);
 }
 
+// A progress line on a terminal (script(1) gives the command one), on
+// stderr; piped, nothing but the results.
+TEST(BundledModels, EvalPplShowsProgressOnATerminalOnly) {
+  const std::string args = "eval-ppl --model " + (kModels / "hive-draft").string() + " --text " +
+                           (kData / "heldout_sample.txt").string() + " --window 64 --device cpu";
+  const Result piped = run(args);
+  ASSERT_EQ(piped.status, 0) << piped.out;
+  EXPECT_EQ(piped.out.find('\r'), std::string::npos) << piped.out;
+  EXPECT_EQ(piped.out.find("windows ("), std::string::npos) << piped.out;
+  if (std::system("command -v script > /dev/null 2>&1") != 0)
+    GTEST_SKIP() << "script(1) is not installed: no terminal to run on";
+  const Result terminal =
+      test::run_command("script -qec '" + test::hive_binary() + " " + args + "' /dev/null");
+  ASSERT_EQ(terminal.status, 0) << terminal.out;
+  EXPECT_NE(terminal.out.find("\rloading " + (kModels / "hive-draft").string() + "..."),
+            std::string::npos)
+      << terminal.out;
+  EXPECT_NE(terminal.out.find("\reval-ppl: 1/"), std::string::npos) << terminal.out;
+  EXPECT_NE(terminal.out.find(" windows (100%)\r\x1b[K"), std::string::npos) << terminal.out;
+  EXPECT_NE(terminal.out.find("perplexity:"), std::string::npos) << terminal.out;
+}
+
 // Each model card gives the other model's parameter count and how it
 // compares with its own, both as hive inspect counts them (they stated the
 // ratio backwards: the draft's card called the target "0.2x fewer").

@@ -23,6 +23,7 @@
 #include "tools/cli/args.hpp"
 #include "tools/cli/commands.hpp"
 #include "tools/cli/output.hpp"
+#include "tools/cli/progress.hpp"
 #include "tools/cli/prompt_file.hpp"
 #include "tools/cli/window_logits.hpp"
 
@@ -91,8 +92,10 @@ int run_agree(const std::vector<std::string>& argv) {
 
   BackendChoice choice = select_backend(args.get("--device", "auto"), Model::required_ops());
   if (!choice.note.empty()) std::fprintf(stderr, "%s\n", choice.note.c_str());
+  Progress loading = Progress::on_stderr("loading " + target_dir + " and " + draft_dir);
   Model target(target_dir, *choice.backend);
   Model draft(draft_dir, *choice.backend);
+  loading.done();
   check(target.config().vocab_size == draft.config().vocab_size, "the draft's vocabulary (",
         draft.config().vocab_size, ") differs from the target's (", target.config().vocab_size,
         "); they must share a tokenizer");
@@ -121,15 +124,20 @@ int run_agree(const std::vector<std::string>& argv) {
   WindowScorer draft_scorer(draft, window);
 
   Agreement total;
+  Progress progress =
+      Progress::on_stderr("agree", static_cast<int64_t>(requests.size()), "prompts");
   for (size_t i = 0; i < requests.size(); ++i) {
     const Agreement a = agree_on(target, draft_scorer, requests[i].prompt_token_ids,
                                  requests[i].stop.max_tokens, prompts[i].where);
+    progress.clear();
     std::printf("%s: %lld of %lld\n", requests[i].id.c_str(), static_cast<long long>(a.agreed),
                 static_cast<long long>(a.positions));
     flush_stdout();
+    progress.update(static_cast<int64_t>(i + 1));
     total.agreed += a.agreed;
     total.positions += a.positions;
   }
+  progress.done();
   const double alpha = static_cast<double>(total.agreed) / static_cast<double>(total.positions);
   std::printf("agreement: %.4f (%lld of %lld positions, %zu prompts)\n", alpha,
               static_cast<long long>(total.agreed), static_cast<long long>(total.positions),

@@ -27,6 +27,7 @@
 #include "tools/cli/commands.hpp"
 #include "tools/cli/logprobs_json.hpp"
 #include "tools/cli/output.hpp"
+#include "tools/cli/progress.hpp"
 #include "tools/cli/text_prompt.hpp"
 
 namespace hive::cli {
@@ -319,7 +320,9 @@ int run_generate(const std::vector<std::string>& argv) {
 
   BackendChoice choice = select_backend(args.get("--device", "auto"), Model::required_ops());
   if (!choice.note.empty()) std::fprintf(stderr, "%s\n", choice.note.c_str());
+  Progress loading = Progress::on_stderr("loading " + model_dir);
   Model model(model_dir, *choice.backend);
+  loading.done();
   if (prompts.size() > 1) return generate_many(model, inputs, prompts, config);
 
   const Request& request = requests[0].request;

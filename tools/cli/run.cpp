@@ -33,6 +33,7 @@
 #include "tools/cli/commands.hpp"
 #include "tools/cli/logprobs_json.hpp"
 #include "tools/cli/output.hpp"
+#include "tools/cli/progress.hpp"
 #include "tools/cli/prompt_file.hpp"
 
 namespace hive::cli {
@@ -93,7 +94,9 @@ int run_run(const std::vector<std::string>& argv) {
     std::fprintf(stderr,
                  "note: the config's speculative section is not used yet; running without a "
                  "draft model\n");
+  Progress loading = Progress::on_stderr("loading " + config.model.string());
   Engine engine(config);
+  loading.done();
   limits.max_sequence_tokens = engine.max_sequence_tokens();
   inputs.set_limits(limits);
   const std::vector<ProcessedRequest> requests = process(inputs, prompts);
