@@ -12,12 +12,13 @@
 
 Writes, for tests/models:
   tests/models/data/heldout_sample.txt    a few KB of held-out text
-  tests/models/data/prompts.txt           prompts for the agreement test
+  tests/models/data/prompts.jsonl         prompts for the agreement test
   tests/models/data/expected.json         transformers' numbers on those, and
                                           the ids of a plain and a chat prompt
 and prints the numbers for the model cards (--card also writes them to
 models/metrics.json, the held-out split as one text to <corpus>/heldout.txt
-and the agreement prompts to tests/models/data/agreement_prompts.txt).
+and the agreement prompts to tests/models/data/agreement_prompts.jsonl;
+prompts files are JSON lines, as `hive agree --prompts` reads them).
 
 Run from the repository root after training both models:
   .venv/bin/python tools/eval_models.py --card
@@ -109,6 +110,12 @@ def total_agreement(target, draft, tokenizer, prompts, max_tokens):
     return agreed / positions, agreed, positions
 
 
+def write_prompts(path, prompts):
+    """One {"prompt": text} JSON line per prompt, as hive agree reads them."""
+    lines = (json.dumps({"prompt": p}, ensure_ascii=False) + "\n" for p in prompts)
+    path.write_text("".join(lines), encoding="utf-8")
+
+
 def write_fixtures(documents, tokenizer, target, draft):
     DATA.mkdir(parents=True, exist_ok=True)
     sample = ""
@@ -117,7 +124,7 @@ def write_fixtures(documents, tokenizer, target, draft):
             break
         sample += text + "\n\n"
     (DATA / "heldout_sample.txt").write_text(sample, encoding="utf-8")
-    (DATA / "prompts.txt").write_text("\n".join(TEST_PROMPTS) + "\n", encoding="utf-8")
+    write_prompts(DATA / "prompts.jsonl", TEST_PROMPTS)
     ids = tokenizer(sample).input_ids
     alpha, agreed, positions = total_agreement(target, draft, tokenizer, TEST_PROMPTS, MAX_TOKENS)
     chat = [{"role": "user", "content": "Tell me a fortune about computers."}]
@@ -161,7 +168,7 @@ def main():
         ppl, _ = perplexity(model, ids)
         metrics[name] = {"parameters": total, "active_parameters": active, "heldout_perplexity": ppl}
     prompts = card_prompts(documents)
-    (DATA / "agreement_prompts.txt").write_text("\n".join(prompts) + "\n", encoding="utf-8")
+    write_prompts(DATA / "agreement_prompts.jsonl", prompts)
     alpha, agreed, positions = total_agreement(target, draft, tokenizer, prompts, MAX_TOKENS)
     metrics["agreement"] = {"prompts": len(prompts), "max_tokens": MAX_TOKENS, "alpha": alpha,
                             "agreed": agreed, "positions": positions}

@@ -97,7 +97,7 @@ without downloading weights.
 | vocabulary | {config['vocab_size']} (byte-level BPE, shared by both models) |
 | context | {config['max_position_embeddings']} tokens, RoPE θ {config['rope_parameters']['rope_theta']:g} |
 | weights | bf16 safetensors |
-| the other model of the pair | {other['parameters']:,} parameters ({own['parameters'] / other['parameters']:.1f}× {'more' if own['parameters'] > other['parameters'] else 'fewer'}) |
+| the other model of the pair | {other['parameters']:,} parameters ({max(own['parameters'], other['parameters']) / min(own['parameters'], other['parameters']):.1f}× {'more' if other['parameters'] > own['parameters'] else 'fewer'} than this one) |
 
 ## Tokenizer and chat template
 
@@ -168,7 +168,7 @@ Reproduce with Hive (`build-corpus/heldout.txt` is the held-out split as one tex
 ```
 hive eval-ppl --model models/{name} --text build-corpus/heldout.txt
 hive agree --target models/hive-moe-target --draft models/hive-draft \\
-    --prompts tests/models/data/agreement_prompts.txt --max-tokens {agreement['max_tokens']}
+    --prompts tests/models/data/agreement_prompts.jsonl --max-tokens {agreement['max_tokens']}
 ```
 """
 

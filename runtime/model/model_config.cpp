@@ -1,6 +1,7 @@
 #include "runtime/model/model_config.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <limits>
 #include <nlohmann/json.hpp>
@@ -40,11 +41,17 @@ class Reader {
     check(has(key), source_, ": missing required key '", key, "'");
     return integer_or(key, 0);
   }
+  // JSON has one number type: 1e9 and 4096.0 are the integers they spell,
+  // 1.5 is no integer, and one past int64 is out of reach.
   int64_t integer_or(const char* key, int64_t fallback) const {
     if (!has(key)) return fallback;
-    check(j_[key].is_number_integer(), source_, ": '", key, "' must be an integer (got ",
-          j_[key].dump(), ")");
-    return j_[key].get<int64_t>();
+    const json& v = j_[key];
+    const double d = v.is_number_float() ? v.get<double>() : 0.0;
+    const bool integral = (v.is_number_integer() &&
+                           !(v.is_number_unsigned() && v.get<uint64_t>() > uint64_t{INT64_MAX})) ||
+                          (v.is_number_float() && std::trunc(d) == d && std::fabs(d) < 0x1p63);
+    check(integral, source_, ": '", key, "' must be an integer (got ", v.dump(), ")");
+    return v.is_number_float() ? static_cast<int64_t>(d) : v.get<int64_t>();
   }
   double number_or(const char* key, double fallback) const {
     if (!has(key)) return fallback;
@@ -83,8 +90,18 @@ class Reader {
   const std::string& source_;
 };
 
-void expect_positive(const std::string& source, const char* key, int64_t value) {
+// A size (hidden, heads, layers, experts, ...) at most 2^20: far past any
+// checkpoint's, and small enough that the products of three (a weight's
+// element count, KV bytes) cannot overflow int64.
+constexpr int64_t kMaxDimension = int64_t{1} << 20;
+
+// Token ids and positions are int32 on every path.
+constexpr int64_t kMaxTokenIndex = INT32_MAX;
+
+void expect_positive(const std::string& source, const char* key, int64_t value,
+                     int64_t max = kMaxDimension) {
   check(value >= 1, source, ": ", key, " must be >= 1 (got ", value, ")");
+  check(value <= max, source, ": ", key, " must be <= ", max, " (got ", value, ")");
 }
 
 RopeConfig parse_rope(const Reader& config, const std::string& source) {
@@ -162,7 +179,7 @@ ModelConfig parse_model_config(const json& j, const std::string& source) {
   c.num_layers = config.integer("num_hidden_layers");
   c.num_heads = config.integer("num_attention_heads");
   c.num_kv_heads = config.integer_or("num_key_value_heads", c.num_heads);
-  expect_positive(source, "vocab_size", c.vocab_size);
+  expect_positive(source, "vocab_size", c.vocab_size, kMaxTokenIndex);
   expect_positive(source, "hidden_size", c.hidden_size);
   expect_positive(source, "num_hidden_layers", c.num_layers);
   expect_positive(source, "num_attention_heads", c.num_heads);
@@ -182,13 +199,17 @@ ModelConfig parse_model_config(const json& j, const std::string& source) {
   }
   check(c.head_dim >= 2 && c.head_dim % 2 == 0, source, ": head_dim must be even and >= 2 (got ",
         c.head_dim, ")");
+  expect_positive(source, "head_dim", c.head_dim);
+  // Unused by a model whose every layer is MoE, but a value given is checked.
   c.intermediate_size = config.integer_or("intermediate_size", 0);
+  if (config.has("intermediate_size"))
+    expect_positive(source, "intermediate_size", c.intermediate_size);
   c.rms_norm_eps = config.number_or("rms_norm_eps", 1e-6);
   check(c.rms_norm_eps > 0 && c.rms_norm_eps < 1, source, ": rms_norm_eps must be in (0, 1) (got ",
         c.rms_norm_eps, ")");
   c.rope = parse_rope(config, source);
   c.max_position_embeddings = config.integer_or("max_position_embeddings", 4096);
-  expect_positive(source, "max_position_embeddings", c.max_position_embeddings);
+  expect_positive(source, "max_position_embeddings", c.max_position_embeddings, kMaxTokenIndex);
   c.tie_word_embeddings = config.boolean_or("tie_word_embeddings", false);
   const std::string act = config.string_or("hidden_act", "silu");
   check(act == "silu", source, ": hidden_act '", act, "' is not supported (supported: silu)");
@@ -208,8 +229,8 @@ ModelConfig parse_model_config(const json& j, const std::string& source) {
   } else if (config.boolean_or("use_sliding_window", false)) {
     fail(source, ": use_sliding_window is not supported for ", arch_name);
   }
-  check(c.sliding_window >= 0, source, ": sliding_window must be >= 0 (got ", c.sliding_window,
-        ")");
+  check(c.sliding_window >= 0 && c.sliding_window <= kMaxTokenIndex, source,
+        ": sliding_window must be in [0, ", kMaxTokenIndex, "] (got ", c.sliding_window, ")");
 
   const bool moe =
       a == Architecture::mixtral || a == Architecture::qwen2_moe || a == Architecture::qwen3_moe;
@@ -239,8 +260,9 @@ ModelConfig parse_model_config(const json& j, const std::string& source) {
       // Qwen2MoeConfig's default when absent: a missing key is not "no shared expert".
       c.shared_expert_intermediate_size =
           config.integer_or("shared_expert_intermediate_size", 5632);
-      check(c.shared_expert_intermediate_size >= 0, source,
-            ": shared_expert_intermediate_size must be >= 0 (got ",
+      check(c.shared_expert_intermediate_size >= 0 &&
+                c.shared_expert_intermediate_size <= kMaxDimension,
+            source, ": shared_expert_intermediate_size must be in [0, ", kMaxDimension, "] (got ",
             c.shared_expert_intermediate_size, ")");
     }
   }

@@ -89,6 +89,49 @@ TEST(CliRun, RunsTensorParallelOverTwoRanks) {
   EXPECT_NE(out.find("tensor parallel: 2 ranks"), std::string::npos) << out;
 }
 
+// Aborted requests are counted in the summary, from the events hive run
+// printed (the engine's metrics leave out requests refused at submission,
+// and the summary said "0 finished, 0 failed" with exit 1). Here every
+// worker fails to start: expert parallelism over more ranks than experts.
+TEST(CliRun, TheSummaryCountsAbortedRequests) {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "hive_cli_run_abort";
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "run.yaml") << "model: " << HIVE_TEST_DATA << "/models/qwen3_moe\n"
+                                  << "device: cpu\nkv_cache: {block_size: 4, memory_budget: 1MiB}\n"
+                                  << "parallel: {world_size: 16, expert_parallel_size: 16}\n";
+  std::ofstream(dir / "prompts.jsonl") << R"({"id": "a", "prompt_ids": [5, 9, 13, 2]})"
+                                       << "\n"
+                                       << R"({"id": "b", "prompt_ids": [8, 1]})"
+                                       << "\n";
+  const Result r = hive_run(dir);
+  EXPECT_EQ(r.status, 1) << r.out;
+  EXPECT_NE(r.out.find("a:  [aborted: "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("b:  [aborted: "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("requests: 0 finished, 2 failed;"), std::string::npos) << r.out;
+  std::filesystem::remove_all(dir);
+}
+
+// Outputs that cannot be written (a full disk) are an error with exit 1.
+TEST(CliRun, AFailedWriteIsAnError) {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "hive_cli_run_full";
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "run.yaml") << "model: " << HIVE_TEST_DATA << "/models/qwen3_moe\n"
+                                  << "device: cpu\n";
+  std::ofstream(dir / "prompts.jsonl") << R"({"id": "a", "prompt_ids": [5, 9], "max_tokens": 2})"
+                                       << "\n";
+  // stderr to the pipe first, then stdout to the full device.
+  const Result r =
+      run_command("(" + test::hive_binary() + " run --config " + (dir / "run.yaml").string() +
+                      " --prompts " + (dir / "prompts.jsonl").string() + " 2>&1 >/dev/full)",
+                  false);
+  EXPECT_EQ(r.status, 1) << r.out;
+  EXPECT_NE(
+      r.out.find("hive run: error: cannot write the output to stdout: No space left on device"),
+      std::string::npos)
+      << r.out;
+  std::filesystem::remove_all(dir);
+}
+
 // Text prompts on the bundled model: the output is the text transformers
 // continues "Once upon a time" with (tests/models/data/expected.json).
 TEST(CliRun, TextPromptsPrintText) {

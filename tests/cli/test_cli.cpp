@@ -267,6 +267,46 @@ TEST(Cli, InspectReportsTransformersCounts) {
   }
 }
 
+// Output that cannot be written (a full disk) is an error with exit 1, for
+// every command: ids, streamed text, several prompts, inspect, --version.
+TEST(Cli, AFailedWriteIsAnError) {
+  const std::string model = " --model " + (kModels / "llama").string() + " --device cpu";
+  for (const std::string& args :
+       {"generate" + model + " --prompt-ids 1,2 --max-tokens 3",
+        "generate" + model + " --prompt-ids 1,2 --prompt-ids 3 --max-tokens 3",
+        std::string("generate \"Once upon a time\" --max-tokens 3 --device cpu"),
+        "inspect" + model.substr(0, model.find(" --device")), std::string("--version")}) {
+    // stderr to the pipe first, then stdout to the full device.
+    const Result r =
+        test::run_command("(" + test::hive_binary() + " " + args + " 2>&1 >/dev/full)", false);
+    EXPECT_EQ(r.status, 1) << args << "\n" << r.out;
+    EXPECT_NE(r.out.find("error: cannot write the output"), std::string::npos) << args << "\n"
+                                                                               << r.out;
+    EXPECT_NE(r.out.find("No space left on device"), std::string::npos) << args << "\n" << r.out;
+  }
+}
+
+// inspect checks the config against the weights as generate does: layers
+// the checkpoint lacks are an error (it printed counts for them, negative
+// for 1e9 layers, with exit 0), and so is a size no checkpoint has.
+TEST(Cli, InspectChecksTheConfigAgainstTheWeights) {
+  const fs::path dir = fs::temp_directory_path() / "hive_inspect_bad_config";
+  fs::remove_all(dir);
+  fs::copy(kModels / "qwen3_moe", dir, fs::copy_options::recursive);
+  auto config = nlohmann::json::parse(std::ifstream(dir / "config.json"));
+  for (const auto& [layers, message] :
+       {std::pair<nlohmann::json, std::string>{4, "missing tensor 'model.layers.3."},
+        {1e9, "config.json: num_hidden_layers must be <= 1048576 (got 1000000000)"}}) {
+    config["num_hidden_layers"] = layers;
+    std::ofstream(dir / "config.json") << config.dump();
+    const Result r = run("inspect --model " + dir.string());
+    EXPECT_EQ(r.status, 1) << layers << "\n" << r.out;
+    EXPECT_NE(r.out.find(message), std::string::npos) << r.out;
+    EXPECT_EQ(r.out.find("parameters:"), std::string::npos) << r.out;
+  }
+  fs::remove_all(dir);
+}
+
 // The JSON line --logprobs prints on stderr for `id` (null if none).
 nlohmann::json logprobs_line(const std::string& out, const std::string& id) {
   std::istringstream lines(out);

@@ -3,12 +3,15 @@
 // (tools/eval_models.py).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <sstream>
 #include <string>
+#include <tuple>
 
 #include "runtime/text/tokenizer/tokenizer.hpp"
 #include "tests/common/run_command.hpp"
@@ -79,7 +82,7 @@ TEST(BundledModels, AgreeMatchesTransformers) {
   const nlohmann::json want = expected()["agreement"];
   const Result r =
       run("agree --target " + (kModels / "hive-moe-target").string() + " --draft " +
-          (kModels / "hive-draft").string() + " --prompts " + (kData / "prompts.txt").string() +
+          (kModels / "hive-draft").string() + " --prompts " + (kData / "prompts.jsonl").string() +
           " --max-tokens " + std::to_string(want["max_tokens"].get<int>()) + " --device cpu");
   ASSERT_EQ(r.status, 0) << r.out;
   std::smatch match;
@@ -93,7 +96,7 @@ TEST(BundledModels, AgreeMatchesTransformers) {
 TEST(BundledModels, AgreeOfAModelWithItselfIsOne) {
   const std::string target = (kModels / "hive-draft").string();
   const Result r = run("agree --target " + target + " --draft " + target + " --prompts " +
-                       (kData / "prompts.txt").string() + " --max-tokens 8 --device cpu");
+                       (kData / "prompts.jsonl").string() + " --max-tokens 8 --device cpu");
   ASSERT_EQ(r.status, 0) << r.out;
   EXPECT_EQ(number_after(r.out, "agreement:"), 1.0) << r.out;
 }
@@ -158,20 +161,18 @@ TEST(BundledModels, BadInputsNameWhatWasWrong) {
   Result r = run("agree" + target + " --draft " + (kModels / "hive-draft").string() +
                  " --prompts /nonexistent.txt --device cpu");
   EXPECT_EQ(r.status, 1);
-  EXPECT_NE(r.out.find("--prompts: cannot open '/nonexistent.txt'"), std::string::npos) << r.out;
-  r = run("eval-ppl --text " + (kData / "prompts.txt").string() + " --window 1 --device cpu");
+  EXPECT_NE(r.out.find("--prompts: cannot open /nonexistent.txt"), std::string::npos) << r.out;
+  r = run("eval-ppl --text " + (kData / "heldout_sample.txt").string() +
+          " --window 1 --device cpu");
   EXPECT_EQ(r.status, 1);
   EXPECT_NE(r.out.find("--window must be between 2"), std::string::npos) << r.out;
 }
 
-// A checkpoint whose weights hold NaN has no perplexity: an error naming
-// the cause, not "perplexity: nan" with exit 0. A directory given as the
-// text says so.
-TEST(BundledModels, EvalPplRefusesNonFiniteLogitsAndDirectories) {
-  const fs::path dir = fs::temp_directory_path() / "hive_nan_model";
+// A copy of the bundled draft at `dir` whose final norm's weights are NaN:
+// every logit is NaN.
+void write_nan_model(const fs::path& dir) {
   fs::remove_all(dir);
   fs::copy(kModels / "hive-draft", dir, fs::copy_options::recursive);
-  // The final norm's weights become NaN: every logit is NaN.
   std::fstream file(dir / "model.safetensors", std::ios::in | std::ios::out | std::ios::binary);
   uint64_t header_size = 0;
   file.read(reinterpret_cast<char*>(&header_size), 8);
@@ -187,6 +188,14 @@ TEST(BundledModels, EvalPplRefusesNonFiniteLogitsAndDirectories) {
   for (uint64_t at = begin; at < end; at += nan_bytes.size())
     file.write(nan_bytes.data(), static_cast<std::streamsize>(nan_bytes.size()));
   file.close();
+}
+
+// A checkpoint whose weights hold NaN has no perplexity: an error naming
+// the cause, not "perplexity: nan" with exit 0. A directory given as the
+// text says so.
+TEST(BundledModels, EvalPplRefusesNonFiniteLogitsAndDirectories) {
+  const fs::path dir = fs::temp_directory_path() / "hive_nan_model";
+  write_nan_model(dir);
   const std::string text = " --text " + (kData / "heldout_sample.txt").string() + " --device cpu";
   const Result nan = run("eval-ppl --model " + dir.string() + text);
   EXPECT_EQ(nan.status, 1) << nan.out;
@@ -196,6 +205,118 @@ TEST(BundledModels, EvalPplRefusesNonFiniteLogitsAndDirectories) {
   const Result directory = run("eval-ppl --text " + fs::temp_directory_path().string());
   EXPECT_EQ(directory.status, 1);
   EXPECT_NE(directory.out.find("is a directory"), std::string::npos) << directory.out;
+}
+
+// Agreement on NaN logits is no agreement: an error naming the prompt line,
+// not "agreement: 0.0000" with exit 0.
+TEST(BundledModels, AgreeRefusesNonFiniteLogits) {
+  const fs::path dir = fs::temp_directory_path() / "hive_nan_agree_model";
+  write_nan_model(dir);
+  const std::string prompts = " --prompts " + (kData / "prompts.jsonl").string();
+  const std::string draft = " --draft " + (kModels / "hive-draft").string();
+  const Result nan_draft = run("agree --target " + (kModels / "hive-draft").string() + " --draft " +
+                               dir.string() + prompts + " --max-tokens 4");
+  EXPECT_EQ(nan_draft.status, 1) << nan_draft.out;
+  EXPECT_NE(nan_draft.out.find("prompts.jsonl:1: the draft's logits are not finite"),
+            std::string::npos)
+      << nan_draft.out;
+  EXPECT_EQ(nan_draft.out.find("agreement:"), std::string::npos) << nan_draft.out;
+  const Result nan_target = run("agree --target " + dir.string() + draft + prompts);
+  EXPECT_EQ(nan_target.status, 1) << nan_target.out;
+  // The sampler finds no token to pick on all-NaN logits; the error names the line.
+  EXPECT_NE(nan_target.out.find("prompts.jsonl:1: the target: "), std::string::npos)
+      << nan_target.out;
+  EXPECT_NE(nan_target.out.find("NaN"), std::string::npos) << nan_target.out;
+  EXPECT_EQ(nan_target.out.find("agreement:"), std::string::npos) << nan_target.out;
+  fs::remove_all(dir);
+}
+
+// --prompts means what it means for hive run: JSON lines. The file hive run
+// takes runs here too (a chat line, per-line max_tokens); a key agree cannot
+// apply and a plain text line are errors naming the line.
+TEST(BundledModels, AgreeReadsTheJsonLinesHiveRunReads) {
+  const std::string pair = " --target " + (kModels / "hive-moe-target").string() + " --draft " +
+                           (kModels / "hive-draft").string() + " --device cpu";
+  const Result r = run("agree" + pair + " --prompts " +
+                       (fs::path(HIVE_SOURCE_DIR) / "configs/prompts.jsonl").string());
+  ASSERT_EQ(r.status, 0) << r.out;
+  std::smatch story, fortune;
+  ASSERT_TRUE(std::regex_search(r.out, story, std::regex(R"(story: \d+ of (\d+))"))) << r.out;
+  ASSERT_TRUE(std::regex_search(r.out, fortune, std::regex(R"(fortune: \d+ of (\d+))"))) << r.out;
+  EXPECT_LE(std::stoi(story[1]), 24);  // the line's max_tokens, not --max-tokens' 32
+  EXPECT_LE(std::stoi(fortune[1]), 40);
+  EXPECT_NE(r.out.find("2 prompts)"), std::string::npos) << r.out;
+  const fs::path file = fs::temp_directory_path() / "hive_agree_prompts.jsonl";
+  for (const auto& [line, message] :
+       {std::pair<std::string, std::string>{
+            R"({"prompt": "a", "temperature": 1})",
+            ":1: \"temperature\" does not apply to hive agree (expected id, prompt, prompt_ids, "
+            "chat, max_tokens)"},
+        {"Once upon a time", ":1: [json.exception.parse_error"},
+        {R"({"prompt": "a", "max_tokens": 100000})", ":1: prompt ("}}) {
+    std::ofstream(file) << line << "\n";
+    const Result bad = run("agree" + pair + " --prompts " + file.string());
+    EXPECT_EQ(bad.status, 1) << line << "\n" << bad.out;
+    EXPECT_NE(bad.out.find(file.string() + message), std::string::npos) << line << "\n" << bad.out;
+  }
+  fs::remove(file);
+}
+
+// A progress line on a terminal (script(1) gives the command one), on
+// stderr; piped, nothing but the results.
+TEST(BundledModels, EvalPplShowsProgressOnATerminalOnly) {
+  const std::string args = "eval-ppl --model " + (kModels / "hive-draft").string() + " --text " +
+                           (kData / "heldout_sample.txt").string() + " --window 64 --device cpu";
+  const Result piped = run(args);
+  ASSERT_EQ(piped.status, 0) << piped.out;
+  EXPECT_EQ(piped.out.find('\r'), std::string::npos) << piped.out;
+  EXPECT_EQ(piped.out.find("windows ("), std::string::npos) << piped.out;
+  // script(1) missing, or no pseudo-terminal to give (a container without
+  // /dev/pts): nothing to run on.
+  if (std::system("script -qec true /dev/null > /dev/null 2>&1") != 0)
+    GTEST_SKIP() << "script(1) cannot give a terminal here";
+  const Result terminal =
+      test::run_command("script -qec '" + test::hive_binary() + " " + args + "' /dev/null");
+  ASSERT_EQ(terminal.status, 0) << terminal.out;
+  EXPECT_NE(terminal.out.find("\rloading " + (kModels / "hive-draft").string() + "..."),
+            std::string::npos)
+      << terminal.out;
+  EXPECT_NE(terminal.out.find("\reval-ppl: 1/"), std::string::npos) << terminal.out;
+  EXPECT_NE(terminal.out.find(" windows (100%)\r\x1b[K"), std::string::npos) << terminal.out;
+  EXPECT_NE(terminal.out.find("perplexity:"), std::string::npos) << terminal.out;
+}
+
+// Each model card gives the other model's parameter count and how it
+// compares with its own, both as hive inspect counts them (they stated the
+// ratio backwards: the draft's card called the target "0.2x fewer").
+TEST(BundledModels, ModelCardsCompareParameterCountsTheRightWayRound) {
+  const auto total = [](const std::string& name) {
+    const Result r = run("inspect --model " + (kModels / name).string());
+    std::smatch match;
+    EXPECT_TRUE(std::regex_search(r.out, match, std::regex(R"(parameters: +(\d+) total)")))
+        << r.out;
+    return match.empty() ? 0.0 : std::stod(match[1]);
+  };
+  const double draft = total("hive-draft"), target = total("hive-moe-target");
+  ASSERT_GT(draft, 0);
+  for (const auto& [own, other, own_count, other_count] :
+       {std::tuple{"hive-draft", "hive-moe-target", draft, target},
+        std::tuple{"hive-moe-target", "hive-draft", target, draft}}) {
+    std::ifstream in(kModels / own / "README.md");
+    const std::string card((std::istreambuf_iterator<char>(in)), {});
+    std::smatch match;
+    ASSERT_TRUE(std::regex_search(
+        card, match,
+        std::regex(
+            R"(the other model of the pair \| ([\d,]+) parameters \((\d+\.\d)\S* (more|fewer) than this one\))")))
+        << own;
+    std::string count = match[1];
+    count.erase(std::remove(count.begin(), count.end(), ','), count.end());
+    EXPECT_EQ(std::stod(count), other_count) << own;
+    const double ratio = std::max(own_count, other_count) / std::min(own_count, other_count);
+    EXPECT_NEAR(std::stod(match[2]), ratio, 0.05) << own;
+    EXPECT_EQ(match[3], other_count > own_count ? "more" : "fewer") << own;
+  }
 }
 
 }  // namespace

@@ -94,5 +94,36 @@ TEST(TokenizeCli, BadLinesFailWithTheLineNumber) {
   EXPECT_NE(no_dir.out.find("tokenizer.json: not found"), std::string::npos) << no_dir.out;
 }
 
+// Output line k answers input line k: a blank line in gives a blank line out
+// (it used to be skipped, shifting every later answer up a line).
+TEST(TokenizeCli, BlankLinesKeepTheOutputAligned) {
+  const Result ids = run("tokenize " + kTokenizerFlag, "\"a\"\n\n  \n\"b\"\n");
+  ASSERT_EQ(ids.status, 0) << ids.out;
+  const auto out = lines(ids.out);
+  ASSERT_EQ(out.size(), 4u) << ids.out;
+  EXPECT_EQ(out[1], "");
+  EXPECT_EQ(out[2], "");
+  EXPECT_EQ(out[3], lines(run("tokenize " + kTokenizerFlag, "\"b\"\n").out).at(0));
+  const Result text = run("detokenize " + kTokenizerFlag, ids.out);
+  ASSERT_EQ(text.status, 0) << text.out;
+  EXPECT_EQ(text.out, "\"a\"\n\n\n\"b\"\n");
+}
+
+// Output that cannot be written (a full disk) is an error, not exit 0.
+TEST(TokenizeCli, AFailedWriteIsAnError) {
+  const auto input = std::filesystem::temp_directory_path() / "hive_tokenize_full.jsonl";
+  std::ofstream(input) << "\"Hello, world!\"\n";
+  // stderr to the pipe first, then stdout to the full device.
+  const Result full = run_command("(" + hive_binary() + " tokenize " + kTokenizerFlag + " < " +
+                                      input.string() + " 2>&1 >/dev/full)",
+                                  false);
+  std::filesystem::remove(input);
+  EXPECT_EQ(full.status, 1) << full.out;
+  EXPECT_NE(full.out.find(
+                "hive tokenize: error: cannot write the output to stdout: No space left on device"),
+            std::string::npos)
+      << full.out;
+}
+
 }  // namespace
 }  // namespace hive::test

@@ -30,6 +30,7 @@
 #include "runtime/engine/input_processor.hpp"
 #include "tools/cli/args.hpp"
 #include "tools/cli/commands.hpp"
+#include "tools/cli/progress.hpp"
 #include "tools/cli/text_prompt.hpp"
 
 namespace hive::cli {
@@ -85,7 +86,8 @@ Summary run_load(const Load& load, const std::function<Trace(int)>& send) {
   std::vector<Trace> traces(static_cast<size_t>(load.num_prompts));
   std::mutex mutex;
   std::condition_variable slot_free;
-  int running = 0;
+  int running = 0, finished = 0;
+  Progress progress = Progress::on_stderr("bench serve", load.num_prompts, "requests");
   std::mt19937_64 rng(load.seed);
   std::exponential_distribution<double> gap(load.request_rate > 0 ? load.request_rate : 1.0);
   std::vector<std::thread> threads;
@@ -106,10 +108,12 @@ Summary run_load(const Load& load, const std::function<Trace(int)>& send) {
       traces[static_cast<size_t>(i)] = send(i);
       std::lock_guard lock(mutex);
       --running;
+      progress.update(++finished);  // under the lock: one writer at a time
       slot_free.notify_one();
     });
   }
   for (std::thread& t : threads) t.join();
+  progress.done();
   Summary s;
   s.seconds = std::chrono::duration<double>(Clock::now() - start).count();
   for (const Trace& t : traces) {

@@ -19,6 +19,7 @@
 #include "runtime/text/tokenizer/tokenizer.hpp"
 #include "tools/cli/args.hpp"
 #include "tools/cli/commands.hpp"
+#include "tools/cli/progress.hpp"
 #include "tools/cli/text_prompt.hpp"
 #include "tools/cli/window_logits.hpp"
 
@@ -46,6 +47,8 @@ Score score(WindowScorer& scorer, std::span<const int32_t> ids) {
   Score total;
   const auto count = static_cast<int64_t>(ids.size());
   const int64_t vocab = scorer.vocab_size();
+  Progress progress = Progress::on_stderr(
+      "eval-ppl", (count - 1 + scorer.max_tokens() - 1) / scorer.max_tokens(), "windows");
   for (int64_t start = 0; start + 1 < count; start += scorer.max_tokens()) {
     const int64_t length = std::min(scorer.max_tokens(), count - start);
     const auto window = ids.subspan(static_cast<size_t>(start), static_cast<size_t>(length));
@@ -56,7 +59,7 @@ Score score(WindowScorer& scorer, std::span<const int32_t> ids) {
           negative_log_likelihood(row, window[static_cast<size_t>(i + 1)]);
       ++total.predicted;
     }
-    ++total.windows;
+    progress.update(++total.windows);
   }
   return total;
 }
@@ -71,7 +74,9 @@ int run_eval_ppl(const std::vector<std::string>& argv) {
 
   BackendChoice choice = select_backend(args.get("--device", "auto"), Model::required_ops());
   if (!choice.note.empty()) std::fprintf(stderr, "%s\n", choice.note.c_str());
+  Progress loading = Progress::on_stderr("loading " + model_dir);
   Model model(model_dir, *choice.backend);
+  loading.done();
   const int64_t max_positions = model.config().max_position_embeddings;
   const int64_t window = args.get_int("--window", max_positions);
   check(window >= 2 && window <= max_positions, "--window must be between 2 and the model's ",

@@ -26,6 +26,8 @@
 #include "tools/cli/args.hpp"
 #include "tools/cli/commands.hpp"
 #include "tools/cli/logprobs_json.hpp"
+#include "tools/cli/output.hpp"
+#include "tools/cli/progress.hpp"
 #include "tools/cli/text_prompt.hpp"
 
 namespace hive::cli {
@@ -76,7 +78,7 @@ int generate_one(Model& model, const std::vector<int32_t>& prompt, const Generat
                  const std::function<void()>& finish) {
   const GenerateResult result = generate(model, prompt, options, on_token);
   finish();
-  std::fflush(stdout);  // the output first, then logprobs and the stats on stderr
+  flush_stdout();  // the output first, then logprobs and the stats on stderr
   if (options.sampling.logprobs) print_logprobs("prompt 1", result.tokens, result.logprobs);
   const auto decoded = static_cast<double>(result.tokens.size() - 1);
   std::fprintf(stderr, "prefill: %zu tokens in %.3f s (%.1f tokens/s)\n", prompt.size(),
@@ -199,7 +201,7 @@ int generate_many(Model& model, InputProcessor& inputs, const std::vector<Reques
     }
     generated += static_cast<int64_t>(out.token_ids.size());
   }
-  std::fflush(stdout);
+  flush_stdout();
   for (const ProcessedRequest& r : requests) {
     const SequenceOutput& out = done.at(r.request.id).samples.at(0);
     if (r.request.sampling.logprobs) print_logprobs(r.request.id, out.token_ids, out.logprobs);
@@ -318,7 +320,9 @@ int run_generate(const std::vector<std::string>& argv) {
 
   BackendChoice choice = select_backend(args.get("--device", "auto"), Model::required_ops());
   if (!choice.note.empty()) std::fprintf(stderr, "%s\n", choice.note.c_str());
+  Progress loading = Progress::on_stderr("loading " + model_dir);
   Model model(model_dir, *choice.backend);
+  loading.done();
   if (prompts.size() > 1) return generate_many(model, inputs, prompts, config);
 
   const Request& request = requests[0].request;
@@ -333,7 +337,7 @@ int run_generate(const std::vector<std::string>& argv) {
         model, prompt, options,
         [](int32_t token) {
           std::printf("%d ", token);
-          std::fflush(stdout);
+          flush_stdout();
           return true;
         },
         [] { std::printf("\n"); });
@@ -342,7 +346,7 @@ int run_generate(const std::vector<std::string>& argv) {
   // prompt is not (the template's markup is not the user's text).
   if (!args.has("--chat")) {
     std::fputs(texts[0].c_str(), stdout);
-    std::fflush(stdout);
+    flush_stdout();
   }
   TextStream stream(inputs.tokenizer(), prompt, stdout, requests[0].text);
   return generate_one(

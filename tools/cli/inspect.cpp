@@ -4,6 +4,7 @@
 #include "kernels/backend_select.hpp"
 #include "kernels/cpu/cpu_features.hpp"
 #include "runtime/model/model_stats.hpp"
+#include "runtime/model/model_weights.hpp"
 #include "runtime/model/weight_store.hpp"
 #include "tools/cli/args.hpp"
 #include "tools/cli/commands.hpp"
@@ -21,6 +22,10 @@ int run_inspect(const std::vector<std::string>& argv) {
   const std::string dir = args.require("--model");
   const ModelConfig config = load_model_config(dir);
   const WeightStore store(dir);
+  // The config must describe these weights, as for generate: every tensor
+  // it implies present with its shape. Counts from a config the weights
+  // contradict would be wrong answers.
+  bind_weights(config, store);
   const ModelStats stats = model_stats(config, store);
   std::printf("architecture:         %s\n",
               std::string(architecture_name(config.architecture)).c_str());

@@ -7,6 +7,7 @@
 
 #include "kernels/error.hpp"
 #include "tools/cli/commands.hpp"
+#include "tools/cli/output.hpp"
 
 namespace {
 
@@ -44,7 +45,9 @@ constexpr const char* kUsage =
     "  eval-ppl [--model DIR] --text FILE [--window N] [--device auto|cpu|cuda]\n"
     "           Prints the model's perplexity on the text (default model: the bundled one).\n"
     "  agree    --target DIR --draft DIR --prompts FILE [--max-tokens N] [--device ...]\n"
-    "           Prints how often the draft's greedy token equals the target's (alpha).\n"
+    "           Prints how often the draft's greedy token equals the target's (alpha);\n"
+    "           --prompts is JSON lines, as for run (\"prompt\" or \"prompt_ids\", \"chat\",\n"
+    "           \"max_tokens\").\n"
     "  tokenize   --tokenizer DIR [--add-special-tokens]\n"
     "           Reads one JSON string per line, prints one JSON array of token ids per line.\n"
     "  detokenize --tokenizer DIR [--skip-special-tokens]\n"
@@ -66,6 +69,21 @@ std::string command_usage(const std::string& command) {
   return out;
 }
 
+int run_command(const std::string& command, const std::vector<std::string>& rest) {
+  if (command == "generate") return hive::cli::run_generate(rest);
+  if (command == "inspect") return hive::cli::run_inspect(rest);
+  if (command == "run") return hive::cli::run_run(rest);
+  if (command == "serve") return hive::cli::run_serve(rest);
+  if (command == "bench" && !rest.empty() && rest[0] == "serve")
+    return hive::cli::run_bench_serve({rest.begin() + 1, rest.end()});
+  if (command == "eval-ppl") return hive::cli::run_eval_ppl(rest);
+  if (command == "agree") return hive::cli::run_agree(rest);
+  if (command == "tokenize") return hive::cli::run_tokenize(rest);
+  if (command == "detokenize") return hive::cli::run_detokenize(rest);
+  std::fprintf(stderr, "hive: unknown command '%s'\n\n%s", command.c_str(), kUsage);
+  return 2;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -75,31 +93,25 @@ int main(int argc, char** argv) {
   }
   const std::string command = argv[1];
   const std::vector<std::string> rest(argv + 2, argv + argc);
-  if (command == "--version") {
-    std::printf("hive %s\n", HIVE_VERSION);
-    return 0;
-  }
-  // Every command answers --help (or -h) with its own usage.
-  for (const std::string& arg : rest) {
-    if (arg != "--help" && arg != "-h") continue;
-    const std::string usage = command_usage(command == "bench" ? "bench serve" : command);
-    if (usage.empty()) break;  // an unknown command: said below
-    std::printf("usage: hive %s", usage.c_str() + 2);
-    return 0;
-  }
   try {
-    if (command == "generate") return hive::cli::run_generate(rest);
-    if (command == "inspect") return hive::cli::run_inspect(rest);
-    if (command == "run") return hive::cli::run_run(rest);
-    if (command == "serve") return hive::cli::run_serve(rest);
-    if (command == "bench" && !rest.empty() && rest[0] == "serve")
-      return hive::cli::run_bench_serve({rest.begin() + 1, rest.end()});
-    if (command == "eval-ppl") return hive::cli::run_eval_ppl(rest);
-    if (command == "agree") return hive::cli::run_agree(rest);
-    if (command == "tokenize") return hive::cli::run_tokenize(rest);
-    if (command == "detokenize") return hive::cli::run_detokenize(rest);
-    std::fprintf(stderr, "hive: unknown command '%s'\n\n%s", command.c_str(), kUsage);
-    return 2;
+    if (command == "--version") {
+      std::printf("hive %s\n", HIVE_VERSION);
+      hive::cli::flush_stdout();
+      return 0;
+    }
+    // Every command answers --help (or -h) with its own usage.
+    for (const std::string& arg : rest) {
+      if (arg != "--help" && arg != "-h") continue;
+      const std::string usage = command_usage(command == "bench" ? "bench serve" : command);
+      if (usage.empty()) break;  // an unknown command: said below
+      std::printf("usage: hive %s", usage.c_str() + 2);
+      hive::cli::flush_stdout();
+      return 0;
+    }
+    const int status = run_command(command, rest);
+    // Every command's output is checked here, once: a failed write is exit 1.
+    hive::cli::flush_stdout();
+    return status;
   } catch (const hive::Error& e) {
     std::fprintf(stderr, "hive %s: error: %s\n", command.c_str(), e.what());
     return 1;

@@ -1,6 +1,8 @@
 #include "tools/cli/text_prompt.hpp"
 
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <nlohmann/json.hpp>
 
 #include "kernels/error.hpp"
@@ -75,7 +77,9 @@ void TextStream::emit(const std::string& piece) {
   text_ += piece;
   if (!out_) return;
   std::fwrite(piece.data(), 1, piece.size(), out_);
-  std::fflush(out_);
+  // A full disk stops the generation here, with the reason.
+  check(std::fflush(out_) == 0 && !std::ferror(out_),
+        "cannot write the output: ", std::strerror(errno));
 }
 
 }  // namespace hive::cli

@@ -1,6 +1,8 @@
 // hive tokenize / hive detokenize: text to ids and back, one JSON value per
 // line, for scripts. tokenize reads a JSON string per line and prints a JSON
 // array of ids; detokenize reads a JSON array of ids and prints a JSON string.
+// Output line k answers input line k: a blank input line gives a blank output
+// line, so a script can pair them up.
 #include <cstdio>
 #include <iostream>
 #include <string>
@@ -11,6 +13,7 @@
 #include "runtime/text/tokenizer/tokenizer.hpp"
 #include "tools/cli/args.hpp"
 #include "tools/cli/commands.hpp"
+#include "tools/cli/output.hpp"
 
 namespace hive::cli {
 namespace {
@@ -25,19 +28,21 @@ Json parse_line(const std::string& line, std::size_t number, const char* expecte
   }
 }
 
-// Runs `convert` on every stdin line and prints its result; blank lines are skipped.
+// Runs `convert` on every stdin line and prints its result; a blank line is
+// echoed as an empty line. A failed write ends the loop with an error.
 template <class Convert>
 int for_each_line(Convert&& convert) {
   std::string line;
   std::size_t number = 0;
   while (std::getline(std::cin, line)) {
     ++number;
-    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-    const std::string out = convert(line, number);
+    const bool blank = line.find_first_not_of(" \t\r") == std::string::npos;
+    const std::string out = blank ? std::string() : convert(line, number);
     std::fwrite(out.data(), 1, out.size(), stdout);
     std::fputc('\n', stdout);
+    check_stdout();  // a full disk ends the loop here, with the reason
   }
-  std::fflush(stdout);
+  flush_stdout();
   return 0;
 }
 
