@@ -53,20 +53,22 @@ int32_t Sampler::sample(std::span<const float> logits) {
   return token;
 }
 
-int32_t Sampler::draw(std::span<const float> logits) {
+Candidates shape_candidates(std::span<const float> logits, const SamplingParams& params) {
   check(!logits.empty(), "sampling from no logits");
   const auto logit = [&](int32_t id) { return logits[static_cast<size_t>(id)]; };
   // Candidates in descending logit order (ties: lower id first; NaN last),
   // cut to top_k, keeping every candidate tied with the k-th (as HF's and
   // vLLM's top-k mask only logits below the k-th).
-  std::vector<int32_t> ids(logits.size());
+  Candidates c;
+  std::vector<int32_t>& ids = c.ids;
+  ids.resize(logits.size());
   std::iota(ids.begin(), ids.end(), 0);
   const auto before = [&](int32_t a, int32_t b) {
     return ranks_before(logit(a), logit(b)) || (!ranks_before(logit(b), logit(a)) && a < b);
   };
   size_t keep = ids.size();
-  if (params_.top_k > 0 && static_cast<size_t>(params_.top_k) < ids.size()) {
-    const auto k = static_cast<ptrdiff_t>(params_.top_k);
+  if (params.top_k > 0 && static_cast<size_t>(params.top_k) < ids.size()) {
+    const auto k = static_cast<ptrdiff_t>(params.top_k);
     std::nth_element(ids.begin(), ids.begin() + k - 1, ids.end(), before);
     const float kth = logit(ids[static_cast<size_t>(k - 1)]);
     const auto tail =
@@ -78,45 +80,63 @@ int32_t Sampler::draw(std::span<const float> logits) {
   check_some_finite_or_inf(logits, ids[0]);
   // A +inf logit takes all the probability, shared with any other +inf.
   const bool infinite = std::isinf(logit(ids[0]));
-  std::vector<double> probs(keep);
+  std::vector<double>& probs = c.weights;
+  probs.resize(keep);
   const double max_logit = logit(ids[0]);
   double total = 0.0;
   for (size_t i = 0; i < keep; ++i) {
     const float l = logit(ids[i]);
     probs[i] = infinite        ? (l == logit(ids[0]) ? 1.0 : 0.0)
                : std::isnan(l) ? 0.0
-                               : std::exp((l - max_logit) / params_.temperature);
+                               : std::exp((l - max_logit) / params.temperature);
   }
   // probs[i] is p_i / max(p), falling along ids: min-p keeps a prefix, never
   // empty (probs[0] is 1).
-  if (params_.min_p > 0.0f)
+  if (params.min_p > 0.0f)
     keep = static_cast<size_t>(
         std::find_if(probs.begin(), probs.end(),
-                     [&](double p) { return p < static_cast<double>(params_.min_p); }) -
+                     [&](double p) { return p < static_cast<double>(params.min_p); }) -
         probs.begin());
   for (size_t i = 0; i < keep; ++i) total += probs[i];
   // Nucleus: the shortest prefix whose probability reaches top_p.
   size_t nucleus = keep;
-  if (params_.top_p < 1.0f) {
+  if (params.top_p < 1.0f) {
     double cumulative = 0.0;
     for (size_t i = 0; i < keep; ++i) {
       cumulative += probs[i] / total;
-      if (cumulative >= params_.top_p) {
+      if (cumulative >= params.top_p) {
         nucleus = i + 1;
         break;
       }
     }
   }
-  const double mass =
-      std::accumulate(probs.begin(), probs.begin() + static_cast<ptrdiff_t>(nucleus), 0.0);
-  // A draw in [0, mass) from the top 53 bits: the same on every platform.
-  const double u = static_cast<double>(rng_() >> 11) * 0x1.0p-53 * mass;
-  double cumulative = 0.0;
-  for (size_t i = 0; i < nucleus; ++i) {
-    cumulative += probs[i];
-    if (u < cumulative) return ids[i];
+  ids.resize(nucleus);
+  probs.resize(nucleus);
+  c.mass = std::accumulate(probs.begin(), probs.end(), 0.0);
+  return c;
+}
+
+std::vector<double> sampling_probs(std::span<const float> logits, const SamplingParams& params) {
+  std::vector<double> p(logits.size(), 0.0);
+  if (params.temperature == 0.0f) {
+    p[static_cast<size_t>(argmax(logits))] = 1.0;
+    return p;
   }
-  return ids[nucleus - 1];
+  const Candidates c = shape_candidates(logits, params);
+  for (size_t i = 0; i < c.ids.size(); ++i) p[static_cast<size_t>(c.ids[i])] = c.weights[i] / c.mass;
+  return p;
+}
+
+int32_t Sampler::draw(std::span<const float> logits) {
+  const Candidates c = shape_candidates(logits, params_);
+  // A draw in [0, mass) from the top 53 bits: the same on every platform.
+  const double u = static_cast<double>(rng_() >> 11) * 0x1.0p-53 * c.mass;
+  double cumulative = 0.0;
+  for (size_t i = 0; i < c.ids.size(); ++i) {
+    cumulative += c.weights[i];
+    if (u < cumulative) return c.ids[i];
+  }
+  return c.ids.back();
 }
 
 }  // namespace hive

@@ -26,6 +26,23 @@ namespace hive {
 // never chosen; logits that are all NaN or -inf are an error.
 int32_t argmax(std::span<const float> logits);
 
+// The tokens a draw chooses among after temperature, min-p, top-k and
+// top-p, in descending logit order, with unnormalised weights (the largest
+// is 1) summing to `mass`.
+struct Candidates {
+  std::vector<int32_t> ids;
+  std::vector<double> weights;
+  double mass = 0.0;
+};
+// For temperature > 0; the same rules and errors as Sampler::sample().
+Candidates shape_candidates(std::span<const float> logits, const SamplingParams& params);
+
+// The distribution a sample() draws from, over the whole vocabulary
+// (penalties aside: apply them to the logits first). Greedy: all of it on
+// the argmax. Speculative decoding shapes the target's and the draft's
+// distributions with it, the same way.
+std::vector<double> sampling_probs(std::span<const float> logits, const SamplingParams& params);
+
 class Sampler {
  public:
   // Each sample() with temperature > 0 draws once from the generator, so a
