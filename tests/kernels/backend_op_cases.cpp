@@ -4,6 +4,7 @@
 // every dtype a checkpoint stores. Tolerances are NMSE against the CPU
 // reference: 1e-10 where a backend should agree to f32 rounding, looser only
 // where the fast kernel sums in another order over many terms.
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <tuple>
@@ -174,6 +175,40 @@ void add_attention(std::vector<OpCase>& cases) {
   }
 }
 
+void add_cache_writes(std::vector<OpCase>& cases) {
+  // Tokens land on distinct random slots of the pool; every other slot keeps
+  // its random start value, which the comparison covers too.
+  for (DType dtype : {DType::f32, DType::bf16}) {
+    for (auto [tokens, num_blocks, block_size, kv_heads, head_dim] :
+         {std::tuple{1, 4, 16, 2, 64}, {37, 9, 8, 4, 128}, {5, 40, 1, 1, 96}}) {
+      const std::string params = text(
+          dtype, "tokens=" + std::to_string(tokens) + " blocks=" + std::to_string(num_blocks) +
+                     "x" + std::to_string(block_size) + " kv_heads=" + std::to_string(kv_heads) +
+                     " head_dim=" + std::to_string(head_dim));
+      cases.push_back(
+          {Op::reshape_and_cache, params, kExact, [=](OpRun& r) {
+             std::vector<int64_t> slots(static_cast<size_t>(num_blocks * block_size));
+             for (size_t i = 0; i < slots.size(); ++i) slots[i] = static_cast<int64_t>(i);
+             std::shuffle(slots.begin(), slots.end(), r.rng());
+             slots.resize(static_cast<size_t>(tokens));
+             const Tensor k = r.input(DType::f32, {tokens, kv_heads, head_dim});
+             const Tensor v = r.input(DType::f32, {tokens, kv_heads, head_dim});
+             const Tensor slot_mapping = r.ints(slots);
+             const Tensor k_blocks = r.inout(dtype, {num_blocks, block_size, kv_heads, head_dim});
+             const Tensor v_blocks = r.inout(dtype, {num_blocks, block_size, kv_heads, head_dim});
+             r.backend().reshape_and_cache(k, v, slot_mapping, k_blocks, v_blocks);
+           }});
+    }
+  }
+  for (auto [rows, dim, value] : {std::tuple{1, 7, 0.0f}, {33, 1000, 0.0f}, {5, 64, -2.5f}})
+    cases.push_back({Op::fill,
+                     "rows=" + std::to_string(rows) + " dim=" + std::to_string(dim) +
+                         " value=" + std::to_string(value),
+                     kExact, [=](OpRun& r) {
+                       r.backend().fill(r.inout(DType::f32, {rows, dim}), value);
+                     }});
+}
+
 }  // namespace
 
 std::vector<OpCase> backend_op_cases() {
@@ -182,6 +217,7 @@ std::vector<OpCase> backend_op_cases() {
   add_matmul(cases);
   add_lookups(cases);
   add_attention(cases);
+  add_cache_writes(cases);
   return cases;
 }
 

@@ -88,6 +88,12 @@ Tensor OpRun::ints(const std::vector<int32_t>& values) {
   return place(bytes, DType::i32, {static_cast<int64_t>(values.size())});
 }
 
+Tensor OpRun::ints(const std::vector<int64_t>& values) {
+  std::vector<uint8_t> bytes(values.size() * 8);
+  std::memcpy(bytes.data(), values.data(), bytes.size());
+  return place(bytes, DType::i64, {static_cast<int64_t>(values.size())});
+}
+
 Tensor OpRun::guarded(const std::vector<uint8_t>& bytes, DType dtype,
                       std::initializer_list<int64_t> shape, bool poisoned) {
   // guard | tensor | guard, written in one copy from the host.

@@ -36,6 +36,7 @@ class OpRun {
   Tensor uniform(std::initializer_list<int64_t> shape, float low, float high);
   // Integer inputs (ids, positions, indices), i32.
   Tensor ints(const std::vector<int32_t>& values);
+  Tensor ints(const std::vector<int64_t>& values);  // i64 (slot mappings)
   // An output: poisoned, between guards, compared after the op.
   Tensor output(DType dtype, std::initializer_list<int64_t> shape);
   // An op that updates in place: random start values, guarded, compared.
