@@ -58,7 +58,8 @@ struct AttentionParams {
 // AttentionPlan (attention_plan.hpp) lays them out. One layer's cache is a
 // pool of blocks:
 //
-//   k_blocks/v_blocks [num_blocks, block_size, num_kv_heads, head_dim] f32
+//   k_blocks/v_blocks [num_blocks, block_size, num_kv_heads, head_dim],
+//   f32 or bf16 (widened as read; the arithmetic is f32)
 //   sequence s, position t  ->  block tables[table_start[s] + t / block_size],
 //                               row t % block_size
 //

@@ -15,12 +15,10 @@ void check_kv_write(const Tensor& k, const Tensor& v, const Tensor& slot_mapping
   expect(k, DType::f32, 3, "reshape_and_cache k");
   expect(v, DType::f32, 3, "reshape_and_cache v");
   expect(slot_mapping, DType::i64, 1, "reshape_and_cache slot_mapping");
-  expect_float(k_blocks, 4, "reshape_and_cache k_blocks");
-  check(k_blocks.dtype == DType::f32 || k_blocks.dtype == DType::bf16,
-        "reshape_and_cache: a KV cache is f32 or bf16 (got ", dtype_name(k_blocks.dtype), ")");
-  check(v_blocks.dtype == k_blocks.dtype && v_blocks.shape == k_blocks.shape &&
-            v_blocks.is_contiguous() && k.shape == v.shape && k.shape[0] == slot_mapping.shape[0] &&
-            k.shape[1] == k_blocks.shape[2] && k.shape[2] == k_blocks.shape[3],
+  expect_kv_cache(k_blocks, v_blocks, "reshape_and_cache");
+  check(v_blocks.shape == k_blocks.shape && k.shape == v.shape &&
+            k.shape[0] == slot_mapping.shape[0] && k.shape[1] == k_blocks.shape[2] &&
+            k.shape[2] == k_blocks.shape[3],
         "reshape_and_cache: k ", k.shape_text(), ", v ", v.shape_text(), ", slot_mapping ",
         slot_mapping.shape_text(), ", k_blocks ", k_blocks.shape_text(), ", v_blocks ",
         v_blocks.shape_text(), " disagree");

@@ -62,6 +62,8 @@ void fill(const Tensor& x, float value);
 // Shape checks shared by the ops (and by other backends' launchers).
 void expect(const Tensor& t, DType dtype, int ndim, const char* what);
 void expect_float(const Tensor& t, int ndim, const char* what);
+// A paged KV cache's pair of pools: 4-d, contiguous, both f32 or both bf16.
+void expect_kv_cache(const Tensor& k_blocks, const Tensor& v_blocks, const char* what);
 // reshape_and_cache's shapes and dtypes (not the slots' range).
 void check_kv_write(const Tensor& k, const Tensor& v, const Tensor& slot_mapping,
                     const Tensor& k_blocks, const Tensor& v_blocks);

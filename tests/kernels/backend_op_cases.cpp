@@ -144,12 +144,18 @@ void add_attention(std::vector<OpCase>& cases) {
                        r.backend().attention(p);
                      }});
   // One step of three sequences: a decode, a prefill chunk, a whole prompt.
-  for (auto [heads, kv_heads, head_dim, block_size, window] :
-       {std::tuple{8, 4, 64, 16, 0}, {8, 2, 128, 1, 0}, {4, 4, 64, 16, 20}}) {
+  for (auto [heads, kv_heads, head_dim, block_size, window, dtype] :
+       {std::tuple{8, 4, 64, 16, 0, DType::f32},
+        {8, 2, 128, 1, 0, DType::f32},
+        {4, 4, 64, 16, 20, DType::f32},
+        {8, 4, 64, 16, 0, DType::bf16},
+        {8, 2, 128, 1, 0, DType::bf16},
+        {4, 4, 64, 16, 20, DType::bf16}}) {
     const std::string params =
-        "heads=" + std::to_string(heads) + " kv_heads=" + std::to_string(kv_heads) +
-        " head_dim=" + std::to_string(head_dim) + " block_size=" + std::to_string(block_size) +
-        " window=" + std::to_string(window) + " queries=1,9,25 contexts=77,40,25";
+        std::string(dtype_name(dtype)) + " cache " + "heads=" + std::to_string(heads) +
+        " kv_heads=" + std::to_string(kv_heads) + " head_dim=" + std::to_string(head_dim) +
+        " block_size=" + std::to_string(block_size) + " window=" + std::to_string(window) +
+        " queries=1,9,25 contexts=77,40,25";
     cases.push_back(
         {Op::paged_attention, params, kReordered, [=](OpRun& r) {
            const int64_t contexts[] = {77, 40, 25}, queries[] = {1, 9, 25};
@@ -164,8 +170,8 @@ void add_attention(std::vector<OpCase>& cases) {
            const StepAttentionPlan plan(r.backend(), sequences, next_block, block_size);
            PagedAttentionParams p;
            p.q = r.input(DType::f32, {35, heads, head_dim});
-           p.k_blocks = r.input(DType::f32, {next_block, block_size, kv_heads, head_dim});
-           p.v_blocks = r.input(DType::f32, {next_block, block_size, kv_heads, head_dim});
+           p.k_blocks = r.input(dtype, {next_block, block_size, kv_heads, head_dim});
+           p.v_blocks = r.input(dtype, {next_block, block_size, kv_heads, head_dim});
            p.out = r.output(DType::f32, {35, heads, head_dim});
            p.plan = plan.plan();
            p.scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
