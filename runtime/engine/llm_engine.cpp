@@ -11,7 +11,7 @@ namespace hive {
 LLMEngine::LLMEngine(Model& model, const EngineConfig& config)
     : model_(model) {
   const ModelConfig& c = model.config();
-  const int64_t bytes_per_block = kv_bytes_per_block(c, config.block_size);
+  const int64_t bytes_per_block = kv_bytes_per_block(c, config.block_size, config.kv_cache_dtype);
   const int64_t weight_bytes = model_stats(c, model.weights()).weight_bytes;
   const int64_t pool_bytes =
       kv_pool_bytes(config.kv_budget, model.backend().memory_bytes(), weight_bytes);
@@ -21,8 +21,9 @@ LLMEngine::LLMEngine(Model& model, const EngineConfig& config)
   kv.num_host_blocks = num_swap_blocks(config.swap_space_bytes, bytes_per_block);
   kv.enable_prefix_caching = config.enable_prefix_caching;
   kv.sliding_window = c.sliding_window;
-  kv_cache_ = std::make_unique<PagedKVCache>(model.backend(), c, kv.num_device_blocks,
-                                             kv.block_size, kv.num_host_blocks);
+  kv_cache_ =
+      std::make_unique<PagedKVCache>(model.backend(), c, kv.num_device_blocks, kv.block_size,
+                                     kv.num_host_blocks, config.kv_cache_dtype);
   kv_cache_manager_ = std::make_unique<KVCacheManager>(kv);
   SchedulerConfig scheduler = config.scheduler;
   if (scheduler.max_model_len == 0) scheduler.max_model_len = c.max_position_embeddings;
