@@ -139,6 +139,7 @@ std::vector<float> OpRun::results() {
     for (size_t i = 0; i < image.size(); ++i) {
       if ((i < kGuardBytes || i >= data_end) && image[i] != kGuardByte) {
         ADD_FAILURE() << "output " << o << ": guard byte " << i << " was overwritten";
+        intact_ = false;
         break;
       }
     }
@@ -146,6 +147,7 @@ std::vector<float> OpRun::results() {
       const uint8_t* at = image.data() + kGuardBytes + static_cast<size_t>(i) * size_of;
       if (g.poisoned && std::memcmp(at, &kPoisonBits, size_of) == 0) {
         ADD_FAILURE() << "output " << o << " element " << i << " was not written";
+        intact_ = false;
         return values;
       }
       values.push_back(element(at, g.tensor.dtype));

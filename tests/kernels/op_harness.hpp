@@ -47,6 +47,8 @@ class OpRun {
   // After the op: the outputs' values in creation order, as f32. Fails (via
   // gtest) when a guard changed or, for output(), an element kept its poison.
   std::vector<float> results();
+  // False once results() found a guard changed or an output unwritten.
+  bool intact() const { return intact_; }
 
  private:
   struct Guarded {
@@ -65,6 +67,7 @@ class OpRun {
   std::mt19937_64 rng_;
   std::vector<Buffer> inputs_;
   std::vector<Guarded> outputs_;
+  bool intact_ = true;
 };
 
 // One row of the table: an op with its parameters, and the largest NMSE
