@@ -142,6 +142,7 @@ EngineOptions engine_options(const LaunchConfig& config) {
   e.kv_budget =
       KVBudget{config.kv_cache.memory_budget_bytes.value_or(0), config.kv_cache.memory_fraction};
   e.swap_space_bytes = config.kv_cache.swap_space_bytes;
+  e.kv_cache_dtype = parse_kv_cache_dtype(config.kv_cache.dtype, "kv_cache.dtype");
   e.enable_prefix_caching = config.kv_cache.enable_prefix_caching;
   SchedulerConfig& s = e.scheduler;
   s.max_num_seqs = config.scheduler.max_num_seqs;
@@ -176,7 +177,8 @@ SchedulerSetup make_scheduler_setup(std::shared_ptr<Model> model, const EngineCo
   for (int rank = 0; rank < world_size; ++rank)
     setup.workers.push_back({model, kv.num_device_blocks, kv.block_size, kv.num_host_blocks, rank,
                              nullptr, PlacementKind::contiguous,  // group, placement, scheduler:
-                             tensor_parallel_size, caf::actor_addr{}});  // set at spawn
+                             tensor_parallel_size, caf::actor_addr{},  // set at spawn
+                             config.kv_cache_dtype});
   // Checked here, in the caller's thread: the scheduler actor builds its
   // KV manager and Scheduler from these, and an error there would only kill
   // the actor.

@@ -278,20 +278,13 @@ LaunchConfig parse_launch_config(const std::string& yaml_text, const std::string
     s.optional("memory_budget", [&](auto& n, auto& k) { kv.memory_budget_bytes = r.bytes(n, k); });
     s.optional("memory_fraction",
                [&](auto& n, auto& k) { kv.memory_fraction = r.number(n, k, 0.01, 1.0); });
-    std::string dtype_at;
-    s.optional("dtype", [&](auto& n, auto& k) {
-      kv.dtype = r.choice(n, k, {"f32", "bf16", "f16"});
-      dtype_at = r.at(n);
-    });
+    s.optional("dtype", [&](auto& n, auto& k) { kv.dtype = r.choice(n, k, {"f32", "bf16"}); });
     s.optional("enable_prefix_caching",
                [&](auto& n, auto& k) { kv.enable_prefix_caching = r.boolean(n, k); });
     s.optional("swap_space", [&](auto& n, auto& k) { kv.swap_space_bytes = r.bytes(n, k); });
     s.reject_unknown_keys();
     check(!(node["memory_budget"] && node["memory_fraction"]), s.where(node), name,
           ": give memory_budget or memory_fraction, not both");
-    // Quantized KV is a later step; until then the key only takes f32.
-    check(kv.dtype == "f32", dtype_at, name, ".dtype: only f32 is supported so far (got '",
-          kv.dtype, "')");
   });
   std::string preemption_mode_at = source + ": ";
   top.optional("scheduler", [&](auto& node, auto& name) {

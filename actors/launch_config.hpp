@@ -34,7 +34,7 @@ struct KVCacheSettings {  // not runtime/core/kv_cache_manager.hpp's KVCacheConf
   int block_size = 16;
   std::optional<int64_t> memory_budget_bytes;  // else memory_fraction of the device
   double memory_fraction = 0.9;  // vLLM's gpu_memory_utilization; CPU ranks share host memory
-  std::string dtype = "f32";     // f32 | bf16 | f16
+  std::string dtype = "bf16";    // f32 | bf16: what the cache stores
   bool enable_prefix_caching = true;
   int64_t swap_space_bytes = 0;  // host pool for swapped-out blocks
 };

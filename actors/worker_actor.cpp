@@ -77,8 +77,9 @@ worker_actor::behavior_type worker(worker_actor::stateful_pointer<WorkerState> s
           std::make_unique<Model>(spec.model->directory(), spec.model->backend(), *state.comm);
       model = state.shard.get();
     }
-    state.cache = std::make_unique<PagedKVCache>(model->backend(), model->config(), spec.num_blocks,
-                                                 spec.block_size, spec.num_host_blocks);
+    state.cache =
+        std::make_unique<PagedKVCache>(model->backend(), model->config(), spec.num_blocks,
+                                       spec.block_size, spec.num_host_blocks, spec.kv_cache_dtype);
     state.runner = std::make_unique<ModelRunner>(*model, *state.cache);
     if (spec.tensor_parallel_size == 1) setup_expert_parallel(state, spec);
   } catch (const std::exception& e) {

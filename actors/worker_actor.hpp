@@ -52,6 +52,7 @@ struct WorkerSpec {
   // The scheduler actor that spawned it: the worker tells it when it has
   // started (ready_atom) and stops when it does.
   caf::actor_addr scheduler;
+  DType kv_cache_dtype = kDefaultKVCacheDType;
 };
 
 struct WorkerState {

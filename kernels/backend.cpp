@@ -34,6 +34,10 @@ std::string_view op_name(Op op) {
       return "gather_rows";
     case Op::scatter_add_rows:
       return "scatter_add_rows";
+    case Op::reshape_and_cache:
+      return "reshape_and_cache";
+    case Op::fill:
+      return "fill";
     case Op::count:
       break;
   }

@@ -28,6 +28,8 @@ enum class Op : uint8_t {
   paged_attention,
   gather_rows,
   scatter_add_rows,
+  reshape_and_cache,
+  fill,
   count,
 };
 
@@ -56,7 +58,8 @@ struct AttentionParams {
 // AttentionPlan (attention_plan.hpp) lays them out. One layer's cache is a
 // pool of blocks:
 //
-//   k_blocks/v_blocks [num_blocks, block_size, num_kv_heads, head_dim] f32
+//   k_blocks/v_blocks [num_blocks, block_size, num_kv_heads, head_dim],
+//   f32 or bf16 (widened as read; the arithmetic is f32)
 //   sequence s, position t  ->  block tables[table_start[s] + t / block_size],
 //                               row t % block_size
 //
@@ -130,6 +133,15 @@ class Backend {
   // out[index[i]] += weight[i] * src[i]. src [m, d], index [m] i32, weight [m] f32.
   virtual void scatter_add_rows(const Tensor& src, const Tensor& index, const Tensor& weight,
                                 const Tensor& out) = 0;
+  // A step's new K/V into the paged cache (vLLM's reshape_and_cache): token
+  // i's rows go to slot slot_mapping[i], i.e. block slot / block_size, row
+  // slot % block_size, converted to the cache's dtype (f32 or bf16) as they
+  // are stored. k, v [n, num_kv_heads, head_dim] f32; slot_mapping [n] i64,
+  // distinct slots; k_blocks, v_blocks as in PagedAttentionParams.
+  virtual void reshape_and_cache(const Tensor& k, const Tensor& v, const Tensor& slot_mapping,
+                                 const Tensor& k_blocks, const Tensor& v_blocks) = 0;
+  // x[...] = value. x f32, contiguous.
+  virtual void fill(const Tensor& x, float value) = 0;
 };
 
 }  // namespace hive

@@ -39,9 +39,8 @@ Buffer compute_received(Backend& backend, const Tensor& rows, const std::vector<
   const int64_t m = rows.shape[0], hidden = rows.shape[1];
   Buffer results(backend, DType::f32, {m, hidden});
   if (m == 0) return results;
-  const std::vector<float> zeros(static_cast<size_t>(m * hidden), 0.0f), ones(experts.size(), 1.0f);
-  backend.copy(results.tensor(),
-               Tensor::view(const_cast<float*>(zeros.data()), DType::f32, {m, hidden}));
+  backend.fill(results.tensor(), 0.0f);
+  const std::vector<float> ones(experts.size(), 1.0f);
   const DispatchPlan plan = plan_dispatch(experts, ones, 1, placement.num_experts());
   const Buffer row_index = upload<int32_t>(backend, plan.token_index, DType::i32);
   const Buffer unit = upload<float>(backend, plan.weight, DType::f32);
@@ -138,8 +137,7 @@ void moe_forward_expert_parallel(Backend& backend, Communicator& comm,
     weights_in_order.push_back(sent[static_cast<size_t>(i)].weight);
   }
   if (n == 0) return;
-  const std::vector<float> zeros(static_cast<size_t>(n * hidden), 0.0f);
-  backend.copy(out, Tensor::view(const_cast<float*>(zeros.data()), DType::f32, {n, hidden}));
+  backend.fill(out, 0.0f);
   if (rows_out > 0) {
     Buffer ordered(backend, DType::f32, {rows_out, hidden});
     backend.gather_rows(returned.tensor(), upload<int32_t>(backend, order, DType::i32).tensor(),

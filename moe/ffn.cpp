@@ -32,8 +32,7 @@ void moe_forward(Backend& backend, const Tensor& x, const MoeWeights& weights,
   const auto host_weights = download<float>(backend, routing_weights.tensor());
   const DispatchPlan plan = plan_dispatch(host_ids, host_weights, k, router.num_experts);
 
-  std::vector<float> zeros(static_cast<size_t>(n * hidden), 0.0f);
-  backend.copy(out, Tensor::view(zeros.data(), DType::f32, {n, hidden}));
+  backend.fill(out, 0.0f);
   const Buffer token_index = upload<int32_t>(backend, plan.token_index, DType::i32);
   const Buffer token_weight = upload<float>(backend, plan.weight, DType::f32);
   for (int e = 0; e < router.num_experts; ++e) {

@@ -6,22 +6,32 @@
 #include <cstdint>
 #include <vector>
 
+#include "kernels/dtype.hpp"
+
 namespace hive::cpu {
 
 // out = sum_j softmax_j(q . k_j * scale) v_j over the positions j the query
 // at position `last` sees (all before it, or the last `sliding_window`), in
 // f32 with the maximum subtracted. offset(j): where position j's rows start
-// in k and v. scores: scratch of at least last + 1 floats.
-template <class Offset>
-void attend(const float* q, const float* k, const float* v, int64_t last, int64_t sliding_window,
+// in k and v, which hold f32 or bf16 (uint16_t bits), widened exactly as
+// read. scores: scratch of at least last + 1 floats.
+inline float widen(float x) {
+  return x;
+}
+inline float widen(uint16_t bf16_bits) {
+  return bf16_to_f32(bf16_bits);
+}
+
+template <class T, class Offset>
+void attend(const float* q, const T* k, const T* v, int64_t last, int64_t sliding_window,
             int64_t head_dim, float scale, const Offset& offset, std::vector<float>& scores,
             float* out) {
   const int64_t first = sliding_window > 0 ? std::max<int64_t>(0, last - sliding_window + 1) : 0;
   float max_score = -INFINITY;
   for (int64_t j = first; j <= last; ++j) {
-    const float* kj = k + offset(j);
+    const T* kj = k + offset(j);
     float dot = 0.0f;
-    for (int64_t d = 0; d < head_dim; ++d) dot += q[d] * kj[d];
+    for (int64_t d = 0; d < head_dim; ++d) dot += q[d] * widen(kj[d]);
     scores[static_cast<size_t>(j)] = dot * scale;
     max_score = std::max(max_score, scores[static_cast<size_t>(j)]);
   }
@@ -34,8 +44,8 @@ void attend(const float* q, const float* k, const float* v, int64_t last, int64_
   std::fill(out, out + head_dim, 0.0f);
   for (int64_t j = first; j <= last; ++j) {
     const float weight = scores[static_cast<size_t>(j)] / total;
-    const float* vj = v + offset(j);
-    for (int64_t d = 0; d < head_dim; ++d) out[d] += weight * vj[d];
+    const T* vj = v + offset(j);
+    for (int64_t d = 0; d < head_dim; ++d) out[d] += weight * widen(vj[d]);
   }
 }
 

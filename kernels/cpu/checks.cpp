@@ -14,6 +14,14 @@ void expect_float(const Tensor& t, int ndim, const char* what) {
         ndim, "-d float tensor (got ", t.shape_text(), ")");
 }
 
+void expect_kv_cache(const Tensor& k_blocks, const Tensor& v_blocks, const char* what) {
+  check((k_blocks.dtype == DType::f32 || k_blocks.dtype == DType::bf16) && k_blocks.ndim == 4 &&
+            k_blocks.is_contiguous() && v_blocks.dtype == k_blocks.dtype && v_blocks.ndim == 4 &&
+            v_blocks.is_contiguous(),
+        what, ": expected K and V caches as contiguous 4-d f32 or bf16 tensors of one dtype (got ",
+        k_blocks.shape_text(), " and ", v_blocks.shape_text(), ")");
+}
+
 void to_f32(const void* src, DType dtype, int64_t n, float* dst) {
   switch (dtype) {
     case DType::f32: {

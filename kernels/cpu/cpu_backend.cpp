@@ -87,5 +87,12 @@ void CpuBackend::scatter_add_rows(const Tensor& src, const Tensor& index, const 
                                   const Tensor& out) {
   cpu::scatter_add_rows(src, index, weight, out);
 }
+void CpuBackend::reshape_and_cache(const Tensor& k, const Tensor& v, const Tensor& slot_mapping,
+                                   const Tensor& k_blocks, const Tensor& v_blocks) {
+  cpu::reshape_and_cache(k, v, slot_mapping, k_blocks, v_blocks);
+}
+void CpuBackend::fill(const Tensor& x, float value) {
+  cpu::fill(x, value);
+}
 
 }  // namespace hive

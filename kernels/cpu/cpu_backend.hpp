@@ -35,6 +35,9 @@ class CpuBackend : public Backend {
   void gather_rows(const Tensor& src, const Tensor& index, const Tensor& out) override;
   void scatter_add_rows(const Tensor& src, const Tensor& index, const Tensor& weight,
                         const Tensor& out) override;
+  void reshape_and_cache(const Tensor& k, const Tensor& v, const Tensor& slot_mapping,
+                         const Tensor& k_blocks, const Tensor& v_blocks) override;
+  void fill(const Tensor& x, float value) override;
 };
 
 }  // namespace hive

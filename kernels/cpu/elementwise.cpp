@@ -105,4 +105,11 @@ void sigmoid(const Tensor& x) {
     x.as<float>()[i] = 1.0f / (1.0f + std::exp(-x.as<float>()[i]));
 }
 
+void fill(const Tensor& x, float value) {
+  check(x.dtype == DType::f32 && x.is_contiguous(), "fill: expected a contiguous f32 tensor (got ",
+        x.shape_text(), ")");
+  float* data = x.as<float>();
+  for (int64_t i = 0; i < x.numel(); ++i) data[i] = value;
+}
+
 }  // namespace hive::cpu

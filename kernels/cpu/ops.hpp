@@ -55,9 +55,17 @@ void paged_attention_reference(const PagedAttentionParams& p);
 void gather_rows(const Tensor& src, const Tensor& index, const Tensor& out);
 void scatter_add_rows(const Tensor& src, const Tensor& index, const Tensor& weight,
                       const Tensor& out);
+void reshape_and_cache(const Tensor& k, const Tensor& v, const Tensor& slot_mapping,
+                       const Tensor& k_blocks, const Tensor& v_blocks);
+void fill(const Tensor& x, float value);
 
 // Shape checks shared by the ops (and by other backends' launchers).
 void expect(const Tensor& t, DType dtype, int ndim, const char* what);
 void expect_float(const Tensor& t, int ndim, const char* what);
+// A paged KV cache's pair of pools: 4-d, contiguous, both f32 or both bf16.
+void expect_kv_cache(const Tensor& k_blocks, const Tensor& v_blocks, const char* what);
+// reshape_and_cache's shapes and dtypes (not the slots' range).
+void check_kv_write(const Tensor& k, const Tensor& v, const Tensor& slot_mapping,
+                    const Tensor& k_blocks, const Tensor& v_blocks);
 
 }  // namespace hive::cpu

@@ -23,8 +23,7 @@ namespace {
 void check_paged_shapes(const SequencePagedAttentionParams& p) {
   expect(p.q, DType::f32, 3, "paged_attention q");
   expect(p.out, DType::f32, 3, "paged_attention out");
-  expect(p.k_blocks, DType::f32, 4, "paged_attention k_blocks");
-  expect(p.v_blocks, DType::f32, 4, "paged_attention v_blocks");
+  expect_kv_cache(p.k_blocks, p.v_blocks, "paged_attention");
   expect(p.block_table, DType::i32, 1, "paged_attention block_table");
   const int64_t num_tokens = p.q.shape[0], num_heads = p.q.shape[1], head_dim = p.q.shape[2];
   const int64_t num_kv_heads = p.k_blocks.shape[2];
@@ -55,24 +54,28 @@ void paged_attention_sequence(const SequencePagedAttentionParams& p) {
   const int64_t group = num_heads / num_kv_heads;
   const int32_t* table = p.block_table.as<int32_t>();
   const float* q = p.q.as<float>();
-  const float* k = p.k_blocks.as<float>();
-  const float* v = p.v_blocks.as<float>();
   float* out = p.out.as<float>();
   // Offset of (position j, kv head) in the block pool.
   const auto row = [&](int64_t j, int64_t kvh) {
     const int64_t slot = int64_t{table[j / block_size]} * block_size + j % block_size;
     return (slot * num_kv_heads + kvh) * head_dim;
   };
-  for_each_task(
-      num_tokens * num_heads, num_tokens * num_heads * context_len * head_dim,
-      [&] { return std::vector<float>(static_cast<size_t>(context_len)); },
-      [&](int64_t task, std::vector<float>& scores) {
-        const int64_t i = task / num_heads, h = task % num_heads, kvh = h / group;
-        attend(
-            q + (i * num_heads + h) * head_dim, k, v, p.start_position + i, p.sliding_window,
-            head_dim, p.scale, [&](int64_t j) { return row(j, kvh); }, scores,
-            out + (i * num_heads + h) * head_dim);
-      });
+  const auto run = [&](const auto* k, const auto* v) {
+    for_each_task(
+        num_tokens * num_heads, num_tokens * num_heads * context_len * head_dim,
+        [&] { return std::vector<float>(static_cast<size_t>(context_len)); },
+        [&](int64_t task, std::vector<float>& scores) {
+          const int64_t i = task / num_heads, h = task % num_heads, kvh = h / group;
+          attend(
+              q + (i * num_heads + h) * head_dim, k, v, p.start_position + i, p.sliding_window,
+              head_dim, p.scale, [&](int64_t j) { return row(j, kvh); }, scores,
+              out + (i * num_heads + h) * head_dim);
+        });
+  };
+  if (p.k_blocks.dtype == DType::bf16)
+    run(p.k_blocks.as<uint16_t>(), p.v_blocks.as<uint16_t>());
+  else
+    run(p.k_blocks.as<float>(), p.v_blocks.as<float>());
 }
 
 void paged_attention_reference(const PagedAttentionParams& p) {

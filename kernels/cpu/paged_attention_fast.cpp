@@ -12,8 +12,11 @@
 // item, which sequences share the step, or the thread count. They differ
 // from the reference's two-pass softmax (paged_attention.cpp) by rounding.
 //
+// K/V are f32 or bf16 (the default cache); bf16 rows are widened once per
+// tile into scratch and the arithmetic stays f32.
+//
 // Moves: per item, its KV head's K and V rows of the context (2 *
-// context_len * head_dim * 4 bytes), once for all its query heads and
+// context_len * head_dim * 2 or 4 bytes), once for all its query heads and
 // queries: a decode step reads the layer's KV cache once. Roofline: those
 // bytes over the read bandwidth; per row and query head it does 2 * head_dim
 // multiply-adds and one exp, so with few query heads per KV head it is
@@ -40,8 +43,9 @@ struct Item {
 // The op's inputs, unpacked once per call.
 struct Layout {
   const float* q;
-  const float* k;
-  const float* v;
+  const void* k;  // f32, or bf16 when kv_bf16
+  const void* v;
+  bool kv_bf16;
   float* out;
   const int32_t* query_start;
   const int32_t* context_lens;
@@ -54,13 +58,13 @@ struct Layout {
 struct Scratch {
   std::vector<float> scores, acc, max, sum;
   std::vector<const float*> keys, values;
+  std::vector<float> key_rows, value_rows;  // a bf16 tile's rows, widened once
 };
 
 void check_params(const PagedAttentionParams& p) {
   expect(p.q, DType::f32, 3, "paged_attention q");
   expect(p.out, DType::f32, 3, "paged_attention out");
-  expect(p.k_blocks, DType::f32, 4, "paged_attention k_blocks");
-  expect(p.v_blocks, DType::f32, 4, "paged_attention v_blocks");
+  expect_kv_cache(p.k_blocks, p.v_blocks, "paged_attention");
   const AttentionPlan& plan = p.plan;
   expect(plan.query_start, DType::i32, 1, "paged_attention plan query_start");
   expect(plan.context_lens, DType::i32, 1, "paged_attention plan context_lens");
@@ -116,8 +120,22 @@ inline __attribute__((always_inline)) void add_tile(const Layout& l, const Item&
       if (s.keys[static_cast<size_t>(j - tile_begin)] != nullptr) continue;
       const int64_t slot = int64_t{table[j / l.block_size]} * l.block_size + j % l.block_size;
       const int64_t offset = (slot * l.num_kv_heads + kvh) * hd;
-      s.keys[static_cast<size_t>(j - tile_begin)] = l.k + offset;
-      s.values[static_cast<size_t>(j - tile_begin)] = l.v + offset;
+      const auto at = static_cast<size_t>(j - tile_begin);
+      if (l.kv_bf16) {
+        // Widened once per tile for all queries and heads of the item; exact,
+        // so the bits are those of an f32 cache holding the rounded values.
+        float* key_row = s.key_rows.data() + (j - tile_begin) * hd;
+        float* value_row = s.value_rows.data() + (j - tile_begin) * hd;
+        const uint16_t* k = static_cast<const uint16_t*>(l.k) + offset;
+        const uint16_t* v = static_cast<const uint16_t*>(l.v) + offset;
+        for (int64_t d = 0; d < hd; ++d) key_row[d] = bf16_to_f32(k[d]);
+        for (int64_t d = 0; d < hd; ++d) value_row[d] = bf16_to_f32(v[d]);
+        s.keys[at] = key_row;
+        s.values[at] = value_row;
+      } else {
+        s.keys[at] = static_cast<const float*>(l.k) + offset;
+        s.values[at] = static_cast<const float*>(l.v) + offset;
+      }
     }
     // Scores and softmax weights of every head of the group, then each value
     // row read once for all of them; each acc[d] still adds in position order.
@@ -210,9 +228,11 @@ void paged_attention(const PagedAttentionParams& p) {
   const AttentionPlan& plan = p.plan;
   const int64_t num_heads = p.q.shape[1], head_dim = p.q.shape[2];
   const int64_t num_kv_heads = p.k_blocks.shape[2];
+  const bool kv_bf16 = p.k_blocks.dtype == DType::bf16;
   const Layout layout{p.q.as<float>(),
-                      p.k_blocks.as<float>(),
-                      p.v_blocks.as<float>(),
+                      p.k_blocks.data,
+                      p.v_blocks.data,
+                      kv_bf16,
                       p.out.as<float>(),
                       plan.query_start.as<int32_t>(),
                       plan.context_lens.as<int32_t>(),
@@ -241,7 +261,9 @@ void paged_attention(const PagedAttentionParams& p) {
                        std::vector<float>(states),
                        std::vector<float>(states),
                        std::vector<const float*>(kKeyTile),
-                       std::vector<const float*>(kKeyTile)};
+                       std::vector<const float*>(kKeyTile),
+                       std::vector<float>(kv_bf16 ? kKeyTile * head_dim : 0),
+                       std::vector<float>(kv_bf16 ? kKeyTile * head_dim : 0)};
       },
       [&](int64_t task, Scratch& scratch) {
         run_item(layout, items[static_cast<size_t>(task / num_kv_heads)], task % num_kv_heads,

@@ -7,6 +7,8 @@
 #include <filesystem>
 
 #include "kernels/cpu/ops.hpp"
+#include "kernels/cuda/fill.cuh"
+#include "kernels/cuda/reshape_and_cache.cuh"
 #include "kernels/cuda/rms_norm.cuh"
 #include "kernels/error.hpp"
 
@@ -70,7 +72,7 @@ CudaBackend::CudaBackend(int device_index) : device_index_(device_index) {
 CudaBackend::~CudaBackend() = default;
 
 bool CudaBackend::supports(Op op) const {
-  return op == Op::rms_norm;
+  return op == Op::rms_norm || op == Op::reshape_and_cache || op == Op::fill;
 }
 
 void CudaBackend::missing(Op op) {
@@ -114,6 +116,31 @@ void CudaBackend::rms_norm(const Tensor& x, const Tensor& weight, float eps, con
   const cuda::RmsNormParams params{x.as<float>(), weight.data, weight_type, out.as<float>(),
                                    x.shape[0],    x.shape[1],  eps};
   check_cuda(cuda::launch_rms_norm(params, nullptr), "rms_norm");
+}
+
+void CudaBackend::reshape_and_cache(const Tensor& k, const Tensor& v, const Tensor& slot_mapping,
+                                    const Tensor& k_blocks, const Tensor& v_blocks) {
+  cpu::check_kv_write(k, v, slot_mapping, k_blocks, v_blocks);
+  check(k.device == Device::cuda && v.device == Device::cuda &&
+            slot_mapping.device == Device::cuda && k_blocks.device == Device::cuda &&
+            v_blocks.device == Device::cuda,
+        "cuda reshape_and_cache: tensors must be on the device");
+  const cuda::ReshapeAndCacheParams params{
+      k.as<float>(),
+      v.as<float>(),
+      slot_mapping.as<int64_t>(),
+      k_blocks.data,
+      v_blocks.data,
+      k_blocks.dtype == DType::bf16 ? cuda::CacheType::bf16 : cuda::CacheType::f32,
+      k.shape[0],
+      k.shape[1] * k.shape[2]};
+  check_cuda(cuda::launch_reshape_and_cache(params, nullptr), "reshape_and_cache");
+}
+
+void CudaBackend::fill(const Tensor& x, float value) {
+  check(x.dtype == DType::f32 && x.is_contiguous() && x.device == Device::cuda,
+        "cuda fill: expected a contiguous f32 tensor on the device (got ", x.shape_text(), ")");
+  check_cuda(cuda::launch_fill(x.as<float>(), x.numel(), value, nullptr), "fill");
 }
 
 }  // namespace hive

@@ -41,6 +41,9 @@ class CudaBackend final : public Backend {
   void synchronize() override;
 
   void rms_norm(const Tensor& x, const Tensor& weight, float eps, const Tensor& out) override;
+  void reshape_and_cache(const Tensor& k, const Tensor& v, const Tensor& slot_mapping,
+                         const Tensor& k_blocks, const Tensor& v_blocks) override;
+  void fill(const Tensor& x, float value) override;
 
   void embedding(const Tensor&, const Tensor&, const Tensor&) override { missing(Op::embedding); }
   void rope(const Tensor&, const Tensor&, const Tensor&) override { missing(Op::rope); }

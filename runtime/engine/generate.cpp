@@ -22,8 +22,10 @@ GenerateResult generate(Model& model, std::span<const int32_t> prompt,
   const auto total = static_cast<int64_t>(prompt.size()) + options.max_tokens;
   EngineConfig config;
   config.block_size = options.block_size;
+  config.kv_cache_dtype = options.kv_cache_dtype;
   const int64_t blocks = (total + options.block_size - 1) / options.block_size + 1;  // + null
-  config.kv_budget.bytes = blocks * kv_bytes_per_block(model.config(), options.block_size);
+  config.kv_budget.bytes =
+      blocks * kv_bytes_per_block(model.config(), options.block_size, config.kv_cache_dtype);
   config.scheduler.max_num_batched_tokens = std::max<int64_t>(total, 512);
   LLMEngine engine(model, config);
 

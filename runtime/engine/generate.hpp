@@ -7,6 +7,7 @@
 #include <span>
 #include <vector>
 
+#include "runtime/model/kv_budget.hpp"
 #include "runtime/model/model.hpp"
 #include "runtime/model/sampling.hpp"
 
@@ -17,6 +18,7 @@ struct GenerateOptions {
   SamplingParams sampling;
   bool ignore_eos = false;
   int32_t block_size = 16;
+  DType kv_cache_dtype = kDefaultKVCacheDType;
 };
 
 struct GenerateResult {

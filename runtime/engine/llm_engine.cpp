@@ -20,8 +20,8 @@ EngineCoreConfig engine_core_config(const Model& model, const EngineConfig& conf
   // device. A tensor-parallel rank's blocks hold only its share of the KV
   // heads.
   const ModelConfig& c = model.config();
-  const int64_t bytes_per_block =
-      kv_bytes_per_block(tensor_parallel_config(c, tensor_parallel_size), config.block_size);
+  const int64_t bytes_per_block = kv_bytes_per_block(
+      tensor_parallel_config(c, tensor_parallel_size), config.block_size, config.kv_cache_dtype);
   const int64_t weight_bytes = model_stats(c, model.weights()).weight_bytes;
   const int64_t pool_bytes =
       kv_pool_bytes(config.kv_budget, model.backend().memory_bytes() / world_size, weight_bytes);
@@ -46,7 +46,8 @@ LLMEngine::LLMEngine(Model& model, const EngineConfig& config) : model_(model) {
   const EngineCoreConfig core = engine_core_config(model, config);
   const KVCacheConfig& kv = core.kv_cache;
   kv_cache_ = std::make_unique<PagedKVCache>(model.backend(), model.config(), kv.num_device_blocks,
-                                             kv.block_size, kv.num_host_blocks);
+                                             kv.block_size, kv.num_host_blocks,
+                                             config.kv_cache_dtype);
   core_ = std::make_unique<EngineCore>(core);
   runner_ = std::make_unique<ModelRunner>(model, *kv_cache_);
 }

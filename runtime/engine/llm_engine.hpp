@@ -26,6 +26,7 @@ struct EngineConfig {
   int32_t block_size = 16;
   KVBudget kv_budget{int64_t{64} << 20, 0.0};  // 64 MiB unless told otherwise
   int64_t swap_space_bytes = 0;                // host pool for swap preemption
+  DType kv_cache_dtype = kDefaultKVCacheDType;  // f32 or bf16
   bool enable_prefix_caching = false;
   SchedulerConfig scheduler;  // its eos_token_ids default to the model's
 };

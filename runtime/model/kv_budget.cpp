@@ -7,9 +7,17 @@
 
 namespace hive {
 
-int64_t kv_bytes_per_block(const ModelConfig& config, int32_t block_size) {
+DType parse_kv_cache_dtype(std::string_view name, std::string_view what) {
+  if (name == "f32") return DType::f32;
+  if (name == "bf16") return DType::bf16;
+  fail(what, ": expected f32 or bf16 (got '", name, "')");
+}
+
+int64_t kv_bytes_per_block(const ModelConfig& config, int32_t block_size, DType dtype) {
   check(block_size >= 1, "block_size must be >= 1 (got ", block_size, ")");
-  return int64_t{block_size} * config.kv_bytes_per_token(sizeof(float));
+  check(dtype == DType::f32 || dtype == DType::bf16, "a KV cache is f32 or bf16 (got ",
+        dtype_name(dtype), ")");
+  return int64_t{block_size} * config.kv_bytes_per_token(static_cast<int64_t>(dtype_size(dtype)));
 }
 
 int64_t kv_pool_bytes(const KVBudget& budget, int64_t device_memory_bytes, int64_t weight_bytes) {

@@ -2,26 +2,35 @@
 // How many KV-cache blocks a memory budget buys. Budgets, not hopes: the pool
 // is sized once, before anything runs, from the model's KV bytes per token:
 //
-//   bytes per token = 2 (K and V) x layers x kv_heads x head_dim x 4 (f32 storage)
+//   bytes per token = 2 (K and V) x layers x kv_heads x head_dim x 2 (bf16) or 4 (f32)
 //   bytes per block = block_size x bytes per token
 //   blocks          = floor(budget / bytes per block)     (one is the null block)
 //
 // The budget is either a byte count or a fraction of the device's memory,
 // from which the weights are subtracted first.
 #include <cstdint>
+#include <string_view>
 
 #include "kernels/cpu/cpu_backend.hpp"  // host_memory_bytes
 #include "runtime/model/model_config.hpp"
 
 namespace hive {
 
+// What the KV cache stores by default: bf16 holds twice the tokens of f32 in
+// the same bytes; attention still accumulates in f32 (docs/architecture.md).
+inline constexpr DType kDefaultKVCacheDType = DType::bf16;
+
+// "f32" or "bf16" as a cache dtype; throws naming `what` otherwise.
+DType parse_kv_cache_dtype(std::string_view name, std::string_view what);
+
 struct KVBudget {
   int64_t bytes = 0;             // > 0: exactly this much for the KV pool
   double memory_fraction = 0.0;  // else: this share of device memory, minus the weights
 };
 
-// Bytes of one block of the paged cache (f32 K and V of every layer).
-int64_t kv_bytes_per_block(const ModelConfig& config, int32_t block_size);
+// Bytes of one block of the paged cache (K and V of every layer, stored as
+// `dtype`, f32 or bf16).
+int64_t kv_bytes_per_block(const ModelConfig& config, int32_t block_size, DType dtype);
 
 // The KV pool's bytes under `budget`, given the device's memory and the
 // weights' bytes. Throws when nothing is left.

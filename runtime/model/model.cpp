@@ -17,16 +17,28 @@ const Tensor* optional_ptr(const std::optional<Tensor>& t) {
   return t ? &*t : nullptr;
 }
 
-constexpr Op kRequiredOps[] = {
-    Op::embedding,      Op::rms_norm,        Op::rope,        Op::matmul,          Op::add,
-    Op::mul_rows,       Op::silu_mul,        Op::sigmoid,     Op::softmax,         Op::topk,
-    Op::normalize_rows, Op::paged_attention, Op::gather_rows, Op::scatter_add_rows};
+constexpr Op kRequiredOps[] = {Op::embedding,
+                               Op::rms_norm,
+                               Op::rope,
+                               Op::matmul,
+                               Op::add,
+                               Op::mul_rows,
+                               Op::silu_mul,
+                               Op::sigmoid,
+                               Op::softmax,
+                               Op::topk,
+                               Op::normalize_rows,
+                               Op::paged_attention,
+                               Op::gather_rows,
+                               Op::scatter_add_rows,
+                               Op::reshape_and_cache,
+                               Op::fill};
 
 }  // namespace
 
 // The batch's integer inputs on the backend, uploaded once per forward pass.
 struct Model::DeviceBatch {
-  Buffer token_ids, positions, logits_rows;
+  Buffer token_ids, positions, logits_rows, slot_mapping;
   StepAttentionPlan attention;  // planned once, read by every layer
 };
 
@@ -55,27 +67,8 @@ std::span<const Op> Model::required_ops() {
   return kRequiredOps;
 }
 
-void Model::write_kv(const ForwardBatch& batch, const Tensor& k, const Tensor& v,
-                     const Tensor& k_cache, const Tensor& v_cache) {
-  // Flat [num_blocks * block_size, kv_heads, head_dim] views; one copy per
-  // run of consecutive slots (a sequence's tokens within one block).
-  const Tensor k_slots =
-      k_cache.reshape({k_cache.shape[0] * k_cache.shape[1], k_cache.shape[2], k_cache.shape[3]});
-  const Tensor v_slots =
-      v_cache.reshape({v_cache.shape[0] * v_cache.shape[1], v_cache.shape[2], v_cache.shape[3]});
-  const std::vector<int64_t>& slots = batch.slot_mapping;
-  for (size_t i = 0; i < slots.size();) {
-    size_t end = i + 1;
-    while (end < slots.size() && slots[end] == slots[end - 1] + 1) ++end;
-    const auto first = static_cast<int64_t>(i), count = static_cast<int64_t>(end - i);
-    backend_.copy(k_slots.rows(slots[i], count), k.rows(first, count));
-    backend_.copy(v_slots.rows(slots[i], count), v.rows(first, count));
-    i = end;
-  }
-}
-
-void Model::attention_block(int64_t layer, const Tensor& x, const ForwardBatch& batch,
-                            const DeviceBatch& device, PagedKVCache& cache, const Tensor& out) {
+void Model::attention_block(int64_t layer, const Tensor& x, const DeviceBatch& device,
+                            PagedKVCache& cache, const Tensor& out) {
   const ModelConfig& c = config_;
   const AttentionWeights& w = weights_.layers[static_cast<size_t>(layer)].attention;
   const int64_t n = x.shape[0];
@@ -95,7 +88,8 @@ void Model::attention_block(int64_t layer, const Tensor& x, const ForwardBatch& 
   backend_.rope(k.tensor(), device.positions.tensor(), inv_freq_.tensor());
   // Every token's K/V is written before any sequence attends, so a run may
   // read blocks another run of this batch fills (a same-step prefix hit).
-  write_kv(batch, k.tensor(), v.tensor(), cache.keys(layer), cache.values(layer));
+  backend_.reshape_and_cache(k.tensor(), v.tensor(), device.slot_mapping.tensor(),
+                             cache.keys(layer), cache.values(layer));
 
   Buffer attended(backend_, DType::f32, {n, c.num_heads, c.head_dim});
   PagedAttentionParams params;
@@ -181,6 +175,12 @@ void Model::forward(const ForwardBatch& batch, PagedKVCache& cache, const Tensor
     covered += run.num_tokens;
   }
   check(covered == n, "forward: the runs cover ", covered, " of the ", n, " tokens");
+  // Checked here, on the host, once per step: a device's reshape_and_cache
+  // does not check what it is given.
+  const int64_t num_slots = int64_t{cache.num_blocks()} * cache.block_size();
+  for (const int64_t slot : batch.slot_mapping)
+    check(slot >= 0 && slot < num_slots, "forward: slot ", slot, " outside the cache's ", num_slots,
+          " slots");
 
   std::vector<PlannedSequence> sequences;
   for (const SequenceRun& run : batch.runs)
@@ -189,6 +189,7 @@ void Model::forward(const ForwardBatch& batch, PagedKVCache& cache, const Tensor
       upload<int32_t>(backend_, batch.token_ids, DType::i32),
       upload<int32_t>(backend_, batch.positions, DType::i32),
       upload<int32_t>(backend_, batch.logits_rows, DType::i32),
+      upload<int64_t>(backend_, batch.slot_mapping, DType::i64),
       StepAttentionPlan(backend_, sequences, cache.num_blocks(), cache.block_size())};
 
   Buffer hidden(backend_, DType::f32, {n, c.hidden_size});
@@ -200,7 +201,7 @@ void Model::forward(const ForwardBatch& batch, PagedKVCache& cache, const Tensor
   for (int64_t layer = 0; layer < c.num_layers; ++layer) {
     const LayerWeights& w = weights_.layers[static_cast<size_t>(layer)];
     backend_.rms_norm(h, w.input_norm, eps, normed.tensor());
-    attention_block(layer, normed.tensor(), batch, device, cache, branch.tensor());
+    attention_block(layer, normed.tensor(), device, cache, branch.tensor());
     if (tp_) tp_->all_reduce_sum(branch.tensor());  // the heads' partial o_proj sums
     backend_.add(h, branch.tensor(), h);
     backend_.rms_norm(h, w.post_attention_norm, eps, normed.tensor());

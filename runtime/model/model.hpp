@@ -68,12 +68,10 @@ class Model {
 
  private:
   struct DeviceBatch;
-  void attention_block(int64_t layer, const Tensor& x, const ForwardBatch& batch,
-                       const DeviceBatch& device, PagedKVCache& cache, const Tensor& out);
+  void attention_block(int64_t layer, const Tensor& x, const DeviceBatch& device,
+                       PagedKVCache& cache, const Tensor& out);
   void moe_block(int64_t layer, const Tensor& x, const ExpertParallelContext* ep,
                  const Tensor& out);
-  void write_kv(const ForwardBatch& batch, const Tensor& k, const Tensor& v, const Tensor& k_cache,
-                const Tensor& v_cache);
 
   std::filesystem::path dir_;
   ModelConfig config_;

@@ -5,34 +5,37 @@
 namespace hive {
 
 PagedKVCache::PagedKVCache(Backend& backend, const ModelConfig& config, int32_t num_blocks,
-                           int32_t block_size, int32_t num_host_blocks)
+                           int32_t block_size, int32_t num_host_blocks, DType dtype)
     : backend_(backend),
       num_blocks_(num_blocks),
       block_size_(block_size),
       num_host_blocks_(num_host_blocks),
+      dtype_(dtype),
       block_elems_(int64_t{block_size} * config.num_kv_heads * config.head_dim) {
   check(num_blocks >= 2 && block_size >= 1 && num_host_blocks >= 0,
         "paged KV cache: need >= 2 blocks of >= 1 token (got ", num_blocks, " blocks of ",
         block_size, ", ", num_host_blocks, " host blocks)");
+  check(dtype == DType::f32 || dtype == DType::bf16, "paged KV cache: dtype f32 or bf16 (got ",
+        dtype_name(dtype), ")");
   const std::initializer_list<int64_t> shape = {num_blocks, block_size, config.num_kv_heads,
                                                 config.head_dim};
-  const auto host_elems = static_cast<size_t>(num_host_blocks * block_elems_);
+  const auto host_bytes = static_cast<size_t>(num_host_blocks * block_elems_) * dtype_size(dtype);
   for (int64_t layer = 0; layer < config.num_layers; ++layer) {
-    keys_.emplace_back(backend, DType::f32, shape);
-    values_.emplace_back(backend, DType::f32, shape);
-    host_keys_.emplace_back(new float[host_elems]);
-    host_values_.emplace_back(new float[host_elems]);
+    keys_.emplace_back(backend, dtype, shape);
+    values_.emplace_back(backend, dtype, shape);
+    host_keys_.emplace_back(new std::byte[host_bytes]);
+    host_values_.emplace_back(new std::byte[host_bytes]);
   }
 }
 
 int64_t PagedKVCache::bytes_per_block() const {
-  return 2 * num_layers() * block_elems_ * static_cast<int64_t>(sizeof(float));
+  return 2 * num_layers() * block_elems_ * static_cast<int64_t>(dtype_size(dtype_));
 }
 
-Tensor PagedKVCache::host_block(const std::unique_ptr<float[]>& layer, int32_t block) const {
+Tensor PagedKVCache::host_block(const std::unique_ptr<std::byte[]>& layer, int32_t block) const {
   const Tensor& like = keys_.front().tensor();
-  return Tensor::view(layer.get() + block * block_elems_, DType::f32,
-                      {1, block_size_, like.shape[2], like.shape[3]});
+  const auto offset = static_cast<size_t>(block * block_elems_) * dtype_size(dtype_);
+  return Tensor::view(layer.get() + offset, dtype_, {1, block_size_, like.shape[2], like.shape[3]});
 }
 
 void PagedKVCache::check_ids(std::span<const BlockCopy> copies, int32_t src_blocks,

@@ -4,15 +4,18 @@
 // holds which tokens is KVCacheManager's business; this class only stores
 // them and runs block copies.
 //
-//   per layer, keys and values:  [num_blocks, block_size, num_kv_heads, head_dim] f32
+//   per layer, keys and values:  [num_blocks, block_size, num_kv_heads, head_dim]
+//   stored as bf16 (the default) or f32
 //
 //   block table [ 7 | 2 | 9 ], block_size 4:  token at position p lives in
 //   block table[p / 4], row p % 4; its slot is block * block_size + row, the
 //   row index in the flat [num_blocks * block_size, num_kv_heads, head_dim] view.
 //
-//   host swap space, per layer:  [num_host_blocks, block_size, num_kv_heads, head_dim] f32
+//   host swap space, per layer:  [num_host_blocks, block_size, num_kv_heads, head_dim],
+//   the same dtype
 //
 // A block copy moves one block of every layer's K and V.
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -20,19 +23,22 @@
 
 #include "kernels/buffer.hpp"
 #include "runtime/core/kv_cache_manager.hpp"
+#include "runtime/model/kv_budget.hpp"
 #include "runtime/model/model_config.hpp"
 
 namespace hive {
 
 class PagedKVCache {
  public:
-  // Block counts include each pool's null block (see BlockPool).
+  // Block counts include each pool's null block (see BlockPool). dtype: f32
+  // or bf16.
   PagedKVCache(Backend& backend, const ModelConfig& config, int32_t num_blocks, int32_t block_size,
-               int32_t num_host_blocks = 0);
+               int32_t num_host_blocks = 0, DType dtype = kDefaultKVCacheDType);
 
   int32_t num_blocks() const { return num_blocks_; }
   int32_t num_host_blocks() const { return num_host_blocks_; }
   int32_t block_size() const { return block_size_; }
+  DType dtype() const { return dtype_; }
   int64_t num_layers() const { return static_cast<int64_t>(keys_.size()); }
   // Bytes of one block over all layers, K and V.
   int64_t bytes_per_block() const;
@@ -45,17 +51,18 @@ class PagedKVCache {
   void swap_in(std::span<const BlockCopy> copies);      // host -> device
 
  private:
-  Tensor host_block(const std::unique_ptr<float[]>& layer, int32_t block) const;
+  Tensor host_block(const std::unique_ptr<std::byte[]>& layer, int32_t block) const;
   void check_ids(std::span<const BlockCopy> copies, int32_t src_blocks, int32_t dst_blocks,
                  const char* what) const;
 
   Backend& backend_;
   int32_t num_blocks_, block_size_, num_host_blocks_;
+  DType dtype_;
   int64_t block_elems_;  // block_size * num_kv_heads * head_dim
   std::vector<Buffer> keys_, values_;
   // Uninitialised, so pages are only touched when a block is swapped out: a
   // zero-filled swap space cost tens of milliseconds at start-up.
-  std::vector<std::unique_ptr<float[]>> host_keys_, host_values_;
+  std::vector<std::unique_ptr<std::byte[]>> host_keys_, host_values_;
 };
 
 }  // namespace hive

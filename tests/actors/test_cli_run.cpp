@@ -227,14 +227,15 @@ TEST(CliRun, PromptsTakeTheCheckpointsGenerationDefaults) {
     EXPECT_NE(r.out.find(request.id + ":" + join(expected) + "  [length]"), std::string::npos)
         << r.out;
   }
-  // A default longer than a rank's KV pool holds (8 KiB: 16 blocks of 4
-  // tokens, the null block included, on this fixture) is cut to fit it: 60
+  // A default longer than a rank's KV pool holds (4 KiB: 16 blocks of 4
+  // tokens of bf16 KV, the null block included, on this fixture) is cut to fit it: 60
   // tokens, less the prompt.
   std::ofstream(model_dir / "generation_config.json")
       << nlohmann::json{{"max_new_tokens", 100000}}.dump();
   std::ofstream(dir / "run.yaml") << "model: " << model_dir.string()
                                   << "\ndevice: cpu\nkv_cache: {block_size: 4, memory_budget: "
-                                  << kv_bytes_per_block(model.config(), 4) * 16 << "}\n";
+                                  << kv_bytes_per_block(model.config(), 4, DType::bf16) * 16
+                                  << "}\n";
   std::ofstream(dir / "prompts.jsonl")
       << R"({"id": "a", "prompt_ids": [5, 9, 13, 2], "ignore_eos": true})"
       << "\n";

@@ -26,10 +26,11 @@ namespace {
 EngineConfig tight_config(bool async_scheduling) {
   EngineConfig config;
   config.block_size = 4;
-  // A block of 4 tokens holds 3 layers x K and V x 2 heads x 16 floats per
-  // token: 1536 bytes. 12 blocks for 7 sequences of up to 29 tokens: they
-  // preempt, by swapping while 8 host blocks last, then by recomputing.
-  constexpr int64_t kBlockBytes = 4 * 3 * 2 * 2 * 16 * 4;
+  // A block of 4 tokens holds 3 layers x K and V x 2 heads x 16 values per
+  // token, bf16 (the default): 768 bytes. 12 blocks for 7 sequences of up
+  // to 29 tokens: they preempt, by swapping while 8 host blocks last, then
+  // by recomputing.
+  constexpr int64_t kBlockBytes = 4 * 3 * 2 * 2 * 16 * 2;
   config.kv_budget = KVBudget{12 * kBlockBytes, 0.0};
   config.swap_space_bytes = 8 * kBlockBytes;
   config.enable_prefix_caching = true;

@@ -49,6 +49,21 @@ TEST(Cli, GreedyGenerateMatchesTransformers) {
   }
 }
 
+// The KV cache stores bf16 unless told f32; greedy decoding gives
+// transformers' tokens either way, alone and batched.
+TEST(Cli, KVCacheDtypeFlag) {
+  const std::string model = (kModels / "qwen3_moe").string();
+  const SafetensorsFile golden(kModels / "qwen3_moe" / "golden.safetensors");
+  const Tensor& prompt = golden.tensors().at("prompt_1");
+  const Tensor& greedy = golden.tensors().at("greedy_1");
+  for (const char* dtype : {"bf16", "f32"}) {
+    const Result r = run("generate --model " + model + " --prompt-ids " + join(prompt, ",") +
+                         " --max-tokens 16 --ignore-eos --device cpu --kv-cache-dtype " + dtype);
+    ASSERT_EQ(r.status, 0) << r.out;
+    EXPECT_EQ(first_line(r.out), join(greedy, " ") + " ") << dtype;
+  }
+}
+
 // --flag=value is --flag value, for repeated flags too; "--" ends the flags.
 TEST(Cli, FlagsTakeEqualsValues) {
   const std::string model = (kModels / "qwen3_moe").string();
@@ -420,6 +435,8 @@ TEST(Cli, BadInputGetsAClearErrorAndExitCode) {
         Case{"generate --model " + model + " --prompt-ids 1 --max-tokens 5 --max-tokens 9",
              "--max-tokens given twice"},
         Case{"generate --model " + model + " --prompt-ids", "--prompt-ids needs a value"},
+        Case{"generate --model " + model + " --prompt-ids 1 --kv-cache-dtype f16",
+             "--kv-cache-dtype: expected f32 or bf16 (got 'f16')"},
         Case{"generate --model " + model + " --prompt-ids 1 --kv-budget-mb 8",
              "--kv-budget-mb applies to several prompts"},
         Case{"generate --model " + model + " --prompt-ids 1 --prompt-ids 2 --kv-budget-mb 0",

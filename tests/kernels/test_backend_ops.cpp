@@ -1,155 +1,152 @@
-// Every op of every non-CPU backend against the CPU reference, as llama.cpp's
-// test-backend-ops does: random inputs (seed printed), outputs poisoned
-// before the run, compared by normalised MSE. An op a backend does not
-// support is reported and skipped; without a device the whole suite skips.
+// test-backend-ops, as llama.cpp's: every case of the table
+// (backend_op_cases.cpp) on every backend compiled in (the CPU backend on
+// each kernel path this machine runs, CUDA when a device is there) against
+// the CPU reference. Random inputs from a printed seed (HIVE_TEST_SEED
+// replays it), outputs poisoned and guarded, NaN/Inf where the reference has
+// none fails, then NMSE under the case's tolerance. An op a backend lacks is
+// reported and skipped; an Op without a case in the table fails.
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <tuple>
+#include <cstdio>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
 
-#include "kernels/buffer.hpp"
 #include "kernels/cpu/cpu_backend.hpp"
-#include "kernels/step_attention_plan.hpp"
+#include "kernels/cpu/cpu_features.hpp"
+#include "kernels/cpu/ops.hpp"
 #ifdef HIVE_HAVE_CUDA
 #include "kernels/cuda/cuda_backend.hpp"
 #endif
 #include "tests/common/random.hpp"
+#include "tests/kernels/op_harness.hpp"
 
 namespace hive {
 namespace {
 
-std::unique_ptr<Backend> device_backend() {
+// The oracle: the CPU backend with the reference loops where the CPU backend
+// has a faster kernel of its own.
+class ReferenceBackend : public CpuBackend {
+ public:
+  std::string_view name() const override { return "cpu reference"; }
+  void matmul(const Tensor& x, const Tensor& w, const Tensor* bias, const Tensor& out) override {
+    cpu::matmul_reference(x, w, bias, out);
+  }
+  void paged_attention(const PagedAttentionParams& params) override {
+    cpu::paged_attention_reference(params);
+  }
+};
+
+struct BackendUnderTest {
+  std::string name;
+  std::function<std::unique_ptr<Backend>()> make;
+  std::optional<cpu::CpuPath> cpu_path;  // switched to while the backend runs
+};
+
 #ifdef HIVE_HAVE_CUDA
-  if (cuda_device_count() > 0) return std::make_unique<CudaBackend>(0);
+bool has_cuda_device() {
+  return cuda_device_count() > 0;
+}
+#else
+bool has_cuda_device() {
+  return false;
+}
 #endif
-  return nullptr;
+
+std::vector<BackendUnderTest> backends_under_test() {
+  std::vector<BackendUnderTest> backends;
+  for (cpu::CpuPath path : cpu::supported_cpu_paths())
+    backends.push_back({"cpu/" + std::string(cpu::cpu_path_name(path)),
+                        [] { return std::make_unique<CpuBackend>(); }, path});
+#ifdef HIVE_HAVE_CUDA
+  if (has_cuda_device())
+    backends.push_back({"cuda", [] { return std::make_unique<CudaBackend>(0); }, std::nullopt});
+#endif
+  if (!has_cuda_device()) std::printf("cuda: no device on this machine, skipped\n");
+  return backends;
 }
 
-// Uploads host data to the backend.
-Buffer upload(Backend& backend, const Tensor& host) {
-  Buffer b(backend, host.nbytes());
-  Tensor dst = host;
-  dst.data = b.data();
-  dst.device = backend.device();
-  backend.copy(dst, host);
-  return b;
+::testing::AssertionResult agree(const std::vector<float>& got, const std::vector<float>& expected,
+                                 double max_nmse) {
+  if (got.size() != expected.size())
+    return ::testing::AssertionFailure()
+           << got.size() << " output values, the reference has " << expected.size();
+  for (size_t i = 0; i < got.size(); ++i)
+    if (std::isnan(got[i]) != std::isnan(expected[i]) ||
+        std::isinf(got[i]) != std::isinf(expected[i]))
+      return ::testing::AssertionFailure()
+             << "value " << i << " is " << got[i] << ", the reference's " << expected[i];
+  const double error = test::nmse(got.data(), expected.data(), got.size());
+  if (!(error <= max_nmse))
+    return ::testing::AssertionFailure() << "NMSE " << error << " above " << max_nmse;
+  return ::testing::AssertionSuccess();
 }
 
+TEST(BackendOps, EveryCaseOnEveryBackend) {
+  const uint64_t seed = test::test_seed();
+  std::printf("seed %llu (HIVE_TEST_SEED=%llu replays this run)\n",
+              static_cast<unsigned long long>(seed), static_cast<unsigned long long>(seed));
+  const std::vector<test::OpCase> cases = test::backend_op_cases();
+  const cpu::CpuPath initial_path = cpu::cpu_kernel_path();
+  ReferenceBackend reference;
+  for (const BackendUnderTest& under_test : backends_under_test()) {
+    const std::unique_ptr<Backend> backend = under_test.make();
+    int passed = 0, skipped = 0;
+    for (size_t i = 0; i < cases.size(); ++i) {
+      const test::OpCase& c = cases[i];
+      SCOPED_TRACE(testing::Message() << under_test.name << " " << op_name(c.op) << " " << c.params
+                                      << " seed " << seed);
+      if (!backend->supports(c.op)) {
+        ++skipped;
+        continue;
+      }
+      const uint64_t case_seed = seed + i;
+      cpu::set_cpu_kernel_path(cpu::CpuPath::scalar);
+      test::OpRun expected_run(reference, case_seed);
+      c.run(expected_run);
+      const std::vector<float> expected = expected_run.results();
+      if (under_test.cpu_path) cpu::set_cpu_kernel_path(*under_test.cpu_path);
+      test::OpRun run(*backend, case_seed);
+      c.run(run);
+      const std::vector<float> got = run.results();
+      const bool ok = agree(got, expected, c.max_nmse);
+      EXPECT_TRUE(ok) << agree(got, expected, c.max_nmse).message();
+      passed += ok && expected_run.intact() && run.intact();
+    }
+    std::printf("%s: %d of %zu cases passed, %d skipped (op not supported)\n",
+                under_test.name.c_str(), passed, cases.size(), skipped);
+  }
+  cpu::set_cpu_kernel_path(initial_path);
+}
+
+// The harness is only as good as its table: an op added to the Backend
+// without a case here would go untested on every backend.
+TEST(BackendOps, EveryOpHasACase) {
+  std::set<Op> covered;
+  for (const test::OpCase& c : test::backend_op_cases()) covered.insert(c.op);
+  for (int i = 0; i < static_cast<int>(Op::count); ++i)
+    EXPECT_TRUE(covered.count(static_cast<Op>(i)))
+        << "Op::" << op_name(static_cast<Op>(i)) << " has no case in backend_op_cases.cpp";
+}
+
+#ifdef HIVE_HAVE_CUDA
 // A KV budget's memory fraction is a share of this: the device's memory.
 TEST(BackendOps, MemoryIsTheDevicesOwn) {
-  auto backend = device_backend();
-  ASSERT_TRUE(backend);
-  EXPECT_GT(backend->memory_bytes(), int64_t{1} << 30) << backend->name();
-  EXPECT_LT(backend->memory_bytes(), int64_t{1} << 42) << backend->name();
+  if (!has_cuda_device()) GTEST_SKIP() << "no CUDA device";
+  CudaBackend backend(0);
+  EXPECT_GT(backend.memory_bytes(), int64_t{1} << 30);
+  EXPECT_LT(backend.memory_bytes(), int64_t{1} << 42);
 }
-
-TEST(BackendOps, RmsNorm) {
-  auto backend = device_backend();
-  ASSERT_TRUE(backend);
-  if (!backend->supports(Op::rms_norm)) GTEST_SKIP() << backend->name() << " lacks rms_norm";
-  std::mt19937_64 rng(test::test_seed());
-  SCOPED_TRACE(testing::Message() << "seed " << test::test_seed());
-  CpuBackend cpu;
-  for (DType dtype : {DType::f32, DType::bf16, DType::f16}) {
-    for (auto [rows, dim] : {std::pair{1, 64}, {7, 1000}, {33, 4096}}) {
-      SCOPED_TRACE(testing::Message() << dtype_name(dtype) << " rows=" << rows << " dim=" << dim);
-      auto x = test::random_floats(rng, static_cast<size_t>(rows * dim), 2.0f);
-      auto wf = test::random_floats(rng, static_cast<size_t>(dim));
-      auto wh = test::to_half_bits(wf, dtype);
-      const Tensor x_host = Tensor::view(x.data(), DType::f32, {rows, dim});
-      const Tensor w_host = Tensor::view(
-          dtype == DType::f32 ? static_cast<void*>(wf.data()) : wh.data(), dtype, {dim});
-      std::vector<float> expected(x.size()), got(x.size(), NAN);
-      cpu.rms_norm(x_host, w_host, 1e-6f, Tensor::view(expected.data(), DType::f32, {rows, dim}));
-
-      Buffer x_dev = upload(*backend, x_host), w_dev = upload(*backend, w_host);
-      Buffer out_dev =
-          upload(*backend, Tensor::view(got.data(), DType::f32, {rows, dim}));  // poison
-      Tensor x_t = x_host, w_t = w_host, out_t = x_host;
-      x_t.data = x_dev.data(), w_t.data = w_dev.data(), out_t.data = out_dev.data();
-      x_t.device = w_t.device = out_t.device = backend->device();
-      backend->rms_norm(x_t, w_t, 1e-6f, out_t);
-      backend->synchronize();
-      backend->copy(Tensor::view(got.data(), DType::f32, {rows, dim}), out_t);
-      for (float v : got) ASSERT_TRUE(std::isfinite(v));
-      EXPECT_LT(test::nmse(got.data(), expected.data(), got.size()), 1e-10);
-    }
-  }
-}
-
-// One step of three sequences (a decode, a prefill chunk, a whole prompt)
-// with its plan built on the device, against the CPU's batched op.
-TEST(BackendOps, PagedAttention) {
-  auto backend = device_backend();
-  ASSERT_TRUE(backend);
-  if (!backend->supports(Op::paged_attention))
-    GTEST_SKIP() << backend->name() << " lacks paged_attention";
-  std::mt19937_64 rng(test::test_seed());
-  SCOPED_TRACE(testing::Message() << "seed " << test::test_seed());
-  CpuBackend cpu;
-  for (auto [heads, kv_heads, head_dim, block_size, window] :
-       {std::tuple{8, 4, 64, 16, 0}, {8, 2, 128, 1, 0}, {4, 4, 64, 16, 20}}) {
-    SCOPED_TRACE(testing::Message()
-                 << "heads=" << heads << " kv_heads=" << kv_heads << " head_dim=" << head_dim
-                 << " block_size=" << block_size << " window=" << window);
-    const int64_t contexts[] = {77, 40, 25}, queries[] = {1, 9, 25};
-    std::vector<std::vector<int32_t>> tables;
-    int32_t next_block = 1;
-    std::vector<PlannedSequence> sequences;
-    for (int s = 0; s < 3; ++s) {
-      std::vector<int32_t>& table = tables.emplace_back();
-      for (int64_t b = 0; b < (contexts[s] + block_size - 1) / block_size; ++b)
-        table.push_back(next_block++);
-    }
-    for (int s = 0; s < 3; ++s) sequences.push_back({queries[s], contexts[s], tables[s]});
-    const int64_t num_blocks = next_block, tokens = 1 + 9 + 25;
-    auto q = test::random_floats(rng, static_cast<size_t>(tokens * heads * head_dim));
-    const auto pool_elems = static_cast<size_t>(num_blocks * block_size * kv_heads * head_dim);
-    auto k = test::random_floats(rng, pool_elems), v = test::random_floats(rng, pool_elems);
-    const Tensor q_host = Tensor::view(q.data(), DType::f32, {tokens, heads, head_dim});
-    const Tensor k_host =
-        Tensor::view(k.data(), DType::f32, {num_blocks, block_size, kv_heads, head_dim});
-    const Tensor v_host = Tensor::view(v.data(), DType::f32, k_host.shape.data(), 4);
-    std::vector<float> expected(q.size()), got(q.size(), NAN);
-    const StepAttentionPlan cpu_plan(cpu, sequences, num_blocks, block_size);
-    PagedAttentionParams p{
-        q_host,          k_host,
-        v_host,          Tensor::view(expected.data(), DType::f32, q_host.shape.data(), 3),
-        cpu_plan.plan(), 1.0f / std::sqrt(static_cast<float>(head_dim)),
-        window};
-    cpu.paged_attention(p);
-
-    const StepAttentionPlan device_plan(*backend, sequences, num_blocks, block_size);
-    Buffer q_dev = upload(*backend, q_host), k_dev = upload(*backend, k_host),
-           v_dev = upload(*backend, v_host);
-    const Tensor got_host = Tensor::view(got.data(), DType::f32, q_host.shape.data(), 3);
-    Buffer out_dev = upload(*backend, got_host);  // poison
-    const auto on_device = [&](Tensor t, const Buffer& b) {
-      t.data = b.data();
-      t.device = backend->device();
-      return t;
-    };
-    p = {on_device(q_host, q_dev),
-         on_device(k_host, k_dev),
-         on_device(v_host, v_dev),
-         on_device(got_host, out_dev),
-         device_plan.plan(),
-         p.scale,
-         window};
-    backend->paged_attention(p);
-    backend->synchronize();
-    backend->copy(got_host, p.out);
-    for (float x : got) ASSERT_TRUE(std::isfinite(x));
-    EXPECT_LT(test::nmse(got.data(), expected.data(), got.size()), 1e-10);
-  }
-}
+#endif
 
 }  // namespace
 }  // namespace hive
 
-// Without a device there is nothing to compare: exit 77, which ctest reports
-// as skipped (SKIP_RETURN_CODE), rather than a pass. A device that is there
-// but cannot be used fails.
+// A CUDA device that is there but cannot be used fails the run rather than
+// passing on the CPU paths alone.
 int main(int argc, char** argv) {
 #ifdef HIVE_HAVE_CUDA
   if (const hive::CudaDevices devices = hive::query_cuda_devices(); !devices.error.empty()) {
@@ -157,10 +154,6 @@ int main(int argc, char** argv) {
     return 1;
   }
 #endif
-  if (!hive::device_backend()) {
-    std::printf("no device backend on this machine (CUDA devices: 0); skipped\n");
-    return 77;
-  }
   ::testing::InitGoogleTest(&argc, argv);
   return RUN_ALL_TESTS();
 }

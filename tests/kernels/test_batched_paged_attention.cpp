@@ -49,6 +49,7 @@ struct Step {
   std::vector<Sequence> sequences;
   std::vector<float> q, k_pool, v_pool;
   int64_t num_blocks = 0, num_tokens = 0;
+  std::vector<uint16_t> k_bf16, v_bf16;  // when set, the pools as a bf16 cache
 
   int64_t row() const { return shape.num_heads * shape.head_dim; }
   Tensor pool(std::vector<float>& data) const {
@@ -67,7 +68,7 @@ std::ostream& operator<<(std::ostream& os, const Step& step) {
 // Blocks are shuffled over a pool with spare blocks of NaN; with a sliding
 // window, blocks no query sees point at a NaN placeholder block.
 Step random_step(std::mt19937_64& rng, const Shape& shape) {
-  Step step{shape, {}, {}, {}, {}, 0, 0};
+  Step step{shape, {}, {}, {}, {}, 0, 0, {}, {}};
   std::uniform_int_distribution<int64_t> num_seqs(1, 6), kind(0, 2), context(1, 300), chunk(1, 40);
   const int64_t bs = shape.block_size;
   std::vector<int64_t> lens;
@@ -154,6 +155,10 @@ void run(Step& step, size_t first, size_t count, bool reference, GuardedOutput& 
                      {num_queries, sh.num_heads, sh.head_dim});
   p.k_blocks = step.pool(step.k_pool);
   p.v_blocks = step.pool(step.v_pool);
+  if (!step.k_bf16.empty()) {
+    p.k_blocks = Tensor::view(step.k_bf16.data(), DType::bf16, p.k_blocks.shape.data(), 4);
+    p.v_blocks = Tensor::view(step.v_bf16.data(), DType::bf16, p.v_blocks.shape.data(), 4);
+  }
   p.out = Tensor::view(out.data(), DType::f32, {num_queries, sh.num_heads, sh.head_dim});
   p.plan = plan.plan();
   p.scale = 1.0f / std::sqrt(static_cast<float>(sh.head_dim));
@@ -196,6 +201,32 @@ TEST_F(BatchedPagedAttention, MatchesThePerSequenceReferenceOnRandomSteps) {
             ++cases;
           }
   std::printf("%ld random steps\n", static_cast<long>(cases));
+}
+
+// A bf16 cache is read by widening each value exactly, so both the batched
+// op and the reference give the bits an f32 cache of the rounded values
+// gives: bf16 KV changes only what is stored, never the arithmetic.
+TEST_F(BatchedPagedAttention, Bf16CacheGivesTheBitsOfItsValuesInF32) {
+  std::mt19937_64 rng(test::test_seed());
+  SCOPED_TRACE(testing::Message() << "seed " << test::test_seed());
+  for (const int64_t group : {1, 4})
+    for (const int64_t window : {0, 37}) {
+      Step step = random_step(rng, {2 * group, 2, 64, 16, window});
+      SCOPED_TRACE(testing::Message() << step);
+      Step rounded = step;
+      for (std::vector<float>* pool : {&rounded.k_pool, &rounded.v_pool})
+        for (float& x : *pool) x = bf16_to_f32(f32_to_bf16(x));
+      step.k_bf16 = test::to_half_bits(step.k_pool, DType::bf16);
+      step.v_bf16 = test::to_half_bits(step.v_pool, DType::bf16);
+      for (const bool reference : {false, true}) {
+        GuardedOutput from_bf16(step.num_tokens, step.row()), from_f32(step.num_tokens, step.row());
+        run(step, 0, step.sequences.size(), reference, from_bf16);
+        run(rounded, 0, rounded.sequences.size(), reference, from_f32);
+        ASSERT_TRUE(from_bf16.intact());
+        ASSERT_EQ(std::memcmp(from_bf16.data(), from_f32.data(), from_f32.size * 4), 0)
+            << (reference ? "reference" : "batched op") << ": bf16 cache differs";
+      }
+    }
 }
 
 TEST_F(BatchedPagedAttention, SameBitsAloneBatchedChunkedAndOnAnyThreadCount) {

@@ -83,7 +83,7 @@ std::vector<RequestOutput> run(Model& model, const EngineSetup& setup,
                                EngineStats* stats = nullptr) {
   EngineConfig config;
   config.block_size = kBlockSize;
-  const int64_t block_bytes = kv_bytes_per_block(model.config(), kBlockSize);
+  const int64_t block_bytes = kv_bytes_per_block(model.config(), kBlockSize, config.kv_cache_dtype);
   config.kv_budget.bytes = setup.num_blocks * block_bytes;
   config.swap_space_bytes = setup.num_host_blocks * block_bytes;
   config.enable_prefix_caching = setup.prefix_caching;

@@ -51,6 +51,8 @@ TEST(LaunchConfig, DefaultsAndRelativePaths) {
   EXPECT_EQ(c.device, "auto");
   EXPECT_EQ(c.kv_cache.block_size, 16);
   EXPECT_FALSE(c.kv_cache.memory_budget_bytes.has_value());
+  EXPECT_EQ(c.kv_cache.dtype, "bf16");
+  EXPECT_EQ(parse("model: m\nkv_cache: {dtype: f32}\n").kv_cache.dtype, "f32");
   EXPECT_EQ(c.server.host, "127.0.0.1");
   EXPECT_TRUE(c.speculative.draft_model.empty());
   EXPECT_EQ(parse("model: /abs/m\n").model, fs::path("/abs/m"));
@@ -143,8 +145,8 @@ TEST(LaunchConfig, MistakesNameLineKeyExpectedAndGot) {
   expect_error("model: m\n? [a, b]\n: 1\n", "test.yaml:2: keys must be plain names (got a list)");
   expect_error("model: m\nkv_cache:\n  memory_budget: 1GiB\n  memory_fraction: 0.5\n",
                "kv_cache: give memory_budget or memory_fraction, not both");
-  expect_error("model: m\nkv_cache:\n  dtype: bf16\n",
-               "test.yaml:3: kv_cache.dtype: only f32 is supported so far (got 'bf16')");
+  expect_error("model: m\nkv_cache:\n  dtype: f16\n",
+               "test.yaml:3: kv_cache.dtype: expected one of f32, bf16 (got 'f16')");
   expect_error("model: m\nscheduler:\n  preemption_mode: swap\n",
                "test.yaml:3: scheduler.preemption_mode: swap needs kv_cache.swap_space");
 }

@@ -18,52 +18,79 @@ ModelConfig small_config() {
   return c;
 }
 
+// Element i of a cache tensor, f32 or bf16, as f32.
+float get(const Tensor& t, int64_t i) {
+  return t.dtype == DType::bf16 ? bf16_to_f32(t.as<uint16_t>()[i]) : t.as<float>()[i];
+}
+
+// `value` as the cache stores it (bf16 rounds: 1473 is kept as 1472).
+float stored(const PagedKVCache& cache, float value) {
+  return cache.dtype() == DType::bf16 ? bf16_to_f32(f32_to_bf16(value)) : value;
+}
+
 // Every element of block b in layer l holds 1000 * l + 100 * b + (K ? 0 : 50) + index.
 void fill(PagedKVCache& cache) {
   for (int64_t layer = 0; layer < cache.num_layers(); ++layer) {
     for (const bool is_key : {true, false}) {
       const Tensor& t = is_key ? cache.keys(layer) : cache.values(layer);
       const int64_t per_block = t.numel() / t.shape[0];
-      for (int64_t i = 0; i < t.numel(); ++i)
-        t.as<float>()[i] = static_cast<float>(1000 * layer + 100 * (i / per_block) +
+      for (int64_t i = 0; i < t.numel(); ++i) {
+        const auto value = static_cast<float>(1000 * layer + 100 * (i / per_block) +
                                               (is_key ? 0 : 50) + i % per_block);
+        if (t.dtype == DType::bf16)
+          t.as<uint16_t>()[i] = f32_to_bf16(value);
+        else
+          t.as<float>()[i] = value;
+      }
     }
   }
 }
 
 float first(const PagedKVCache& cache, int64_t layer, bool is_key, int64_t block) {
   const Tensor& t = is_key ? cache.keys(layer) : cache.values(layer);
-  return t.as<float>()[block * (t.numel() / t.shape[0])];
+  return get(t, block * (t.numel() / t.shape[0]));
 }
 
+// bf16 by default: half the bytes of f32 per block, so twice the blocks in
+// a budget.
 TEST(PagedKVCache, LayoutAndBytesPerBlock) {
   CpuBackend cpu;
   PagedKVCache cache(cpu, small_config(), 5, 4, 3);
-  EXPECT_EQ(cache.keys(1).shape_string(), "[5, 4, 2, 3] f32");
-  EXPECT_EQ(cache.bytes_per_block(), 2 * 2 * 4 * 2 * 3 * 4);
-  EXPECT_EQ(cache.bytes_per_block(), kv_bytes_per_block(small_config(), 4));
+  EXPECT_EQ(cache.keys(1).shape_string(), "[5, 4, 2, 3] bf16");
+  EXPECT_EQ(cache.bytes_per_block(), 2 * 2 * 4 * 2 * 3 * 2);
+  EXPECT_EQ(cache.bytes_per_block(), kv_bytes_per_block(small_config(), 4, DType::bf16));
+  PagedKVCache f32_cache(cpu, small_config(), 5, 4, 3, DType::f32);
+  EXPECT_EQ(f32_cache.keys(1).shape_string(), "[5, 4, 2, 3] f32");
+  EXPECT_EQ(f32_cache.bytes_per_block(), 2 * 2 * 4 * 2 * 3 * 4);
+  EXPECT_EQ(f32_cache.bytes_per_block(), kv_bytes_per_block(small_config(), 4, DType::f32));
+  const int64_t budget = 1000 * f32_cache.bytes_per_block();
+  EXPECT_EQ(num_kv_blocks(budget, f32_cache.bytes_per_block()), 1000);
+  EXPECT_EQ(num_kv_blocks(budget, cache.bytes_per_block()), 2000);
+  EXPECT_THROW(PagedKVCache(cpu, small_config(), 5, 4, 3, DType::f16), Error);
 }
 
 TEST(PagedKVCache, CopiesMoveWholeBlocksOfEveryLayer) {
   CpuBackend cpu;
-  PagedKVCache cache(cpu, small_config(), 5, 4, 3);
-  fill(cache);
-  cache.copy_blocks(std::vector<BlockCopy>{{2, 4}});
-  for (int64_t layer = 0; layer < 2; ++layer) {
-    EXPECT_EQ(first(cache, layer, true, 4), 1000 * layer + 200);
-    EXPECT_EQ(first(cache, layer, false, 4), 1000 * layer + 250);
-    EXPECT_EQ(first(cache, layer, true, 3), 1000 * layer + 300);  // untouched
-  }
-  const Tensor& k = cache.keys(0);
-  EXPECT_EQ(k.as<float>()[4 * 24 + 23], 200 + 23);  // the block's last element too
+  for (const DType dtype : {DType::f32, DType::bf16}) {
+    SCOPED_TRACE(dtype_name(dtype));
+    PagedKVCache cache(cpu, small_config(), 5, 4, 3, dtype);
+    fill(cache);
+    cache.copy_blocks(std::vector<BlockCopy>{{2, 4}});
+    for (int64_t layer = 0; layer < 2; ++layer) {
+      EXPECT_EQ(first(cache, layer, true, 4), stored(cache, 1000 * layer + 200));
+      EXPECT_EQ(first(cache, layer, false, 4), stored(cache, 1000 * layer + 250));
+      EXPECT_EQ(first(cache, layer, true, 3), stored(cache, 1000 * layer + 300));  // untouched
+    }
+    EXPECT_EQ(get(cache.keys(0), 4 * 24 + 23), 200 + 23);  // the block's last element too
 
-  cache.swap_out(std::vector<BlockCopy>{{1, 2}, {3, 1}});
-  fill(cache);  // overwrite the device side
-  cache.swap_in(std::vector<BlockCopy>{{2, 3}, {1, 4}});
-  for (int64_t layer = 0; layer < 2; ++layer) {
-    EXPECT_EQ(first(cache, layer, true, 3), 1000 * layer + 100);   // old block 1
-    EXPECT_EQ(first(cache, layer, false, 4), 1000 * layer + 350);  // old block 3
-    EXPECT_EQ(first(cache, layer, true, 2), 1000 * layer + 200);
+    cache.swap_out(std::vector<BlockCopy>{{1, 2}, {3, 1}});
+    fill(cache);  // overwrite the device side
+    cache.swap_in(std::vector<BlockCopy>{{2, 3}, {1, 4}});
+    for (int64_t layer = 0; layer < 2; ++layer) {
+      EXPECT_EQ(first(cache, layer, true, 3), stored(cache, 1000 * layer + 100));   // old block 1
+      EXPECT_EQ(first(cache, layer, false, 4), stored(cache, 1000 * layer + 350));  // old block 3
+      EXPECT_EQ(first(cache, layer, true, 2), stored(cache, 1000 * layer + 200));
+    }
   }
 }
 
@@ -78,7 +105,7 @@ TEST(PagedKVCache, RejectsBlockIdsOutsideThePools) {
 
 TEST(KVBudget, BlocksFromBytesOrAFractionOfMemory) {
   const ModelConfig c = small_config();
-  const int64_t block = kv_bytes_per_block(c, 16);
+  const int64_t block = kv_bytes_per_block(c, 16, DType::f32);
   EXPECT_EQ(block, 16 * c.kv_bytes_per_token(4));
   EXPECT_EQ(num_kv_blocks(10 * block + block / 2, block), 10);
   EXPECT_EQ(kv_pool_bytes({1000, 0.0}, 1 << 20, 123), 1000);

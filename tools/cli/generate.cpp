@@ -107,6 +107,8 @@ EngineConfig engine_config(const Args& args) {
   config.kv_budget.bytes = args.get_int("--kv-budget-mb", 64, 1, kMaxMiB) << 20;
   config.swap_space_bytes = args.get_int("--swap-space-mb", 0, 0, kMaxMiB) << 20;
   config.enable_prefix_caching = args.has("--enable-prefix-caching");
+  config.kv_cache_dtype =
+      parse_kv_cache_dtype(args.get("--kv-cache-dtype", "bf16"), "--kv-cache-dtype");
   config.scheduler.max_num_seqs = args.get_int("--max-num-seqs", 64, 1, kInt32Max);
   config.scheduler.max_num_batched_tokens =
       args.get_int("--max-num-batched-tokens", 512, 1, kInt32Max);
@@ -237,7 +239,7 @@ int run_generate(const std::vector<std::string>& argv) {
                    "--top-p", "--min-p", "--presence-penalty", "--frequency-penalty",
                    "--repetition-penalty", "--logprobs", "--seed", "--device", "--block-size",
                    "--max-num-seqs", "--max-num-batched-tokens", "--kv-budget-mb",
-                   "--swap-space-mb"},
+                   "--swap-space-mb", "--kv-cache-dtype"},
                   {"--ignore-eos", "--enable-prefix-caching", "--chat"}, Args::Positional::allowed);
   const std::vector<std::string>& texts = args.positional();
   const bool text_mode = !texts.empty();
@@ -331,6 +333,7 @@ int run_generate(const std::vector<std::string>& argv) {
   options.sampling = request.sampling;
   options.ignore_eos = request.stop.ignore_eos;
   options.block_size = config.block_size;
+  options.kv_cache_dtype = config.kv_cache_dtype;
   const std::vector<int32_t>& prompt = request.prompt_token_ids;
   if (!requests[0].text_output) {
     return generate_one(

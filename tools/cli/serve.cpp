@@ -28,6 +28,10 @@ LaunchConfig config_for_model(const std::string& model_dir, const Args& args) {
   config.device = args.get("--device", "auto");
   config.kv_cache.memory_budget_bytes = args.get_int("--kv-budget-mb", 256, 1, int64_t{1} << 30)
                                         << 20;
+  if (args.has("--kv-cache-dtype")) {
+    config.kv_cache.dtype = args.get("--kv-cache-dtype", "");
+    parse_kv_cache_dtype(config.kv_cache.dtype, "--kv-cache-dtype");  // fails early on a typo
+  }
   config.scheduler.max_num_seqs = 32;
   config.scheduler.max_num_batched_tokens = 256;
   return config;
@@ -38,12 +42,14 @@ LaunchConfig config_for_model(const std::string& model_dir, const Args& args) {
 int run_serve(const std::vector<std::string>& argv) {
   const Args args(argv,
                   {"--model", "--config", "--host", "--port", "--api-key", "--max-queued-requests",
-                   "--served-model-name", "--device", "--kv-budget-mb"},
+                   "--served-model-name", "--device", "--kv-budget-mb", "--kv-cache-dtype"},
                   {});
   check(!(args.has("--model") && args.has("--config")),
         "give --model or --config, not both (the launch file names its model)");
-  check(!(args.has("--config") && (args.has("--device") || args.has("--kv-budget-mb"))),
-        "--device and --kv-budget-mb are for --model; a launch file sets them itself");
+  check(!(args.has("--config") &&
+          (args.has("--device") || args.has("--kv-budget-mb") || args.has("--kv-cache-dtype"))),
+        "--device, --kv-budget-mb and --kv-cache-dtype are for --model; a launch file sets them "
+        "itself");
   LaunchConfig config = args.has("--config") ? load_launch_config(args.get("--config", ""))
                                              : config_for_model(model_dir_or_default(args), args);
   ServerConfig& server = config.server;
