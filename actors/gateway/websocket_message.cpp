@@ -19,7 +19,7 @@ ClientMessage parse_client_message(const std::string& text) {
   Json message;
   try {
     message = Json::parse(text);
-  } catch (const Json::parse_error& e) {
+  } catch (const Json::exception& e) {
     reject(str_cat("the message is not valid JSON: ", e.what()));
   }
   const auto type = message.is_object() ? message.find("type") : message.end();
