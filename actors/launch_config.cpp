@@ -1,5 +1,7 @@
 #include "actors/launch_config.hpp"
 
+#include <yaml-cpp/eventhandler.h>
+#include <yaml-cpp/parser.h>
 #include <yaml-cpp/yaml.h>
 
 #include <charconv>
@@ -220,10 +222,48 @@ std::optional<int64_t> parse_byte_size(const std::string& text) {
   return static_cast<int64_t>(bytes);
 }
 
+namespace {
+
+// yaml-cpp 0.7 (Debian 12's) loops forever in LoadAll, allocating, on a
+// stray ',' outside a flow collection (",a: b"): the parser does not consume
+// the token and reports an empty document again and again (yaml-cpp issue
+// 1040, fixed upstream in 0.8.x). Found by fuzz_launch_config. Before
+// LoadAll, the documents are walked with events only: each one that holds
+// something consumes at least one byte, so more documents than bytes means
+// no progress.
+class DocumentCounter : public YAML::EventHandler {
+ public:
+  void OnDocumentStart(const YAML::Mark& mark) override { last_ = mark; }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                const std::string&) override {}
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                       YAML::EmitterStyle::value) override {}
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                  YAML::EmitterStyle::value) override {}
+  void OnMapEnd() override {}
+  YAML::Mark last_;
+};
+
+void check_parser_progress(const std::string& yaml_text, const std::string& source) {
+  std::istringstream in(yaml_text);
+  YAML::Parser parser(in);
+  DocumentCounter counter;
+  for (size_t documents = 0; parser.HandleNextDocument(counter); ++documents)
+    check(documents <= yaml_text.size(), source, ":", counter.last_.line + 1,
+          ": not valid YAML: the parser makes no progress here (a stray ','?)");
+}
+
+}  // namespace
+
 LaunchConfig parse_launch_config(const std::string& yaml_text, const std::string& source,
                                  const std::filesystem::path& base_dir) {
   YAML::Node root;
   try {
+    check_parser_progress(yaml_text, source);
     // Empty documents (a trailing "---") are nothing; a second real one is
     // a mistake.
     std::vector<YAML::Node> documents;

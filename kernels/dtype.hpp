@@ -61,6 +61,40 @@ inline uint16_t f32_to_bf16(float value) {
   return static_cast<uint16_t>(bits >> 16);
 }
 
+#if defined(__clang__) && __clang_major__ < 15
+// Clang 14 (Debian's, which builds the fuzz targets) has no _Float16 on
+// x86-64: the same IEEE conversions in integer arithmetic, round to nearest
+// even, NaN stays NaN with its payload's top bits, as the hardware does.
+inline float f16_to_f32(uint16_t bits) {
+  const uint32_t sign = uint32_t{bits & 0x8000u} << 16;
+  const uint32_t exponent = (bits >> 10) & 0x1fu;
+  const uint32_t mantissa = bits & 0x3ffu;
+  if (exponent == 0) {  // zero or subnormal: mantissa * 2^-24, exact in float
+    const float magnitude = static_cast<float>(mantissa) * 0x1p-24f;
+    return sign ? -magnitude : magnitude;
+  }
+  if (exponent == 31)
+    return std::bit_cast<float>(sign | 0x7f800000u | (mantissa ? 0x400000u | mantissa << 13 : 0));
+  return std::bit_cast<float>(sign | (exponent + 112) << 23 | mantissa << 13);
+}
+
+inline uint16_t f32_to_f16(float value) {
+  uint32_t bits = std::bit_cast<uint32_t>(value);
+  const auto sign = static_cast<uint16_t>((bits >> 16) & 0x8000u);
+  bits &= 0x7fffffffu;
+  if (bits > 0x7f800000u) return sign | 0x7e00u | ((bits >> 13) & 0x3ffu);  // NaN
+  if (bits >= 0x47800000u) return sign | 0x7c00u;  // >= 65536: infinity
+  if (bits < 0x38800000u) {
+    // Below 2^-14, a subnormal: adding 0.5 aligns the mantissa's last kept
+    // bit with the float's, so the float addition does the rounding.
+    const float aligned = std::bit_cast<float>(bits) + 0.5f;
+    return sign | static_cast<uint16_t>(std::bit_cast<uint32_t>(aligned) - 0x3f000000u);
+  }
+  const uint32_t odd = (bits >> 13) & 1u;
+  bits += 0xc8000fffu + odd;  // rebias the exponent (-112 << 23) and round half to even
+  return sign | static_cast<uint16_t>(bits >> 13);
+}
+#else
 inline float f16_to_f32(uint16_t bits) {
   return static_cast<float>(std::bit_cast<_Float16>(bits));
 }
@@ -68,5 +102,6 @@ inline float f16_to_f32(uint16_t bits) {
 inline uint16_t f32_to_f16(float value) {
   return std::bit_cast<uint16_t>(static_cast<_Float16>(value));
 }
+#endif
 
 }  // namespace hive

@@ -138,7 +138,7 @@ ApiRequest parse_api_request(Endpoint endpoint, const std::string& body_text,
   Json body;
   try {
     body = Json::parse(body_text);
-  } catch (const Json::parse_error& e) {
+  } catch (const Json::exception& e) {
     bad_request(str_cat("the body is not valid JSON: ", e.what()));
   }
   return parse_api_request(endpoint, body, id_prefix);

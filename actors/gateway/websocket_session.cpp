@@ -7,6 +7,7 @@
 #include "actors/gateway/api_error.hpp"
 #include "actors/gateway/openai_request.hpp"
 #include "actors/gateway/openai_response.hpp"
+#include "actors/gateway/websocket_message.hpp"
 
 namespace hive::gateway {
 
@@ -14,13 +15,6 @@ namespace asio = boost::asio;
 namespace beast = boost::beast;
 namespace websocket = beast::websocket;
 using Json = nlohmann::json;
-
-namespace {
-
-constexpr size_t kMaxQueuedBytes = size_t{4} << 20;
-constexpr size_t kMaxMessageBytes = size_t{8} << 20;
-
-}  // namespace
 
 WebSocketSession::WebSocketSession(beast::tcp_stream stream, std::shared_ptr<ServerState> state)
     : ws_(std::move(stream)),
@@ -30,7 +24,7 @@ WebSocketSession::WebSocketSession(beast::tcp_stream stream, std::shared_ptr<Ser
 void WebSocketSession::start(beast::http::request<beast::http::string_body> upgrade) {
   beast::get_lowest_layer(ws_).expires_never();
   ws_.set_option(websocket::stream_base::timeout::suggested(beast::role_type::server));
-  ws_.read_message_max(kMaxMessageBytes);
+  ws_.read_message_max(kMaxWebSocketMessageBytes);
   auto request = std::make_shared<beast::http::request<beast::http::string_body>>(std::move(upgrade));
   ws_.async_accept(*request, [self = shared_from_this(), request](beast::error_code error) {
     if (error) return;
@@ -49,28 +43,21 @@ void WebSocketSession::read() {
 }
 
 void WebSocketSession::on_message(const std::string& text) {
-  Json message;
+  ClientMessage message;
   try {
-    message = Json::parse(text);
-  } catch (const Json::parse_error& e) {
-    return send_error("", 400, str_cat("the message is not valid JSON: ", e.what()));
+    message = parse_client_message(text);
+  } catch (const ClientMessageError& e) {
+    return send_error(e.id, e.error.status, e.error.message, e.error.param);
   }
-  const auto type = message.is_object() ? message.find("type") : message.end();
-  if (!message.is_object() || type == message.end() || !type->is_string())
-    return send_error("", 400, "a message is a JSON object with a \"type\" string", "type");
-  const std::string kind = type->get<std::string>();
-  if (kind == "start") return start_request(message);
-  if (kind == "cancel") return cancel_request(message);
-  if (kind == "stats") return send_stats();
-  send_error("", 400, str_cat("unknown message type '", kind, "' (expected start, cancel, stats)"),
-             "type");
+  switch (message.type) {
+    case ClientMessage::Type::start: return start_request(message);
+    case ClientMessage::Type::cancel: return cancel_request(message.id);
+    case ClientMessage::Type::stats: return send_stats();
+  }
 }
 
-void WebSocketSession::start_request(const Json& message) {
-  const auto id_field = message.find("id");
-  if (id_field == message.end() || !id_field->is_string() || id_field->get<std::string>().empty())
-    return send_error("", 400, "a start message needs a non-empty \"id\" string", "id");
-  const std::string id = id_field->get<std::string>();
+void WebSocketSession::start_request(const ClientMessage& message) {
+  const std::string& id = message.id;
   if (requests_.count(id))
     return send_error(id, 400, str_cat("a request '", id, "' is already in flight here"), "id");
   ServerState& st = *state_;
@@ -83,12 +70,7 @@ void WebSocketSession::start_request(const Json& message) {
   std::vector<ProcessedRequest> processed;
   ApiRequest request;
   try {
-    Json body = message;
-    body.erase("type");
-    body.erase("id");
-    body.erase("stream");
-    const Endpoint endpoint = body.contains("messages") ? Endpoint::chat : Endpoint::completions;
-    request = parse_api_request(endpoint, body, st.new_id("ws-"));
+    request = parse_api_request(message.endpoint, message.body, st.new_id("ws-"));
     if (!request.model.empty() && request.model != st.options.model_name)
       return send_error(id, 404, str_cat("the model '", request.model, "' does not exist"),
                         "model");
@@ -147,15 +129,10 @@ void WebSocketSession::start_request(const Json& message) {
   }
 }
 
-void WebSocketSession::cancel_request(const Json& message) {
-  const auto id_field = message.find("id");
-  if (id_field == message.end() || !id_field->is_string())
-    return send_error("", 400, "a cancel message needs the request's \"id\"", "id");
-  const auto it = requests_.find(id_field->get<std::string>());
+void WebSocketSession::cancel_request(const std::string& id) {
+  const auto it = requests_.find(id);
   if (it == requests_.end())
-    return send_error(id_field->get<std::string>(), 404,
-                      str_cat("no request '", id_field->get<std::string>(), "' is in flight here"),
-                      "id");
+    return send_error(id, 404, str_cat("no request '", id, "' is in flight here"), "id");
   it->second->cancel();  // its done message follows, finish reason "abort"
 }
 
@@ -195,8 +172,8 @@ void WebSocketSession::send(Json message) {
   if (closed_) return;
   outbox_.push_back(message.dump());
   queued_bytes_ += outbox_.back().size();
-  if (queued_bytes_ > kMaxQueuedBytes)
-    return close(str_cat("the client reads too slowly: over ", kMaxQueuedBytes,
+  if (queued_bytes_ > kMaxWebSocketQueuedBytes)
+    return close(str_cat("the client reads too slowly: over ", kMaxWebSocketQueuedBytes,
                          " bytes queued"));
   if (!writing_) write_next();
 }

@@ -27,6 +27,7 @@
 
 #include "actors/gateway/generation.hpp"
 #include "actors/gateway/server_state.hpp"
+#include "actors/gateway/websocket_message.hpp"
 
 namespace hive::gateway {
 
@@ -42,8 +43,8 @@ class WebSocketSession : public Connection,
  private:
   void read();
   void on_message(const std::string& text);
-  void start_request(const nlohmann::json& message);
-  void cancel_request(const nlohmann::json& message);
+  void start_request(const ClientMessage& message);
+  void cancel_request(const std::string& id);
   void send_stats();
   void send(nlohmann::json message);
   void send_error(const std::string& id, int code, const std::string& message,

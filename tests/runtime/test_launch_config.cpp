@@ -103,6 +103,15 @@ TEST(LaunchConfig, Durations) {
                "scheduler.worker_start_timeout: expected a positive duration");
 }
 
+// yaml-cpp 0.7's LoadAll never returns on these (it pushes empty documents
+// forever); found by fuzz_launch_config.
+TEST(LaunchConfig, AStrayCommaIsAnErrorNotAHang) {
+  expect_error(",a: b\n", "test.yaml:1: not valid YAML: the parser makes no progress");
+  expect_error(",pecult paraatzecoding: step,pecult paraativlle-de",
+               "test.yaml:1: not valid YAML");
+  expect_error("model: m\n---\n,\n", "not valid YAML");
+}
+
 TEST(LaunchConfig, MistakesNameLineKeyExpectedAndGot) {
   expect_error("device: cpu\n", "test.yaml:1: missing required key 'model'");
   expect_error("model: m\nmodle_path: x\n", "test.yaml:2: unknown key 'modle_path'");

@@ -105,6 +105,11 @@ class PromptLine {
 std::vector<PromptInput> read_prompt_file(const std::string& path, const PromptKeys& keys) {
   std::ifstream in(path);
   check(in.good(), "--prompts: cannot open ", path);
+  return parse_prompt_lines(in, path, keys);
+}
+
+std::vector<PromptInput> parse_prompt_lines(std::istream& in, const std::string& path,
+                                            const PromptKeys& keys) {
   std::vector<PromptInput> prompts;
   std::map<std::string, int> id_lines;
   std::string line;

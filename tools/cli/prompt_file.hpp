@@ -6,6 +6,7 @@
 // which a plain text line cannot. Blank lines are skipped; an unknown key, a
 // key the command does not apply, a value of the wrong type or range, or a
 // repeated id is an error naming the file and line.
+#include <istream>
 #include <string>
 #include <vector>
 
@@ -31,5 +32,8 @@ struct PromptInput {
 // The prompts of `path`, at least one; every rule past the JSON types is the
 // input processor's.
 std::vector<PromptInput> read_prompt_file(const std::string& path, const PromptKeys& keys);
+// The same from a stream; errors name `path` and the line.
+std::vector<PromptInput> parse_prompt_lines(std::istream& in, const std::string& path,
+                                            const PromptKeys& keys);
 
 }  // namespace hive::cli

@@ -23,7 +23,7 @@ using Json = nlohmann::json;
 Json parse_line(const std::string& line, std::size_t number, const char* expected) {
   try {
     return Json::parse(line);
-  } catch (const Json::parse_error& e) {
+  } catch (const Json::exception& e) {
     fail("stdin line ", number, ": expected ", expected, ": ", e.what());
   }
 }

@@ -42,7 +42,9 @@ class Dict {
   // Appends a key the caller knows is not present (the keys of a JSON object).
   void append_new(Value key, Value value);
   const std::vector<Entry>& entries() const { return entries_; }
-  size_t size() const { return entries_.size(); }
+  // Defined below Value: clang instantiates the vector's size() here, where
+  // Value is still incomplete.
+  size_t size() const;
 
  private:
   std::vector<Entry> entries_;
@@ -133,5 +135,7 @@ class Value {
   Kind kind_ = Kind::undefined;
   Storage data_;  // the string alternative holds a string's text or an undefined's hint
 };
+
+inline size_t Dict::size() const { return entries_.size(); }
 
 }  // namespace hive::chat_template

@@ -17,7 +17,7 @@ namespace {
 Json parse_json(std::string_view text, const std::string& name) {
   try {
     return Json::parse(text.begin(), text.end());
-  } catch (const Json::parse_error& e) {
+  } catch (const Json::exception& e) {
     fail(name, ": not valid JSON: ", e.what());
   }
 }
