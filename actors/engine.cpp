@@ -165,6 +165,11 @@ SchedulerSetup make_scheduler_setup(std::shared_ptr<Model> model, const EngineCo
                                     int world_size, int tensor_parallel_size) {
   const EngineCoreConfig core = engine_core_config(*model, config, world_size, tensor_parallel_size);
   const ModelConfig& c = model->config();
+  // Each expert-parallel rank holds at least one expert: more ranks than
+  // experts would only fail in every worker's start, three times over.
+  check(c.num_experts == 0 || tensor_parallel_size > 1 || world_size <= c.num_experts,
+        "expert parallelism over ", world_size, " ranks needs at least as many experts; the model "
+        "has ", c.num_experts, " (parallel.world_size at most ", c.num_experts, ")");
   SchedulerSetup setup;
   setup.kv_cache = core.kv_cache;
   const KVCacheConfig& kv = setup.kv_cache;

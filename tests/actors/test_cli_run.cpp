@@ -9,6 +9,7 @@
 #include "kernels/cpu/cpu_backend.hpp"
 #include "runtime/model/kv_budget.hpp"
 #include "runtime/engine/llm_engine.hpp"
+#include "tests/common/nan_model.hpp"
 #include "tests/common/run_command.hpp"
 
 namespace hive {
@@ -89,16 +90,35 @@ TEST(CliRun, RunsTensorParallelOverTwoRanks) {
   EXPECT_NE(out.find("tensor parallel: 2 ranks"), std::string::npos) << out;
 }
 
-// Aborted requests are counted in the summary, from the events hive run
-// printed (the engine's metrics leave out requests refused at submission,
-// and the summary said "0 finished, 0 failed" with exit 1). Here every
-// worker fails to start: expert parallelism over more ranks than experts.
-TEST(CliRun, TheSummaryCountsAbortedRequests) {
-  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "hive_cli_run_abort";
+// Expert parallelism over more ranks than experts is refused before any
+// worker starts (it used to fail every worker's start three times over).
+TEST(CliRun, MoreExpertParallelRanksThanExpertsAreRefusedUpFront) {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "hive_cli_run_ep16";
   std::filesystem::create_directories(dir);
   std::ofstream(dir / "run.yaml") << "model: " << HIVE_TEST_DATA << "/models/qwen3_moe\n"
                                   << "device: cpu\nkv_cache: {block_size: 4, memory_budget: 1MiB}\n"
                                   << "parallel: {world_size: 16, expert_parallel_size: 16}\n";
+  std::ofstream(dir / "prompts.jsonl") << R"({"id": "a", "prompt_ids": [5, 9, 13, 2]})" << "\n";
+  const Result r = hive_run(dir);
+  EXPECT_EQ(r.status, 1) << r.out;
+  EXPECT_NE(r.out.find("expert parallelism over 16 ranks needs at least as many experts; the "
+                       "model has 8"),
+            std::string::npos)
+      << r.out;
+  EXPECT_EQ(r.out.find("a:  ["), std::string::npos) << r.out;  // no request ran
+  std::filesystem::remove_all(dir);
+}
+
+// Failed requests are counted in the summary, from the events hive run
+// printed (the engine's metrics leave out requests refused at submission,
+// and the summary said "0 finished, 0 failed" with exit 1). Here no token
+// can be sampled: the checkpoint's logits are all NaN.
+TEST(CliRun, TheSummaryCountsAbortedRequests) {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "hive_cli_run_abort";
+  std::filesystem::create_directories(dir);
+  test::write_nan_model(std::filesystem::path(HIVE_TEST_DATA) / "models/qwen3_moe", dir / "model");
+  std::ofstream(dir / "run.yaml") << "model: " << (dir / "model").string() << "\n"
+                                  << "device: cpu\nkv_cache: {block_size: 4, memory_budget: 1MiB}\n";
   std::ofstream(dir / "prompts.jsonl") << R"({"id": "a", "prompt_ids": [5, 9, 13, 2]})"
                                        << "\n"
                                        << R"({"id": "b", "prompt_ids": [8, 1]})"

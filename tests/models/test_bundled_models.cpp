@@ -14,6 +14,7 @@
 #include <tuple>
 
 #include "runtime/text/tokenizer/tokenizer.hpp"
+#include "tests/common/nan_model.hpp"
 #include "tests/common/run_command.hpp"
 
 namespace hive {
@@ -168,27 +169,8 @@ TEST(BundledModels, BadInputsNameWhatWasWrong) {
   EXPECT_NE(r.out.find("--window must be between 2"), std::string::npos) << r.out;
 }
 
-// A copy of the bundled draft at `dir` whose final norm's weights are NaN:
-// every logit is NaN.
-void write_nan_model(const fs::path& dir) {
-  fs::remove_all(dir);
-  fs::copy(kModels / "hive-draft", dir, fs::copy_options::recursive);
-  std::fstream file(dir / "model.safetensors", std::ios::in | std::ios::out | std::ios::binary);
-  uint64_t header_size = 0;
-  file.read(reinterpret_cast<char*>(&header_size), 8);
-  std::string header(header_size, '\0');
-  file.read(header.data(), static_cast<std::streamsize>(header_size));
-  const nlohmann::json tensors = nlohmann::json::parse(header);
-  const nlohmann::json& norm = tensors.at("model.norm.weight");
-  const auto begin = norm["data_offsets"][0].get<uint64_t>();
-  const auto end = norm["data_offsets"][1].get<uint64_t>();
-  const std::string nan_bytes = norm["dtype"] == "F32" ? std::string("\x00\x00\xc0\x7f", 4)
-                                                       : std::string("\xc0\x7f", 2);
-  file.seekp(static_cast<std::streamoff>(8 + header_size + begin));
-  for (uint64_t at = begin; at < end; at += nan_bytes.size())
-    file.write(nan_bytes.data(), static_cast<std::streamsize>(nan_bytes.size()));
-  file.close();
-}
+// A copy of the bundled draft at `dir` whose logits are all NaN.
+void write_nan_model(const fs::path& dir) { test::write_nan_model(kModels / "hive-draft", dir); }
 
 // A checkpoint whose weights hold NaN has no perplexity: an error naming
 // the cause, not "perplexity: nan" with exit 0. A directory given as the
