@@ -80,6 +80,11 @@ bool KVCacheManager::needs_copy_on_write(const Table& t, int64_t num_computed) c
 
 bool KVCacheManager::can_allocate(const Sequence& seq, int64_t num_new_tokens,
                                   const PrefixHit& hit) const {
+  return num_blocks_needed(seq, num_new_tokens, hit) <= device_pool_.num_free_blocks();
+}
+
+int64_t KVCacheManager::num_blocks_needed(const Sequence& seq, int64_t num_new_tokens,
+                                          const PrefixHit& hit) const {
   const auto it = tables_.find(seq.id);
   const bool has_table = it != tables_.end();
   check(!has_table || hit.blocks.empty(), "KV cache: sequence ", seq.id,
@@ -93,7 +98,7 @@ bool KVCacheManager::can_allocate(const Sequence& seq, int64_t num_new_tokens,
   if (has_table && needs_copy_on_write(it->second, num_computed)) ++needed;
   for (const int32_t block : hit.blocks)
     if (device_pool_.ref_count(block) == 0) ++needed;  // it leaves the free queue
-  return needed <= device_pool_.num_free_blocks();
+  return needed;
 }
 
 std::vector<BlockCopy> KVCacheManager::allocate(const Sequence& seq, int64_t num_new_tokens,
@@ -189,6 +194,20 @@ void KVCacheManager::free(SequenceId seq) {
   const std::vector<int32_t> tail_first(it->second.blocks.rbegin(), it->second.blocks.rend());
   (it->second.on_host ? *host_pool_ : device_pool_).release(tail_first);
   tables_.erase(it);
+}
+
+void KVCacheManager::truncate(SequenceId seq, int64_t num_tokens) {
+  const auto it = tables_.find(seq);
+  check(it != tables_.end() && !it->second.on_host, "KV cache: truncating sequence ", seq,
+        " which holds no device blocks");
+  Table& t = it->second;
+  const auto keep = std::max(static_cast<size_t>(blocks_for(num_tokens)), t.num_released_blocks);
+  if (t.blocks.size() <= keep) return;
+  check(t.entries.size() <= keep, "KV cache: truncating cached blocks of sequence ", seq);
+  const std::vector<int32_t> tail_first(t.blocks.rbegin(),
+                                        t.blocks.rend() - static_cast<std::ptrdiff_t>(keep));
+  device_pool_.release(tail_first);
+  t.blocks.resize(keep);
 }
 
 bool KVCacheManager::can_swap_out(SequenceId seq) const {

@@ -83,6 +83,9 @@ class KVCacheManager {
 
   // Whether allocate() would succeed now.
   bool can_allocate(const Sequence& seq, int64_t num_new_tokens, const PrefixHit& hit = {}) const;
+  // The free blocks allocate() would take.
+  int64_t num_blocks_needed(const Sequence& seq, int64_t num_new_tokens,
+                            const PrefixHit& hit = {}) const;
   // Gives `seq` the blocks for positions up to num_computed_tokens +
   // hit.num_tokens + num_new_tokens (the hit is for a sequence's first
   // allocation). Returns the copy-on-write copies to run before the step.
@@ -92,6 +95,10 @@ class KVCacheManager {
   void fork(SequenceId parent, SequenceId child);
   // Releases the sequence's blocks, on the device or on the host.
   void free(SequenceId seq);
+  // Releases the device blocks past those covering the sequence's first
+  // num_tokens positions: speculation's rejected drafts. Blocks holding
+  // drafts were never cached (only known tokens are).
+  void truncate(SequenceId seq, int64_t num_tokens);
   // Puts the sequence's full blocks of computed, known tokens in the prefix
   // cache (allocate() does so for the tokens it is given; a token pending
   // then is known later).

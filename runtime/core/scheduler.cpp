@@ -21,6 +21,9 @@ void validate(const SchedulerConfig& config) {
   check(config.recompute_seconds_per_token >= 0 && config.swap_seconds_per_block >= 0,
         "preemption costs must be >= 0 (got ", config.recompute_seconds_per_token, " s/token and ",
         config.swap_seconds_per_block, " s/block)");
+  check(config.num_speculative_tokens >= 0 && config.num_speculative_tokens <= kMaxSpeculativeTokens,
+        "num_speculative_tokens must be in [0, ", kMaxSpeculativeTokens, "] (got ",
+        config.num_speculative_tokens, ")");
 }
 
 Scheduler::Scheduler(const SchedulerConfig& config, KVCacheManager& kv_cache)
@@ -121,7 +124,10 @@ StepPlan Scheduler::schedule() {
   plan.finished_seq_ids = std::exchange(finished_since_plan_, {});
   unconfirmed_.emplace_back();
   int64_t budget = config_.max_num_batched_tokens;
-  if (!schedule_running(plan, budget)) {
+  drafts_ = propose_drafts();
+  const bool preempted = schedule_running(plan, budget);
+  drafts_.clear();
+  if (!preempted) {
     schedule_swapped(plan, budget);
     schedule_waiting(plan, budget);
   }
@@ -157,6 +163,8 @@ void Scheduler::recompute_all() {
   for (const auto& [_, seq] : sequences_) seq->drop_pending_tokens();
   for (Queue* queue : {&running_, &swapped_}) {
     for (Sequence* seq : *queue) {
+      if (drafter_) drafter_->release(seq->id);
+      seq->num_step_drafts = 0;
       seq->num_tokens_to_recompute = seq->num_computed_tokens;
       seq->num_computed_tokens = 0;
       seq->status = SequenceStatus::waiting;
@@ -171,10 +179,20 @@ void Scheduler::recompute_all() {
 // Returns whether anything was preempted.
 bool Scheduler::schedule_running(StepPlan& plan, int64_t& budget) {
   bool preempted = false;
+  // Drafts take only blocks that no running sequence needs for its next
+  // token: the free blocks beyond what those after it need.
+  std::unordered_map<SequenceId, int64_t> need;
+  int64_t reserve = 0;
+  if (!drafts_.empty())
+    for (const Sequence* seq : running_)
+      if (seq->num_uncomputed_tokens() > 0 && seq->num_step_drafts == 0)
+        reserve += need[seq->id] = kv_cache_.num_blocks_needed(*seq, 1);
   for (size_t i = 0; i < running_.size() && budget > 0;) {
     Sequence& seq = *running_[i];
-    const int64_t num_tokens =
-        awaits_last_token(seq) ? 0 : std::min(seq.num_uncomputed_tokens(), budget);
+    // A sequence verifying drafts waits for the verdict.
+    const int64_t num_tokens = awaits_last_token(seq) || seq.num_step_drafts > 0
+                                   ? 0
+                                   : std::min(seq.num_uncomputed_tokens(), budget);
     if (num_tokens == 0) {
       ++i;
       continue;
@@ -187,8 +205,11 @@ bool Scheduler::schedule_running(StepPlan& plan, int64_t& budget) {
       preempted = true;
     }
     if (preempted_itself) break;
-    add_to_plan(seq, num_tokens, {}, plan);
-    budget -= num_tokens;
+    if (const auto it = need.find(seq.id); it != need.end()) reserve -= it->second;
+    if (const auto draft = drafts_.find(seq.id); draft != drafts_.end())
+      add_drafts(seq, draft->second, budget - num_tokens, reserve);
+    add_to_plan(seq, num_tokens + seq.num_draft_tokens, {}, plan);
+    budget -= num_tokens + seq.num_draft_tokens;
     ++i;
   }
   return preempted;
@@ -256,6 +277,7 @@ void Scheduler::add_to_plan(Sequence& seq, int64_t num_tokens, const PrefixHit& 
   const std::span<const int32_t> table = kv_cache_.block_table(seq.id);
   scheduled.block_table.assign(table.begin(), table.end());
   scheduled.needs_logits = seq.num_computed_tokens + num_tokens == seq.num_tokens();
+  scheduled.num_draft_tokens = static_cast<int32_t>(seq.num_draft_tokens);
   plan.sequences.push_back(std::move(scheduled));
   // Counted as computed now, so the next plan can follow this one at once.
   seq.num_computed_tokens += num_tokens;
@@ -266,6 +288,12 @@ void Scheduler::add_to_plan(Sequence& seq, int64_t num_tokens, const PrefixHit& 
   sampling.seed = *sampling.seed + static_cast<uint64_t>(seq.sample_index);
   plan.samples.push_back(
       {seq.id, index, sampling, seq.request->return_logits, seq.num_output_tokens(), {}});
+  if (seq.num_draft_tokens > 0) {
+    const auto drafts = seq.token_ids.end() - seq.num_draft_tokens;
+    plan.samples.back().draft_token_ids.assign(drafts, seq.token_ids.end());
+    plan.samples.back().draft_probs = std::move(draft_probs_);
+  }
+  draft_probs_.clear();
   if (sampling.has_penalties() && !seq.history_sent) {
     // Known tokens only: a pending one is this run's last, which the runner
     // resolves to its own sample.
@@ -331,6 +359,7 @@ void Scheduler::preempt(Sequence& victim, StepPlan& plan) {
     return;
   }
   kv_cache_.free(victim.id);
+  if (drafter_) drafter_->release(victim.id);
   victim.num_tokens_to_recompute = victim.num_computed_tokens;
   victim.num_computed_tokens = 0;
   victim.status = SequenceStatus::waiting;
@@ -338,12 +367,107 @@ void Scheduler::preempt(Sequence& victim, StepPlan& plan) {
   ++stats_.num_preemptions_recompute;
 }
 
+bool Scheduler::may_speculate(const Sequence& seq) const {
+  // All its tokens known and computed but the last (a decode), and not a
+  // parent about to fork: its children sample from this very run's row.
+  return seq.num_pending_tokens == 0 && seq.num_step_drafts == 0 &&
+         seq.num_uncomputed_tokens() == 1 && (seq.forked || seq.request->n == 1);
+}
+
+std::unordered_map<SequenceId, Draft> Scheduler::propose_drafts() {
+  std::unordered_map<SequenceId, Draft> drafts;
+  if (!drafter_ || config_.num_speculative_tokens == 0) return drafts;
+  std::vector<DraftQuery> queries;
+  for (const Sequence* seq : running_) {
+    if (!may_speculate(*seq)) continue;
+    // The accepted drafts and the token after them must fit in max_tokens
+    // and in the context.
+    int64_t room = seq->request->stop.max_tokens - seq->num_output_tokens() - 1;
+    if (config_.max_model_len > 0)
+      room = std::min(room, config_.max_model_len - seq->num_tokens() - 1);
+    const auto max_tokens = static_cast<int>(
+        std::min<int64_t>(room, config_.num_speculative_tokens));
+    if (max_tokens >= 1) queries.push_back({seq, max_tokens});
+  }
+  if (queries.empty()) return drafts;
+  std::vector<Draft> proposed = drafter_->propose(queries);
+  check(proposed.size() == queries.size(), "scheduler: the drafter answered ", proposed.size(),
+        " of ", queries.size(), " queries");
+  for (size_t i = 0; i < queries.size(); ++i) {
+    Draft& draft = proposed[i];
+    check(static_cast<int>(draft.token_ids.size()) <= queries[i].max_tokens &&
+              (draft.probs.empty() || draft.probs.size() == draft.token_ids.size()),
+          "scheduler: the drafter proposed ", draft.token_ids.size(), " tokens (at most ",
+          queries[i].max_tokens, ") with ", draft.probs.size(), " distributions");
+    if (!draft.token_ids.empty()) drafts.emplace(queries[i].seq->id, std::move(draft));
+  }
+  return drafts;
+}
+
+void Scheduler::add_drafts(Sequence& seq, Draft& draft, int64_t budget, int64_t reserve) {
+  // Drafts take what is left of the budget and free blocks only, leaving
+  // `reserve` blocks: they never make anyone wait or be preempted.
+  auto count = static_cast<int64_t>(draft.token_ids.size());
+  count = std::min(count, budget);
+  const auto last = seq.token_ids.size();
+  seq.token_ids.insert(seq.token_ids.end(), draft.token_ids.begin(),
+                       draft.token_ids.begin() + count);
+  seq.num_draft_tokens = count;
+  const int64_t free_blocks = kv_cache_.device_pool().num_free_blocks() - reserve;
+  while (seq.num_draft_tokens > 0 &&
+         kv_cache_.num_blocks_needed(seq, 1 + seq.num_draft_tokens) > free_blocks) {
+    --seq.num_draft_tokens;
+    seq.token_ids.pop_back();
+  }
+  if (seq.num_draft_tokens == 0) return;
+  const auto n = static_cast<size_t>(seq.num_draft_tokens);
+  if (!draft.probs.empty()) {
+    draft.probs.resize(n);
+    draft_probs_ = std::move(draft.probs);
+  }
+  seq.num_step_drafts = seq.num_draft_tokens;
+  seq.spec_draft_tokens += seq.num_draft_tokens;
+  SpecDecodeStats& spec = stats_.spec_decode;
+  ++spec.num_drafts;
+  spec.num_draft_tokens += seq.num_draft_tokens;
+  if (spec.drafts_per_position.size() < n) {
+    spec.drafts_per_position.resize(n, 0);
+    spec.accepted_per_position.resize(n, 0);
+  }
+  for (size_t i = 0; i < n; ++i) ++spec.drafts_per_position[i];
+  check(seq.token_ids.size() == last + n, "scheduler: drafts of sequence ", seq.id);
+}
+
+void Scheduler::accept_draft(Sequence& seq, int32_t token) {
+  const auto at = static_cast<size_t>(seq.num_known_tokens());
+  check(seq.num_draft_tokens > 0 && seq.token_ids[at] == token, "scheduler: sequence ", seq.id,
+        " accepted token ", token, ", which is not its next draft");
+  const auto position = static_cast<size_t>(seq.num_step_drafts - seq.num_draft_tokens);
+  --seq.num_draft_tokens;
+  ++seq.spec_accepted_tokens;
+  ++stats_.spec_decode.num_accepted_tokens;
+  ++stats_.spec_decode.accepted_per_position.at(position);
+}
+
+void Scheduler::reject_drafts(Sequence& seq) {
+  seq.num_step_drafts = 0;
+  if (seq.num_draft_tokens == 0) return;
+  // They were computed; the target sampled another token in place of the
+  // first of them: their KV is void and their blocks go back.
+  const auto pending = seq.token_ids.end() - seq.num_pending_tokens;
+  seq.token_ids.erase(pending - seq.num_draft_tokens, pending);
+  seq.num_computed_tokens -= seq.num_draft_tokens;
+  seq.num_draft_tokens = 0;
+  kv_cache_.truncate(seq.id, seq.num_computed_tokens);
+}
+
 bool Scheduler::awaits_last_token(const Sequence& seq) const {
   // Its pending token is its last (max_tokens); computing it would be waste.
   return seq.num_pending_tokens > 0 && seq.num_output_tokens() >= seq.request->stop.max_tokens;
 }
 
-std::vector<SequenceOutput> Scheduler::update(std::span<const SampledToken> sampled) {
+std::vector<SequenceOutput> Scheduler::update(std::span<const SampledToken> sampled,
+                                              std::vector<size_t>* appended) {
   check(!unconfirmed_.empty(), "scheduler: update() without a plan to update");
   unconfirmed_.pop_front();
   std::vector<SequenceOutput> finished = std::exchange(aborted_, {});
@@ -358,10 +482,16 @@ std::vector<SequenceOutput> Scheduler::update(std::span<const SampledToken> samp
       finished.back().error = token.error;
       continue;
     }
-    // The oldest pending token is this step's.
-    const int64_t at = seq.num_known_tokens();
-    seq.token_ids[static_cast<size_t>(at)] = token.token;
-    --seq.num_pending_tokens;
+    if (token.accepted_draft) {
+      accept_draft(seq, token.token);
+    } else {
+      reject_drafts(seq);  // those not accepted before this token
+      // The oldest pending token is this step's.
+      seq.token_ids[static_cast<size_t>(seq.num_known_tokens())] = token.token;
+      --seq.num_pending_tokens;
+    }
+    const int64_t at = seq.num_known_tokens() - 1;
+    if (appended) appended->push_back(static_cast<size_t>(&token - sampled.data()));
     if (!token.logits.empty()) seq.logits.push_back(token.logits);
     if (token.logprobs) seq.logprobs.push_back(*token.logprobs);
     kv_cache_.cache_computed_blocks(seq);  // a block it completed may be cached now
@@ -377,6 +507,7 @@ std::vector<SequenceOutput> Scheduler::update(std::span<const SampledToken> samp
 
 SequenceOutput Scheduler::finish(Sequence& seq, FinishReason reason) {
   if (kv_cache_.has_blocks(seq.id)) kv_cache_.free(seq.id);
+  if (drafter_) drafter_->release(seq.id);
   seq.drop_pending_tokens();  // a step planned after this one samples in vain
   for (Queue* queue : {&waiting_, &running_, &swapped_}) {
     const auto it = std::find(queue->begin(), queue->end(), &seq);
@@ -393,6 +524,8 @@ SequenceOutput Scheduler::finish(Sequence& seq, FinishReason reason) {
   out.num_cached_tokens = seq.num_cached_tokens;
   out.logits = std::move(seq.logits);
   out.logprobs = std::move(seq.logprobs);
+  out.num_draft_tokens = seq.spec_draft_tokens;
+  out.num_accepted_tokens = seq.spec_accepted_tokens;
   const SequenceId id = seq.id;
   const auto samples = by_request_.find(out.request_id);
   std::erase(samples->second, id);

@@ -25,6 +25,17 @@
 // in step t then still runs in step t+1 (that sample is dropped); a
 // sequence whose pending token is its max_tokens-th is not planned again.
 //
+// Speculative decoding (num_speculative_tokens > 0 and a drafter): a
+// running sequence whose tokens are all known and all computed but its last
+// gets a draft of up to γ tokens, planned after its last token in the same
+// run (γ + 1 tokens, logits at each). The drafts count as computed and sit
+// before the pending token (sequence.hpp). update() takes the accepted
+// drafts and the one token the target sampled after them, and rolls the
+// rest back: their computed count and the blocks only they needed (no
+// block holding a draft is ever put in the prefix cache, as only known
+// tokens are). A sequence is planned again only once its result is back,
+// so speculation runs with one step in flight.
+//
 // A request with n > 1 samples runs its prompt once; when the prompt's last
 // chunk is scheduled the sequence forks n - 1 children that share its blocks
 // (copy-on-write) and sample from the same logits row.
@@ -38,6 +49,7 @@
 #include <utility>
 #include <vector>
 
+#include "runtime/core/drafter.hpp"
 #include "runtime/core/kv_cache_manager.hpp"
 #include "runtime/core/sequence.hpp"
 #include "runtime/core/token_logprobs.hpp"
@@ -46,6 +58,9 @@ namespace hive {
 
 enum class SchedulingPolicy : uint8_t { fcfs, priority };
 enum class PreemptionMode : uint8_t { by_cost, recompute, swap };
+
+// The most draft tokens a sequence verifies in one step.
+inline constexpr int kMaxSpeculativeTokens = 16;
 
 struct SchedulerConfig {
   int64_t max_num_batched_tokens = 512;  // the token budget of one step
@@ -64,6 +79,9 @@ struct SchedulerConfig {
   // The actor engine plans step t+1 while step t runs (actors/
   // scheduler_actor.hpp); the offline LLMEngine runs one step at a time.
   bool async_scheduling = true;
+  // γ: the most draft tokens a sequence verifies per step; 0: no
+  // speculation. Needs a drafter (set_drafter).
+  int num_speculative_tokens = 0;
 };
 
 // Throws hive::Error naming the first bad field.
@@ -76,6 +94,9 @@ struct ScheduledSequence {
   std::vector<int32_t> token_ids;
   std::vector<int32_t> block_table;  // covers every position up to the last scheduled one
   bool needs_logits = false;         // the run ends at the last known token
+  // The run's last num_draft_tokens tokens are drafts: logits are needed at
+  // each of its last num_draft_tokens + 1 tokens.
+  int32_t num_draft_tokens = 0;
 };
 
 // The tokens a sampler's penalties read: the prompt and the known output.
@@ -96,6 +117,11 @@ struct SampleSlot {
   // (or forked) carries its history; the runner counts its own samples from
   // there. See docs/architecture.md, "Penalties see the whole sequence".
   std::optional<TokenHistory> history = std::nullopt;
+  // Speculation: the drafts to verify (the run's last tokens) and, from a
+  // drafter that samples, their distributions; the runner returns the
+  // accepted drafts, then one sampled token.
+  std::vector<int32_t> draft_token_ids = {};
+  std::vector<std::vector<float>> draft_probs = {};
 };
 
 // What a worker needs for one step. Block copies run before the forward pass,
@@ -123,6 +149,9 @@ struct SampledToken {
   // sequence fails with this error, the rest of the batch goes on.
   std::string error;
   std::optional<TokenLogprobs> logprobs = std::nullopt;  // when the sampling params ask for them
+  // A draft the target accepted; the sequence's next token follows in
+  // another SampledToken (a sequence's tokens come in order).
+  bool accepted_draft = false;
 };
 
 // A finished (or aborted) sequence.
@@ -136,6 +165,29 @@ struct SequenceOutput {
   std::vector<std::vector<float>> logits;
   std::string error;  // non-empty: the sequence failed (finish_reason aborted)
   std::vector<TokenLogprobs> logprobs = {};  // per generated token, when asked for
+  int64_t num_draft_tokens = 0;              // speculation: drafts verified
+  int64_t num_accepted_tokens = 0;           // of which the target accepted
+};
+
+// Speculative decoding's counters. accepted_per_position[i]: drafts whose
+// (i+1)-th token was accepted; drafts_per_position[i]: drafts that had one.
+struct SpecDecodeStats {
+  int64_t num_drafts = 0;  // sequence-steps that verified a draft
+  int64_t num_draft_tokens = 0;
+  int64_t num_accepted_tokens = 0;
+  std::vector<int64_t> drafts_per_position;
+  std::vector<int64_t> accepted_per_position;
+  double acceptance_rate() const {
+    return num_draft_tokens > 0
+               ? static_cast<double>(num_accepted_tokens) / static_cast<double>(num_draft_tokens)
+               : 0.0;
+  }
+  // Tokens a verifying step adds per sequence: accepted drafts plus one.
+  double mean_accepted_length() const {
+    return num_drafts > 0 ? 1.0 + static_cast<double>(num_accepted_tokens) /
+                                      static_cast<double>(num_drafts)
+                          : 0.0;
+  }
 };
 
 struct SchedulerStats {
@@ -144,6 +196,7 @@ struct SchedulerStats {
   int64_t num_preemptions_swap = 0;
   int64_t num_tokens_recomputed = 0;  // computed tokens computed again after a recompute preemption
   int64_t max_num_running = 0;
+  SpecDecodeStats spec_decode;
 };
 
 class Scheduler {
@@ -161,6 +214,11 @@ class Scheduler {
   void abort_request(const std::string& request_id, FinishReason reason = FinishReason::aborted,
                      std::optional<int> sample_index = std::nullopt);
 
+  // Speculation's drafter (num_speculative_tokens > 0); it must outlive
+  // the scheduler. The scheduler tells it of every sequence that ends or
+  // loses its KV.
+  void set_drafter(Drafter* drafter) { drafter_ = drafter; }
+
   StepPlan schedule();
   // Takes back the last plan, which must run nothing: a caller that does not
   // send such a plan says so, as it will never update() it. Its finished
@@ -173,7 +231,11 @@ class Scheduler {
   void recompute_all();
   // The tokens sampled by the oldest plan not yet updated; returns the
   // sequences that finished (and those aborted since the last update).
-  std::vector<SequenceOutput> update(std::span<const SampledToken> sampled);
+  // `appended` gets the indices of the sampled tokens that joined an output
+  // (not those of sequences that ended before them: finished, aborted, or
+  // stopped by an accepted draft).
+  std::vector<SequenceOutput> update(std::span<const SampledToken> sampled,
+                                     std::vector<size_t>* appended = nullptr);
   // The sequences aborted since the last update, without one.
   std::vector<SequenceOutput> take_aborted() { return std::exchange(aborted_, {}); }
 
@@ -199,6 +261,13 @@ class Scheduler {
   bool schedule_running(StepPlan& plan, int64_t& budget);
   void schedule_swapped(StepPlan& plan, int64_t& budget);
   void schedule_waiting(StepPlan& plan, int64_t& budget);
+  // Drafts for the running sequences that may speculate this step.
+  std::unordered_map<SequenceId, Draft> propose_drafts();
+  bool may_speculate(const Sequence& seq) const;
+  // Plans the drafts after the sequence's last token if its blocks allow.
+  void add_drafts(Sequence& seq, Draft& draft, int64_t budget, int64_t reserve);
+  void accept_draft(Sequence& seq, int32_t token);
+  void reject_drafts(Sequence& seq);
   // Allocates the blocks and adds the run; a prefix hit is for an admission.
   void add_to_plan(Sequence& seq, int64_t num_tokens, const PrefixHit& hit, StepPlan& plan);
   void fork_children(Sequence& parent, size_t scheduled_index, StepPlan& plan);
@@ -209,6 +278,10 @@ class Scheduler {
 
   SchedulerConfig config_;
   KVCacheManager& kv_cache_;
+  Drafter* drafter_ = nullptr;
+  // schedule()'s drafts, and the distributions of the one add_to_plan takes.
+  std::unordered_map<SequenceId, Draft> drafts_;
+  std::vector<std::vector<float>> draft_probs_;
   std::unordered_map<SequenceId, std::unique_ptr<Sequence>> sequences_;
   // The unfinished sequences of each request, in sample order.
   std::unordered_map<std::string, std::vector<SequenceId>> by_request_;

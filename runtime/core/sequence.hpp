@@ -18,6 +18,13 @@
 // for the sequence in the step before. Pending tokens are always the last.
 //
 //   token_ids:  p0 p1 p2 p3 p4 p5 p6 | o0 o1  ?         (? = pending)
+//
+// With speculative decoding a step also computes draft tokens, proposed
+// after the last known token and not yet verified; they sit between the
+// known tokens and the pending one until the step's result says how many
+// the target accepted (the rest are rolled back: scheduler.hpp).
+//
+//   token_ids:  p0 .. p6 | o0 o1 d0 d1 d2  ?          (d = draft)
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -47,6 +54,10 @@ struct Sequence {
   int64_t num_prompt_tokens = 0;
   int64_t num_computed_tokens = 0;
   int64_t num_pending_tokens = 0;  // trailing kPendingTokens
+  int64_t num_draft_tokens = 0;    // unverified drafts before the pending token
+  int64_t num_step_drafts = 0;     // drafts its step in flight verifies
+  int64_t spec_draft_tokens = 0;   // drafts it verified, all steps
+  int64_t spec_accepted_tokens = 0;  // of which accepted
   SequenceStatus status = SequenceStatus::waiting;
   bool forked = false;                     // its n - 1 sibling samples exist
   int64_t num_cached_tokens = 0;           // prefix-cache hit at first admission
@@ -60,11 +71,15 @@ struct Sequence {
   int64_t num_tokens() const { return static_cast<int64_t>(token_ids.size()); }
   int64_t num_output_tokens() const { return num_tokens() - num_prompt_tokens; }
   int64_t num_uncomputed_tokens() const { return num_tokens() - num_computed_tokens; }
-  int64_t num_known_tokens() const { return num_tokens() - num_pending_tokens; }
-  // Drops the pending tokens (their step is void, or the sequence ended).
+  int64_t num_known_tokens() const {
+    return num_tokens() - num_pending_tokens - num_draft_tokens;
+  }
+  // Drops the pending and draft tokens (their step is void, or the sequence
+  // ended).
   void drop_pending_tokens() {
     token_ids.resize(static_cast<size_t>(num_known_tokens()));
     num_pending_tokens = 0;
+    num_draft_tokens = 0;
   }
   std::span<const int32_t> output_token_ids() const {
     return std::span<const int32_t>(token_ids).subspan(static_cast<size_t>(num_prompt_tokens));

@@ -9,11 +9,22 @@ namespace hive {
 EngineCore::EngineCore(const EngineCoreConfig& config) : config_(config) {
   check(config.num_ranks >= 1, "engine core: num_ranks must be at least 1, got ",
         config.num_ranks);
+  validate(config.speculative);
+  config_.scheduler.num_speculative_tokens =
+      config.speculative.enabled() ? config.speculative.num_speculative_tokens : 0;
   ranks_ = std::vector<Rank>(static_cast<size_t>(config.num_ranks));
   for (Rank& rank : ranks_) {
     rank.kv_cache = std::make_unique<KVCacheManager>(config.kv_cache);
-    rank.scheduler = std::make_unique<Scheduler>(config.scheduler, *rank.kv_cache);
+    rank.scheduler = std::make_unique<Scheduler>(config_.scheduler, *rank.kv_cache);
+    if (config.speculative.method != SpeculativeMethod::ngram) continue;
+    rank.drafter = std::make_unique<NgramDrafter>(config.speculative.ngram);
+    rank.scheduler->set_drafter(rank.drafter.get());
   }
+}
+
+void EngineCore::set_drafter(int rank, Drafter* drafter) {
+  check(rank >= 0 && rank < num_ranks(), "engine core: no rank ", rank);
+  ranks_[static_cast<size_t>(rank)].scheduler->set_drafter(drafter);
 }
 
 void EngineCore::add_request(Request request) {
@@ -61,7 +72,10 @@ bool EngineCore::has_aborted() const {
 }
 
 std::optional<CoreStep> EngineCore::next_step(bool force) {
-  const size_t depth = config_.scheduler.async_scheduling ? 2 : 1;
+  // A speculating sequence waits for its verdict before it is planned again:
+  // a second step in flight would find little to run.
+  const size_t depth =
+      config_.scheduler.async_scheduling && config_.scheduler.num_speculative_tokens == 0 ? 2 : 1;
   if (!force && (in_flight_.size() >= depth || !has_unfinished()))
     return std::nullopt;
   CoreStep step;
@@ -111,18 +125,24 @@ CoreEvents EngineCore::complete_step(int64_t step_id,
   for (size_t r = 0; r < ranks_.size(); ++r) {
     Scheduler& scheduler = *ranks_[r].scheduler;
     // Named before update(), which forgets the sequences that finish.
-    for (const SampledToken& token : sampled[r]) {
-      // Cancelled while the step ran, or stopped in the step before. (One
-      // preempted since, by a plan made while this step ran, still counts.)
-      // A failed sample adds no token: its finished output says why.
-      if (!token.error.empty() || !scheduler.has_sequence(token.seq_id)) continue;
+    std::vector<std::optional<NewToken>> named(sampled[r].size());
+    for (size_t i = 0; i < sampled[r].size(); ++i) {
+      const SampledToken& token = sampled[r][i];
+      if (!scheduler.has_sequence(token.seq_id)) continue;
       const Sequence& seq = scheduler.sequence(token.seq_id);
-      if (!requests_.count(seq.request->id)) continue;
-      events.tokens.push_back(
-          {seq.request->id, seq.sample_index, token.token, token.logprobs});
+      named[i] = NewToken{seq.request->id, seq.sample_index, token.token, token.logprobs};
+    }
+    // Those that joined an output: not a failed sample's, nor one of a
+    // sequence cancelled while the step ran or stopped before it (by the
+    // step before, or by a draft token this step accepted). One preempted
+    // since, by a plan made while this step ran, still counts.
+    std::vector<size_t> appended;
+    std::vector<SequenceOutput> outputs = scheduler.update(sampled[r], &appended);
+    for (const size_t i : appended) {
+      if (!named[i] || !requests_.count(named[i]->request_id)) continue;
+      events.tokens.push_back(std::move(*named[i]));
       ++counters_.num_generated_tokens;
     }
-    std::vector<SequenceOutput> outputs = scheduler.update(sampled[r]);
     finish(outputs, "", events);
   }
   return events;

@@ -29,6 +29,7 @@
 
 #include "runtime/core/kv_cache_manager.hpp"
 #include "runtime/core/scheduler.hpp"
+#include "runtime/core/speculative_config.hpp"
 
 namespace hive {
 
@@ -39,6 +40,10 @@ struct EngineCoreConfig {
   SchedulerConfig scheduler;
   int num_ranks = 1;          // planning ranks (a tensor-parallel group is one)
   int64_t vocab_size = 0;     // prompt token ids are checked against it
+  // Speculative decoding: with it, one step is in flight (see Scheduler).
+  // The engine core makes the n-gram drafters; a draft model's drafter is
+  // its owner's to make and set (set_drafter).
+  SpeculativeConfig speculative;
 };
 
 // A step planned on every rank.
@@ -133,11 +138,14 @@ class EngineCore {
     return *ranks_.at(static_cast<size_t>(rank)).kv_cache;
   }
   const CoreCounters& counters() const { return counters_; }
+  // A draft model's drafter for `rank`'s scheduler; it must outlive the core.
+  void set_drafter(int rank, Drafter* drafter);
 
  private:
   struct Rank {
     std::unique_ptr<KVCacheManager> kv_cache;
     std::unique_ptr<Scheduler> scheduler;
+    std::unique_ptr<Drafter> drafter;  // the n-gram drafter, when it speculates with one
     int64_t num_requests = 0;  // assigned, not yet finished
   };
   struct Tracked {

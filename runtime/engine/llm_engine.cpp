@@ -39,6 +39,7 @@ EngineCoreConfig engine_core_config(const Model& model, const EngineConfig& conf
       core.scheduler.eos_token_ids.push_back(static_cast<int32_t>(id));
   core.num_ranks = world_size / tensor_parallel_size;
   core.vocab_size = c.vocab_size;
+  core.speculative = config.speculative;
   return core;
 }
 

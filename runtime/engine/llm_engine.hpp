@@ -29,6 +29,7 @@ struct EngineConfig {
   DType kv_cache_dtype = kDefaultKVCacheDType;  // f32 or bf16
   bool enable_prefix_caching = false;
   SchedulerConfig scheduler;  // its eos_token_ids default to the model's
+  SpeculativeConfig speculative;
 };
 
 // The engine core's configuration for `model` on `world_size` ranks that
@@ -86,6 +87,9 @@ class LLMEngine {
   EngineStats stats() const;
   const Scheduler& scheduler() const { return core_->scheduler(0); }
   const KVCacheManager& kv_cache_manager() const { return core_->kv_cache(0); }
+  // A draft model's drafter (config.speculative.method draft_model); it
+  // must outlive the engine.
+  void set_drafter(Drafter* drafter) { core_->set_drafter(0, drafter); }
   // The tokens the last step added to outputs, in sampling order (those of
   // sequences that finished in it included; a failed sample adds none).
   const std::vector<NewToken>& last_tokens() const { return last_tokens_; }

@@ -57,8 +57,9 @@ std::vector<SampledToken> ModelRunner::run(const StepPlan& plan) {
     const int32_t last =
         batch.add_run(s.num_computed_tokens, resolve(s), s.block_table, cache_.block_size());
     if (!s.needs_logits) continue;
+    // A run with drafts needs the logits at each draft's position and one after.
     logits_row[i] = static_cast<int64_t>(batch.logits_rows.size());
-    batch.logits_rows.push_back(last);
+    for (int32_t d = s.num_draft_tokens; d >= 0; --d) batch.logits_rows.push_back(last - d);
   }
   const int64_t vocab = model_.config().vocab_size;
   const auto rows = static_cast<int64_t>(batch.logits_rows.size());
@@ -70,11 +71,15 @@ std::vector<SampledToken> ModelRunner::run(const StepPlan& plan) {
     const int64_t row = logits_row.at(slot.scheduled_index);
     check(row >= 0, "model runner: sample slot for sequence ", slot.seq_id,
           " points at a run without logits");
-    const std::span<const float> row_logits(logits_.data() + row * vocab,
-                                            static_cast<size_t>(vocab));
     Sampler& sampler =
         samplers_.try_emplace(slot.seq_id, slot.sampling, slot.num_sampled).first->second;
     if (slot.history) set_history(sampler, slot, plan.sequences[slot.scheduled_index]);
+    if (!slot.draft_token_ids.empty()) {
+      verify(sampler, slot, plan.sequences[slot.scheduled_index], row, sampled);
+      continue;
+    }
+    const std::span<const float> row_logits(logits_.data() + row * vocab,
+                                            static_cast<size_t>(vocab));
     SampledToken token{slot.seq_id, -1, {}, {}, {}};
     try {
       token.token = sampler.sample(row_logits);
@@ -92,6 +97,36 @@ std::vector<SampledToken> ModelRunner::run(const StepPlan& plan) {
     sampled.push_back(std::move(token));
   }
   return sampled;
+}
+
+void ModelRunner::verify(Sampler& sampler, const SampleSlot& slot, const ScheduledSequence& run,
+                         int64_t first_row, std::vector<SampledToken>& sampled) {
+  const auto vocab = static_cast<size_t>(model_.config().vocab_size);
+  const size_t gamma = slot.draft_token_ids.size();
+  check(static_cast<size_t>(run.num_draft_tokens) == gamma && run.seq_id == slot.seq_id,
+        "model runner: sequence ", slot.seq_id, " verifies ", gamma, " drafts but its run has ",
+        run.num_draft_tokens);
+  const std::span<const float> rows(logits_.data() + first_row * static_cast<int64_t>(vocab),
+                                    (gamma + 1) * vocab);
+  Verified verified;
+  try {
+    verified = sampler.verify(rows, vocab, slot.draft_token_ids, slot.draft_probs);
+  } catch (const Error& e) {
+    // As in run(): this sequence fails, the batch goes on.
+    sampled.push_back({slot.seq_id, -1, {}, e.what(), {}});
+    last_sampled_[slot.seq_id] = 0;
+    return;
+  }
+  for (size_t i = 0; i < verified.tokens.size(); ++i) {
+    const std::span<const float> row = rows.subspan(i * vocab, vocab);
+    SampledToken token{slot.seq_id, verified.tokens[i], {}, {}, {}};
+    token.accepted_draft = static_cast<int>(i) < verified.num_accepted;
+    if (slot.sampling.logprobs)
+      token.logprobs = compute_logprobs(row, token.token, *slot.sampling.logprobs);
+    if (slot.return_logits) token.logits.assign(row.begin(), row.end());
+    sampled.push_back(std::move(token));
+  }
+  last_sampled_[slot.seq_id] = verified.tokens.back();
 }
 
 }  // namespace hive

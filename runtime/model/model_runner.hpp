@@ -35,6 +35,10 @@ class ModelRunner {
   // The run's token ids, its pending token replaced (valid until the next call).
   std::span<const int32_t> resolve(const ScheduledSequence& s);
   void set_history(Sampler& sampler, const SampleSlot& slot, const ScheduledSequence& run);
+  // Speculation: the slot's drafts against the logits rows from first_row;
+  // appends the accepted drafts and the token after them.
+  void verify(Sampler& sampler, const SampleSlot& slot, const ScheduledSequence& run,
+              int64_t first_row, std::vector<SampledToken>& sampled);
 
   Model& model_;
   PagedKVCache& cache_;

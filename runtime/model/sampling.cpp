@@ -41,16 +41,60 @@ Sampler::Sampler(const SamplingParams& params, int64_t num_sampled)
     rng_.discard(static_cast<unsigned long long>(num_sampled));
 }
 
+std::span<const float> Sampler::penalize(std::span<const float> logits) {
+  if (!params_.has_penalties()) return logits;
+  penalized_.assign(logits.begin(), logits.end());
+  apply_penalties(penalized_, params_, counts_);
+  return penalized_;
+}
+
 int32_t Sampler::sample(std::span<const float> logits) {
-  const bool penalized = params_.has_penalties();
-  if (penalized) {
-    penalized_.assign(logits.begin(), logits.end());
-    apply_penalties(penalized_, params_, counts_);
-    logits = penalized_;
-  }
+  logits = penalize(logits);
   const int32_t token = params_.temperature == 0.0f ? argmax(logits) : draw(logits);
-  if (penalized) counts_.add_output(token);
+  if (params_.has_penalties()) counts_.add_output(token);
   return token;
+}
+
+Verified Sampler::verify(std::span<const float> logits, size_t vocab,
+                         std::span<const int32_t> drafts,
+                         std::span<const std::vector<float>> draft_probs) {
+  const size_t gamma = drafts.size();
+  check(logits.size() == (gamma + 1) * vocab, "verify: ", gamma, " drafts need ", gamma + 1,
+        " rows of logits");
+  check(draft_probs.empty() || draft_probs.size() == gamma, "verify: ", gamma,
+        " drafts with ", draft_probs.size(), " distributions");
+  Verified out;
+  for (size_t i = 0; i <= gamma; ++i) {
+    const std::span<const float> row = penalize(logits.subspan(i * vocab, vocab));
+    const bool greedy = params_.temperature == 0.0f;
+    int32_t token = 0;
+    bool accepted = false;
+    if (greedy) {
+      token = argmax(row);
+      accepted = i < gamma && token == drafts[i];
+    } else if (i == gamma) {
+      token = draw_from(sampling_probs(row, params_), uniform(rng_));
+    } else {
+      const auto x = static_cast<size_t>(drafts[i]);
+      check(x < vocab, "verify: draft token ", x, " is outside the vocabulary");
+      const std::vector<double> p = sampling_probs(row, params_);
+      std::vector<double> q(vocab, 0.0);
+      if (draft_probs.empty()) {
+        q[x] = 1.0;
+      } else {
+        check(draft_probs[i].size() == vocab, "verify: a draft distribution over ",
+              draft_probs[i].size(), " tokens, not ", vocab);
+        std::copy(draft_probs[i].begin(), draft_probs[i].end(), q.begin());
+      }
+      accepted = accept_draft(p[x], q[x], uniform(rng_));
+      token = accepted ? drafts[i] : draw_residual(p, q, uniform(rng_));
+    }
+    if (params_.has_penalties()) counts_.add_output(token);
+    out.tokens.push_back(token);
+    if (!accepted) break;
+    ++out.num_accepted;
+  }
+  return out;
 }
 
 Candidates shape_candidates(std::span<const float> logits, const SamplingParams& params) {

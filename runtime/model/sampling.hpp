@@ -19,6 +19,7 @@
 
 #include "runtime/core/sampling_params.hpp"
 #include "runtime/model/penalties.hpp"
+#include "runtime/model/rejection_sampler.hpp"
 
 namespace hive {
 
@@ -55,6 +56,15 @@ class Sampler {
   // are all NaN or -inf are an error.
   // With penalties on, the sampled token joins the sequence's history.
   int32_t sample(std::span<const float> logits);
+  // Speculative verification (rejection_sampler.hpp) of `drafts` against
+  // the target's logits at the draft's positions and one after (rows of
+  // `vocab`, drafts.size() + 1 of them), from this sampler's stream and
+  // with its penalties, each position seeing the tokens accepted before it.
+  // draft_probs: the drafter's distribution per draft token, or empty for
+  // all of it on the token. Greedy keeps a draft exactly when it is the
+  // argmax sample() would return. Returns the accepted drafts and one more.
+  Verified verify(std::span<const float> logits, size_t vocab, std::span<const int32_t> drafts,
+                  std::span<const std::vector<float>> draft_probs);
   // Replaces the history the penalties read: the prompt and every token the
   // sequence generated before the next sample().
   void set_history(std::span<const int32_t> prompt, std::span<const int32_t> output) {
@@ -64,6 +74,8 @@ class Sampler {
 
  private:
   int32_t draw(std::span<const float> logits);
+  // The logits with this sampler's penalties applied (a copy when there are any).
+  std::span<const float> penalize(std::span<const float> logits);
 
   SamplingParams params_;
   std::mt19937_64 rng_;

@@ -74,6 +74,7 @@ struct EngineSetup {
   int32_t num_blocks = 256;  // including the null block
   int32_t num_host_blocks = 0;
   bool prefix_caching = false;
+  int speculative_tokens = 0;  // γ of n-gram speculation; 0: off
 };
 
 // Runs the requests on one engine (all at once, or one after another) and
@@ -89,6 +90,10 @@ std::vector<RequestOutput> run(Model& model, const EngineSetup& setup,
   config.enable_prefix_caching = setup.prefix_caching;
   config.scheduler.max_num_batched_tokens = setup.budget_tokens;
   config.scheduler.max_num_seqs = 2 * kNumPrompts;
+  if (setup.speculative_tokens > 0) {
+    config.speculative.method = SpeculativeMethod::ngram;
+    config.speculative.num_speculative_tokens = setup.speculative_tokens;
+  }
   LLMEngine engine(model, config);
   std::vector<RequestOutput> outputs;
   if (one_at_a_time) {
@@ -405,6 +410,44 @@ TEST(LLMEngineFaults, AFreshRunnerMidStreamCountsTheWholeHistoryAgain) {
     ASSERT_EQ(done.size(), 1u);
     EXPECT_EQ(done[0].token_ids, want) << "failed at step " << fail_at;
   }
+}
+
+// Speculation (n-gram drafts, γ = 4) keeps every greedy output, penalised
+// ones and n = 2 included: alone, all together, with prefix caching, and in
+// a pool so small that sequences with drafts in flight are preempted. The
+// sampled requests speculate too (their outputs follow another stream of
+// draws, so they are not compared). Drafts must have been both accepted
+// and rejected, or the test proves nothing.
+TEST_P(EngineInvariance, SpeculationKeepsGreedyOutputs) {
+  SCOPED_TRACE(testing::Message() << GetParam() << ", seed " << test::test_seed());
+  std::vector<size_t> greedy;
+  for (size_t i = 0; i < requests.size(); ++i)
+    if (requests[i].sampling.temperature == 0.0f) greedy.push_back(i);
+  const auto only_greedy = [&](const std::vector<RequestOutput>& all) {
+    std::vector<RequestOutput> out;
+    for (const size_t i : greedy) out.push_back(all.at(i));
+    return out;
+  };
+  const std::vector<RequestOutput> expected = only_greedy(alone);
+  SpecDecodeStats total;
+  for (const auto& [setup, one_at_a_time] :
+       {std::pair{EngineSetup{512, 256, 0, false, 4}, true},
+        std::pair{EngineSetup{512, 256, 0, true, 4}, false},
+        std::pair{EngineSetup{64, 12, 3, true, 4}, false}}) {
+    SCOPED_TRACE(testing::Message() << "budget " << setup.budget_tokens << ", "
+                                    << setup.num_blocks << " blocks, prefix caching "
+                                    << setup.prefix_caching << ", alone " << one_at_a_time);
+    EngineStats stats;
+    expect_same(expected, only_greedy(run(*model, setup, requests, one_at_a_time, &stats)));
+    const SpecDecodeStats& spec = stats.scheduler.spec_decode;
+    total.num_draft_tokens += spec.num_draft_tokens;
+    total.num_accepted_tokens += spec.num_accepted_tokens;
+  }
+  EXPECT_GT(total.num_accepted_tokens, 0) << "no draft token was ever accepted";
+  EXPECT_LT(total.num_accepted_tokens, total.num_draft_tokens) << "no draft token was rejected";
+  std::printf("[ %s ] speculation: %lld of %lld draft tokens accepted\n", GetParam().c_str(),
+              static_cast<long long>(total.num_accepted_tokens),
+              static_cast<long long>(total.num_draft_tokens));
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, EngineInvariance,

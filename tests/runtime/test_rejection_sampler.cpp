@@ -11,6 +11,7 @@
 
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <random>
 #include <vector>
 
@@ -216,6 +217,85 @@ TEST(RejectionSampler, GreedyKeepsExactlyTheArgmaxPrefix) {
   v = verify_draft(target, draft, std::vector<int32_t>{1, 2}, rng);
   EXPECT_EQ(v.tokens, (std::vector<int32_t>{1, 0}));
   EXPECT_EQ(v.num_accepted, 1);
+}
+
+// Sampler::verify, what the model runner calls, through the same χ² test:
+// the target's shaped p given as logits (softmax(log p) = p), the draft's q
+// as floats, or none for a deterministic drafter (n-gram lookup: all of q
+// on its token).
+Verifier sampler_verifier(Sampler& sampler, bool deterministic_draft) {
+  return [&sampler, deterministic_draft](std::span<const Dist> p, std::span<const Dist> q,
+                                         std::span<const int32_t> drafts, std::mt19937_64&) {
+    std::vector<float> logits;
+    for (const Dist& dist : p)
+      for (const double x : dist)
+        logits.push_back(x > 0.0 ? static_cast<float>(std::log(x))
+                                 : -std::numeric_limits<float>::infinity());
+    std::vector<std::vector<float>> draft_probs;
+    if (!deterministic_draft)
+      for (const Dist& dist : q) draft_probs.emplace_back(dist.begin(), dist.end());
+    return sampler.verify(logits, kVocab, drafts, draft_probs);
+  };
+}
+
+TEST(RejectionSampler, TheSamplersVerifyKeepsTheTargetDistribution) {
+  for (const bool deterministic : {false, true}) {
+    for (const Case& c : cases()) {
+      const uint64_t seed = 99;
+      std::mt19937_64 rng(seed);
+      const auto target_logits = random_logits(rng, 1.5f, nullptr);
+      const Chain target = make_chain(target_logits, c.params);
+      Chain draft = make_chain(random_logits(rng, 1.0f, &target_logits), c.params);
+      if (deterministic)  // always the same guess after a token: one-hot rows
+        for (size_t a = 0; a < draft.next.size(); ++a) {
+          draft.next[a].assign(kVocab, 0.0);
+          draft.next[a][(2 * a + 1) % kVocab] = 1.0;
+        }
+      SamplingParams plain;
+      plain.temperature = 1.0f;
+      plain.seed = seed;
+      Sampler sampler(plain);
+      const auto [pair, last] = fit(target, draft, sampler_verifier(sampler, deterministic), seed);
+      SCOPED_TRACE(testing::Message() << c.name << (deterministic ? ", one-hot draft" : "")
+                                      << ", seed " << seed);
+      EXPECT_TRUE(pair.passes()) << "tokens 1-2: chi2 " << pair.chi2 << " on " << pair.df << " df";
+      EXPECT_TRUE(last.passes()) << "token 3: chi2 " << last.chi2 << " on " << last.df << " df";
+    }
+  }
+}
+
+// Greedy verification returns exactly what sample() returns token by token,
+// penalties included: each position sees the drafts accepted before it.
+TEST(RejectionSampler, GreedyVerifyIsSampleTokenByToken) {
+  std::mt19937_64 rng(5);
+  std::normal_distribution<float> normal(0.0f, 2.0f);
+  SamplingParams params;  // greedy
+  params.repetition_penalty = 1.8f;
+  params.frequency_penalty = 0.7f;
+  const std::vector<int32_t> prompt = {1, 2, 3};
+  for (int trial = 0; trial < 200; ++trial) {
+    std::vector<float> rows(4 * kVocab);
+    for (float& x : rows) x = normal(rng);
+    Sampler reference(params);
+    reference.set_history(prompt, {});
+    std::vector<int32_t> expected;
+    for (int i = 0; i < 4; ++i)
+      expected.push_back(reference.sample(std::span<const float>(rows).subspan(i * kVocab, kVocab)));
+    // Drafts: the expected tokens, wrong from position `wrong` on.
+    const int wrong = trial % 4;
+    std::vector<int32_t> drafts(expected.begin(), expected.begin() + 3);
+    if (wrong < 3) drafts[static_cast<size_t>(wrong)] = (drafts[static_cast<size_t>(wrong)] + 1) % kVocab;
+    Sampler verifier(params);
+    verifier.set_history(prompt, {});
+    const Verified v = verifier.verify(rows, kVocab, drafts, {});
+    const int accepted = std::min(wrong, 3);
+    ASSERT_EQ(v.num_accepted, accepted) << "trial " << trial;
+    EXPECT_EQ(v.tokens, std::vector<int32_t>(expected.begin(), expected.begin() + accepted + 1))
+        << "trial " << trial;
+    // Its penalties counted what it returned, as sample() would have.
+    reference.set_history(prompt, v.tokens);
+    EXPECT_EQ(verifier.counts().output(), reference.counts().output()) << "trial " << trial;
+  }
 }
 
 TEST(RejectionSampler, RefusesMismatchedShapes) {
