@@ -373,12 +373,38 @@ LaunchConfig parse_launch_config(const std::string& yaml_text, const std::string
   });
   top.optional("speculative", [&](auto& node, auto& name) {
     Section s(node, name, source);
-    s.required("draft_model",
-               [&](auto& n, auto& k) { config.speculative.draft_model = path(n, k); });
+    SpeculativeConfig& spec = config.speculative;
+    std::optional<SpeculativeMethod> method;
+    s.optional("method", [&](auto& n, auto& k) {
+      method = parse_speculative_method(r.choice(n, k, {"ngram", "draft_model"}));
+    });
+    s.optional("draft_model", [&](auto& n, auto& k) { spec.draft_model = path(n, k); });
+    spec.num_speculative_tokens = 4;
     s.optional("num_speculative_tokens", [&](auto& n, auto& k) {
-      config.speculative.num_speculative_tokens = static_cast<int>(r.integer(n, k, 1, 64));
+      spec.num_speculative_tokens = static_cast<int>(r.integer(n, k, 1, kMaxSpeculativeTokens));
+    });
+    s.optional("ngram", [&](auto& ngram_node, auto& ngram_name) {
+      Section g(ngram_node, ngram_name, source);
+      g.optional("min_n", [&](auto& n, auto& k) {
+        spec.ngram.min_n = static_cast<int>(r.integer(n, k, 1, 16));
+      });
+      g.optional("max_n", [&](auto& n, auto& k) {
+        spec.ngram.max_n = static_cast<int>(r.integer(n, k, 1, 16));
+      });
+      g.reject_unknown_keys();
     });
     s.reject_unknown_keys();
+    // A draft model alone says which method it is.
+    spec.method = method.value_or(spec.draft_model.empty() ? SpeculativeMethod::none
+                                                           : SpeculativeMethod::draft_model);
+    check(spec.method != SpeculativeMethod::none, r.at(node), name,
+          ": give method: ngram, or a draft_model");
+    check(spec.method != SpeculativeMethod::draft_model || !spec.draft_model.empty(), r.at(node),
+          name, ": method draft_model needs draft_model: DIR");
+    check(spec.method != SpeculativeMethod::ngram || spec.draft_model.empty(), r.at(node), name,
+          ": method ngram takes no draft_model");
+    check(spec.ngram.min_n <= spec.ngram.max_n, r.at(node), name, ".ngram: min_n (",
+          spec.ngram.min_n, ") must not exceed max_n (", spec.ngram.max_n, ")");
   });
   top.reject_unknown_keys();
   check(config.scheduler.preemption_mode != "swap" || config.kv_cache.swap_space_bytes > 0,

@@ -14,11 +14,14 @@
 //               worker_timeout: 60s, worker_start_timeout: 10min}
 //   server: {host: 127.0.0.1, port: 8000, api_key: KEY, max_queued_requests: 256,
 //            served_model_name: NAME}
-//   speculative: {draft_model: ../models/hive-draft, num_speculative_tokens: 4}
+//   speculative: {method: draft_model, draft_model: ../models/hive-draft,
+//                 num_speculative_tokens: 4}      # or method: ngram, ngram: {min_n, max_n}
 #include <cstdint>
 #include <filesystem>
 #include <optional>
 #include <string>
+
+#include "runtime/core/speculative_config.hpp"
 
 namespace hive {
 
@@ -59,11 +62,6 @@ struct ServerConfig {
   std::string served_model_name;  // empty: the model directory's name
 };
 
-struct SpeculativeConfig {
-  std::filesystem::path draft_model;  // empty: speculative decoding off
-  int num_speculative_tokens = 4;
-};
-
 struct LaunchConfig {
   std::filesystem::path model;
   std::string device = "auto";  // auto | cpu | cuda
@@ -71,7 +69,7 @@ struct LaunchConfig {
   KVCacheSettings kv_cache;
   SchedulerLimits scheduler;
   ServerConfig server;
-  SpeculativeConfig speculative;
+  SpeculativeConfig speculative;  // method none: off
 };
 
 // `source` names the text in errors; relative paths resolve against base_dir.

@@ -16,6 +16,9 @@
 
 namespace hive {
 
+// The most draft tokens a sequence verifies in one step.
+inline constexpr int kMaxSpeculativeTokens = 16;
+
 struct DraftQuery {
   const Sequence* seq = nullptr;  // its tokens are all known
   int max_tokens = 0;             // propose at most this many (>= 1)

@@ -59,9 +59,6 @@ namespace hive {
 enum class SchedulingPolicy : uint8_t { fcfs, priority };
 enum class PreemptionMode : uint8_t { by_cost, recompute, swap };
 
-// The most draft tokens a sequence verifies in one step.
-inline constexpr int kMaxSpeculativeTokens = 16;
-
 struct SchedulerConfig {
   int64_t max_num_batched_tokens = 512;  // the token budget of one step
   int64_t max_num_seqs = 64;

@@ -1,7 +1,6 @@
 #include "runtime/core/speculative_config.hpp"
 
 #include "kernels/error.hpp"
-#include "runtime/core/scheduler.hpp"
 
 namespace hive {
 

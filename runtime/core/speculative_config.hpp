@@ -1,6 +1,7 @@
 #pragma once
 // How an engine speculates: which drafter proposes, and how many tokens a
 // sequence verifies per step at most (γ).
+#include <filesystem>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -19,7 +20,7 @@ struct SpeculativeConfig {
   SpeculativeMethod method = SpeculativeMethod::none;
   int num_speculative_tokens = 0;  // γ; must be >= 1 unless method is none
   NgramConfig ngram;
-  std::string draft_model;  // the draft model's directory (draft_model)
+  std::filesystem::path draft_model;  // the draft model's directory (draft_model)
 
   bool enabled() const { return method != SpeculativeMethod::none; }
 };

@@ -27,6 +27,7 @@ GenerateResult generate(Model& model, std::span<const int32_t> prompt,
   config.kv_budget.bytes =
       blocks * kv_bytes_per_block(model.config(), options.block_size, config.kv_cache_dtype);
   config.scheduler.max_num_batched_tokens = std::max<int64_t>(total, 512);
+  config.speculative = options.speculative;
   LLMEngine engine(model, config);
 
   Request request;
@@ -44,6 +45,7 @@ GenerateResult generate(Model& model, std::span<const int32_t> prompt,
   while (engine.has_unfinished()) {
     const std::vector<SequenceOutput> finished = engine.step();
     for (const SequenceOutput& out : finished) check(out.error.empty(), out.error);
+    // A step may add several tokens (speculation): the text may stop at any.
     for (const NewToken& token : engine.last_tokens()) {
       if (result.tokens.empty()) {
         result.prefill_seconds = std::chrono::duration<double>(Clock::now() - start).count();
@@ -55,12 +57,14 @@ GenerateResult generate(Model& model, std::span<const int32_t> prompt,
         // The text ends here whatever the engine decided for this token.
         if (finished.empty()) engine.abort_request(id, FinishReason::stop_string);
         result.finish_reason = FinishReason::stop_string;
+        break;
       }
     }
     if (!finished.empty() && result.finish_reason == FinishReason::none)
       result.finish_reason = finished[0].finish_reason;
   }
   result.decode_seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  result.spec_decode = engine.stats().scheduler.spec_decode;
   return result;
 }
 

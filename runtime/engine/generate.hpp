@@ -7,6 +7,8 @@
 #include <span>
 #include <vector>
 
+#include "runtime/core/scheduler.hpp"
+#include "runtime/core/speculative_config.hpp"
 #include "runtime/model/kv_budget.hpp"
 #include "runtime/model/model.hpp"
 #include "runtime/model/sampling.hpp"
@@ -19,6 +21,7 @@ struct GenerateOptions {
   bool ignore_eos = false;
   int32_t block_size = 16;
   DType kv_cache_dtype = kDefaultKVCacheDType;
+  SpeculativeConfig speculative;  // its draft model's pool holds as many blocks as the target's
 };
 
 struct GenerateResult {
@@ -27,6 +30,7 @@ struct GenerateResult {
   double decode_seconds = 0;    // for tokens after the first
   FinishReason finish_reason = FinishReason::none;
   std::vector<TokenLogprobs> logprobs;  // per token, when options.sampling.logprobs is set
+  SpecDecodeStats spec_decode;          // with speculation
 };
 
 // on_token (optional) sees each token as it is chosen and returns whether to

@@ -51,6 +51,13 @@ LLMEngine::LLMEngine(Model& model, const EngineConfig& config) : model_(model) {
                                              config.kv_cache_dtype);
   core_ = std::make_unique<EngineCore>(core);
   runner_ = std::make_unique<ModelRunner>(model, *kv_cache_);
+  if (config.speculative.method == SpeculativeMethod::draft_model) {
+    draft_model_ = std::make_unique<Model>(config.speculative.draft_model, model.backend());
+    drafter_ = std::make_unique<DraftModelDrafter>(
+        *draft_model_, DraftModelConfig{kv.block_size, kv.num_device_blocks, config.kv_cache_dtype},
+        model.config().vocab_size);
+    core_->set_drafter(0, drafter_.get());
+  }
 }
 
 void LLMEngine::add_request(Request request) { core_->add_request(std::move(request)); }

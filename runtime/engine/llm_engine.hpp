@@ -4,6 +4,9 @@
 // request table) with one rank and one step in flight, and the model
 // runner, and runs requests to completion on the calling thread, no actors:
 //
+// With speculative decoding by a draft model it also owns the draft and its
+// drafter, whose KV pool holds as many blocks as the target's.
+//
 //   step():  step = core.next_step()             which sequences, how many tokens
 //            sampled = runner.run(step.plans[0])  block copies, forward, sampling
 //            return core.complete_step(step, sampled)
@@ -14,6 +17,7 @@
 
 #include "runtime/model/kv_budget.hpp"
 #include "runtime/core/kv_cache_manager.hpp"
+#include "runtime/engine/draft_model_drafter.hpp"
 #include "runtime/engine/engine_core.hpp"
 #include "runtime/model/model.hpp"
 #include "runtime/model/model_runner.hpp"
@@ -87,9 +91,8 @@ class LLMEngine {
   EngineStats stats() const;
   const Scheduler& scheduler() const { return core_->scheduler(0); }
   const KVCacheManager& kv_cache_manager() const { return core_->kv_cache(0); }
-  // A draft model's drafter (config.speculative.method draft_model); it
-  // must outlive the engine.
-  void set_drafter(Drafter* drafter) { core_->set_drafter(0, drafter); }
+  // The draft model's drafter (speculative method draft_model), else null.
+  const DraftModelDrafter* drafter() const { return drafter_.get(); }
   // The tokens the last step added to outputs, in sampling order (those of
   // sequences that finished in it included; a failed sample adds none).
   const std::vector<NewToken>& last_tokens() const { return last_tokens_; }
@@ -99,6 +102,8 @@ class LLMEngine {
   std::unique_ptr<PagedKVCache> kv_cache_;
   std::unique_ptr<EngineCore> core_;
   std::unique_ptr<ModelRunner> runner_;
+  std::unique_ptr<Model> draft_model_;  // speculative method draft_model
+  std::unique_ptr<DraftModelDrafter> drafter_;
   std::vector<NewToken> last_tokens_;
 };
 

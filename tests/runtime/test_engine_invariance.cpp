@@ -75,6 +75,7 @@ struct EngineSetup {
   int32_t num_host_blocks = 0;
   bool prefix_caching = false;
   int speculative_tokens = 0;  // γ of n-gram speculation; 0: off
+  std::string draft_model = {};  // with speculative_tokens: this fixture drafts, not n-grams
 };
 
 // Runs the requests on one engine (all at once, or one after another) and
@@ -94,6 +95,10 @@ std::vector<RequestOutput> run(Model& model, const EngineSetup& setup,
     config.speculative.method = SpeculativeMethod::ngram;
     config.speculative.num_speculative_tokens = setup.speculative_tokens;
   }
+  if (!setup.draft_model.empty()) {
+    config.speculative.method = SpeculativeMethod::draft_model;
+    config.speculative.draft_model = model_dir(setup.draft_model);
+  }
   LLMEngine engine(model, config);
   std::vector<RequestOutput> outputs;
   if (one_at_a_time) {
@@ -105,6 +110,11 @@ std::vector<RequestOutput> run(Model& model, const EngineSetup& setup,
   EXPECT_EQ(device.num_free_blocks(), device.num_allocatable_blocks()) << "device blocks leaked";
   if (const BlockPool* host = engine.kv_cache_manager().host_pool()) {
     EXPECT_EQ(host->num_free_blocks(), host->num_allocatable_blocks()) << "host blocks leaked";
+  }
+  if (const DraftModelDrafter* drafter = engine.drafter()) {
+    EXPECT_EQ(drafter->num_sequences(), 0u) << "the drafter kept state of finished sequences";
+    const BlockPool& pool = drafter->kv_cache().device_pool();
+    EXPECT_EQ(pool.num_free_blocks(), pool.num_allocatable_blocks()) << "draft blocks leaked";
   }
   if (stats) *stats = engine.stats();
   return outputs;
@@ -447,6 +457,43 @@ TEST_P(EngineInvariance, SpeculationKeepsGreedyOutputs) {
   EXPECT_LT(total.num_accepted_tokens, total.num_draft_tokens) << "no draft token was rejected";
   std::printf("[ %s ] speculation: %lld of %lld draft tokens accepted\n", GetParam().c_str(),
               static_cast<long long>(total.num_accepted_tokens),
+              static_cast<long long>(total.num_draft_tokens));
+}
+
+// A draft model keeps them too: the target itself as its own draft (every
+// greedy draft accepted but where batching changes nothing) and another
+// model (most rejected), batched with prefix caching and in the tiny pool.
+TEST_P(EngineInvariance, DraftModelSpeculationKeepsGreedyOutputs) {
+  SCOPED_TRACE(testing::Message() << GetParam() << ", seed " << test::test_seed());
+  std::vector<size_t> greedy;
+  for (size_t i = 0; i < requests.size(); ++i)
+    if (requests[i].sampling.temperature == 0.0f) greedy.push_back(i);
+  const auto only_greedy = [&](const std::vector<RequestOutput>& all) {
+    std::vector<RequestOutput> out;
+    for (const size_t i : greedy) out.push_back(all.at(i));
+    return out;
+  };
+  const std::vector<RequestOutput> expected = only_greedy(alone);
+  const bool bundled = GetParam().rfind("bundled/", 0) == 0;
+  const std::string other = bundled ? (GetParam() == "bundled/hive-draft" ? "bundled/hive-moe-target"
+                                                                          : "bundled/hive-draft")
+                                    : (GetParam() == "qwen3" ? "llama" : "qwen3");
+  SpecDecodeStats total;
+  for (const std::string& draft : {GetParam(), other}) {
+    for (const EngineSetup& setup : {EngineSetup{512, 256, 0, true, 4, draft},
+                                     EngineSetup{64, 12, 3, true, 3, draft}}) {
+      SCOPED_TRACE(testing::Message() << "draft " << draft << ", " << setup.num_blocks
+                                      << " blocks");
+      EngineStats stats;
+      expect_same(expected, only_greedy(run(*model, setup, requests, false, &stats)));
+      total.num_draft_tokens += stats.scheduler.spec_decode.num_draft_tokens;
+      total.num_accepted_tokens += stats.scheduler.spec_decode.num_accepted_tokens;
+    }
+  }
+  EXPECT_GT(total.num_accepted_tokens, 0) << "no draft token was ever accepted";
+  EXPECT_LT(total.num_accepted_tokens, total.num_draft_tokens) << "no draft token was rejected";
+  std::printf("[ %s ] draft-model speculation: %lld of %lld draft tokens accepted\n",
+              GetParam().c_str(), static_cast<long long>(total.num_accepted_tokens),
               static_cast<long long>(total.num_draft_tokens));
 }
 

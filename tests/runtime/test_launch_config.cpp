@@ -41,8 +41,15 @@ TEST(LaunchConfig, BundledConfigsParse) {
   EXPECT_EQ(ep.parallel.expert_placement, "round_robin");
   EXPECT_EQ(ep.parallel.replicate_hot_experts, 1);
   const LaunchConfig spec = load_launch_config(kConfigs / "spec_cpu.yaml");
+  EXPECT_EQ(spec.speculative.method, SpeculativeMethod::draft_model);
   EXPECT_EQ(spec.speculative.draft_model.filename(), "hive-draft");
   EXPECT_EQ(spec.speculative.num_speculative_tokens, 4);
+  const LaunchConfig ngram =
+      parse("model: m\nspeculative: {method: ngram, ngram: {min_n: 2, max_n: 4}}\n");
+  EXPECT_EQ(ngram.speculative.method, SpeculativeMethod::ngram);
+  EXPECT_EQ(ngram.speculative.ngram.min_n, 2);
+  EXPECT_EQ(ngram.speculative.ngram.max_n, 4);
+  EXPECT_EQ(ngram.speculative.num_speculative_tokens, 4);
 }
 
 TEST(LaunchConfig, DefaultsAndRelativePaths) {
@@ -54,7 +61,7 @@ TEST(LaunchConfig, DefaultsAndRelativePaths) {
   EXPECT_EQ(c.kv_cache.dtype, "bf16");
   EXPECT_EQ(parse("model: m\nkv_cache: {dtype: f32}\n").kv_cache.dtype, "f32");
   EXPECT_EQ(c.server.host, "127.0.0.1");
-  EXPECT_TRUE(c.speculative.draft_model.empty());
+  EXPECT_EQ(c.speculative.method, SpeculativeMethod::none);
   EXPECT_EQ(parse("model: /abs/m\n").model, fs::path("/abs/m"));
 }
 
@@ -142,7 +149,18 @@ TEST(LaunchConfig, MistakesNameLineKeyExpectedAndGot) {
   expect_error("model: m\nserver:\n  port: 70000\n",
                "test.yaml:3: server.port: must be in [1, 65535] (got 70000)");
   expect_error("model: m\nspeculative:\n  num_speculative_tokens: 4\n",
-               "missing required key 'speculative.draft_model'");
+               "test.yaml:3: speculative: give method: ngram, or a draft_model");
+  expect_error("model: m\nspeculative: {method: medusa}\n",
+               "speculative.method: expected one of ngram, draft_model (got 'medusa')");
+  expect_error("model: m\nspeculative: {method: draft_model}\n",
+               "method draft_model needs draft_model: DIR");
+  expect_error("model: m\nspeculative: {method: ngram, draft_model: d}\n",
+               "method ngram takes no draft_model");
+  expect_error("model: m\nspeculative: {method: ngram, num_speculative_tokens: 17}\n",
+               "speculative.num_speculative_tokens: must be in [1, 16] (got 17)");
+  expect_error("model: m\nspeculative: {method: ngram, ngram: {min_n: 3, max_n: 2}}\n",
+               "speculative.ngram: min_n (3) must not exceed max_n (2)");
+  expect_error("model: m\nspeculative: {method: ngram, ngram: {n: 3}}\n", "speculative.ngram.n");
   expect_error("model: [a, b]\n", "test.yaml:1: model: expected a path (got a list)");
   expect_error("model: m\nscheduler: 5\n", "scheduler must be a mapping");
   expect_error("model: m\n  bad: [\n", "test.yaml:");

@@ -71,6 +71,16 @@ std::vector<std::vector<int32_t>> read_prompts_file(const std::string& path) {
   return prompts;
 }
 
+void print_spec_stats(const SpecDecodeStats& spec) {
+  if (spec.num_drafts == 0) return;
+  std::fprintf(stderr,
+               "speculation: %lld of %lld draft tokens accepted (%.1f%%), %.2f tokens per "
+               "verifying step\n",
+               static_cast<long long>(spec.num_accepted_tokens),
+               static_cast<long long>(spec.num_draft_tokens), 100.0 * spec.acceptance_rate(),
+               spec.mean_accepted_length());
+}
+
 // One prompt, streamed: on_token prints each token as it comes, finish ends
 // the output line.
 int generate_one(Model& model, const std::vector<int32_t>& prompt, const GenerateOptions& options,
@@ -89,6 +99,7 @@ int generate_one(Model& model, const std::vector<int32_t>& prompt, const Generat
                  result.finish_reason == FinishReason::eos           ? ", stopped at EOS"
                  : result.finish_reason == FinishReason::stop_string ? ", stopped at a stop string"
                                                                      : "");
+  print_spec_stats(result.spec_decode);
   return 0;
 }
 
@@ -101,8 +112,34 @@ const std::vector<std::string> kEngineFlags = {
     "--block-size", "--kv-budget-mb", "--swap-space-mb", "--max-num-seqs",
     "--max-num-batched-tokens", "--enable-prefix-caching"};
 
+// --speculative ngram, or --draft-model DIR; --num-speculative-tokens N.
+SpeculativeConfig speculative_config(const Args& args) {
+  SpeculativeConfig spec;
+  if (args.has("--speculative")) {
+    const std::string method = args.get("--speculative", "");
+    check(method == "ngram" || method == "draft_model", "--speculative: expected ngram or "
+          "draft_model (got '", method, "')");
+    spec.method = *parse_speculative_method(method);
+  }
+  if (args.has("--draft-model")) {
+    check(spec.method != SpeculativeMethod::ngram,
+          "--draft-model and --speculative ngram are two ways to draft; give one");
+    spec.method = SpeculativeMethod::draft_model;
+    spec.draft_model = args.get("--draft-model", "");
+  }
+  check(spec.method != SpeculativeMethod::draft_model || !spec.draft_model.empty(),
+        "--speculative draft_model needs --draft-model DIR");
+  check(spec.enabled() || !args.has("--num-speculative-tokens"),
+        "--num-speculative-tokens needs --speculative ngram or --draft-model DIR");
+  if (spec.enabled())
+    spec.num_speculative_tokens = static_cast<int>(
+        args.get_int("--num-speculative-tokens", 4, 1, kMaxSpeculativeTokens));
+  return spec;
+}
+
 EngineConfig engine_config(const Args& args) {
   EngineConfig config;
+  config.speculative = speculative_config(args);
   config.block_size = static_cast<int32_t>(args.get_int("--block-size", 16, 1, 1 << 16));
   config.kv_budget.bytes = args.get_int("--kv-budget-mb", 64, 1, kMaxMiB) << 20;
   config.swap_space_bytes = args.get_int("--swap-space-mb", 0, 0, kMaxMiB) << 20;
@@ -226,6 +263,7 @@ int generate_many(Model& model, InputProcessor& inputs, const std::vector<Reques
                static_cast<long long>(stats.kv_cache.prefix_queried_tokens),
                static_cast<long long>(stats.scheduler.num_preemptions_swap),
                static_cast<long long>(stats.scheduler.num_preemptions_recompute));
+  print_spec_stats(stats.scheduler.spec_decode);
   return failed == 0 ? 0 : 1;
 }
 
@@ -239,7 +277,8 @@ int run_generate(const std::vector<std::string>& argv) {
                    "--top-p", "--min-p", "--presence-penalty", "--frequency-penalty",
                    "--repetition-penalty", "--logprobs", "--seed", "--device", "--block-size",
                    "--max-num-seqs", "--max-num-batched-tokens", "--kv-budget-mb",
-                   "--swap-space-mb", "--kv-cache-dtype"},
+                   "--swap-space-mb", "--kv-cache-dtype", "--speculative", "--draft-model",
+                   "--num-speculative-tokens"},
                   {"--ignore-eos", "--enable-prefix-caching", "--chat"}, Args::Positional::allowed);
   const std::vector<std::string>& texts = args.positional();
   const bool text_mode = !texts.empty();
@@ -334,6 +373,7 @@ int run_generate(const std::vector<std::string>& argv) {
   options.ignore_eos = request.stop.ignore_eos;
   options.block_size = config.block_size;
   options.kv_cache_dtype = config.kv_cache_dtype;
+  options.speculative = config.speculative;
   const std::vector<int32_t>& prompt = request.prompt_token_ids;
   if (!requests[0].text_output) {
     return generate_one(
