@@ -16,6 +16,7 @@
 #include "kernels/backend_select.hpp"
 #include "kernels/error.hpp"
 #include "moe/expert_placement.hpp"
+#include "runtime/engine/draft_model_drafter.hpp"
 #include "runtime/model/model_stats.hpp"
 #include "runtime/model/tensor_parallel.hpp"
 
@@ -144,6 +145,7 @@ EngineOptions engine_options(const LaunchConfig& config) {
   e.swap_space_bytes = config.kv_cache.swap_space_bytes;
   e.kv_cache_dtype = parse_kv_cache_dtype(config.kv_cache.dtype, "kv_cache.dtype");
   e.enable_prefix_caching = config.kv_cache.enable_prefix_caching;
+  e.speculative = config.speculative;
   SchedulerConfig& s = e.scheduler;
   s.max_num_seqs = config.scheduler.max_num_seqs;
   s.max_num_batched_tokens = config.scheduler.max_num_batched_tokens;
@@ -175,6 +177,16 @@ SchedulerSetup make_scheduler_setup(std::shared_ptr<Model> model, const EngineCo
   const KVCacheConfig& kv = setup.kv_cache;
   setup.scheduler = core.scheduler;
   setup.vocab_size = core.vocab_size;
+  setup.speculative = core.speculative;
+  if (core.speculative.method == SpeculativeMethod::draft_model) {
+    setup.draft_model = std::make_shared<Model>(core.speculative.draft_model, model->backend());
+    for (int rank = 0; rank < core.num_ranks; ++rank)
+      setup.drafters.push_back(std::make_shared<DraftModelDrafter>(
+          *setup.draft_model,
+          DraftModelConfig{core.kv_cache.block_size, core.kv_cache.num_device_blocks,
+                           config.kv_cache_dtype},
+          c.vocab_size));
+  }
   setup.num_experts = static_cast<int>(c.num_experts);
   setup.num_layers = static_cast<int>(c.num_layers);
   setup.detached_workers = world_size > 1;

@@ -32,6 +32,7 @@ struct StepSequence {
   std::vector<int32_t> new_blocks;  // appended to the cached table, or the whole table
   bool replace_table = false;       // new_blocks is the whole table
   bool needs_logits = false;
+  int32_t num_draft_tokens = 0;  // speculation: the last token_ids are drafts
 };
 
 // The plan of one step, sent to every worker rank.
@@ -127,6 +128,14 @@ struct EngineMetrics {
   std::vector<int64_t> expert_remote;       // of those, computed on another rank than theirs
   std::vector<double> expert_imbalance;     // [layer]: max / mean load; 0 where none
   std::vector<int32_t> replicated_experts;  // held by every rank
+  // Speculative decoding (all ranks): sequence-steps that verified drafts,
+  // draft tokens, accepted ones; per draft position, drafts that reached it
+  // and those accepted there.
+  int64_t spec_num_drafts = 0;
+  int64_t spec_num_draft_tokens = 0;
+  int64_t spec_num_accepted_tokens = 0;
+  std::vector<int64_t> spec_drafts_per_position;
+  std::vector<int64_t> spec_accepted_per_position;
 };
 
 // The expert actor's statistics (see expert_actor.hpp).
@@ -170,7 +179,8 @@ typename Inspector::result_type inspect(Inspector& f, SampleSlot& x) {
   TokenHistory history = x.history.value_or(TokenHistory{});
   return f(
       caf::meta::type_name("SampleSlot"), x.seq_id, x.scheduled_index, x.sampling, x.return_logits,
-      x.num_sampled, has_history, history, caf::meta::load_callback([&]() -> caf::error {
+      x.num_sampled, has_history, history, x.draft_token_ids, x.draft_probs,
+      caf::meta::load_callback([&]() -> caf::error {
         x.history = has_history ? std::optional<TokenHistory>(std::move(history)) : std::nullopt;
         return caf::none;
       }));
@@ -186,7 +196,7 @@ typename Inspector::result_type inspect(Inspector& f, SampledToken& x) {
   bool has_logprobs = x.logprobs.has_value();
   TokenLogprobs logprobs = x.logprobs.value_or(TokenLogprobs{});
   return f(caf::meta::type_name("SampledToken"), x.seq_id, x.token, x.logits, has_logprobs,
-           logprobs, x.error, caf::meta::load_callback([&]() -> caf::error {
+           logprobs, x.error, x.accepted_draft, caf::meta::load_callback([&]() -> caf::error {
              x.logprobs =
                  has_logprobs ? std::optional<TokenLogprobs>(std::move(logprobs)) : std::nullopt;
              return caf::none;
@@ -207,7 +217,7 @@ typename Inspector::result_type inspect(Inspector& f, Request& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, StepSequence& x) {
   return f(caf::meta::type_name("StepSequence"), x.seq_id, x.num_computed_tokens, x.token_ids,
-           x.new_blocks, x.replace_table, x.needs_logits);
+           x.new_blocks, x.replace_table, x.needs_logits, x.num_draft_tokens);
 }
 
 template <class Inspector>
@@ -240,7 +250,8 @@ typename Inspector::result_type inspect(Inspector& f, EngineMetrics& x) {
            x.num_running, x.num_waiting, x.num_free_blocks, x.num_blocks, x.prefix_hit_tokens,
            x.prefix_queried_tokens, x.num_preemptions, x.step_seconds, x.compute_seconds,
            x.world_size, x.num_experts, x.expert_load, x.expert_remote, x.expert_imbalance,
-           x.replicated_experts);
+           x.replicated_experts, x.spec_num_drafts, x.spec_num_draft_tokens,
+           x.spec_num_accepted_tokens, x.spec_drafts_per_position, x.spec_accepted_per_position);
 }
 
 template <class Inspector>

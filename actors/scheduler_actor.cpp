@@ -24,7 +24,10 @@ void build_core(SchedulerState& st) {
   config.scheduler = st.setup.scheduler;
   config.num_ranks = static_cast<int>(st.setup.workers.size()) / st.setup.tensor_parallel_size;
   config.vocab_size = st.setup.vocab_size;
+  config.speculative = st.setup.speculative;
   st.core = std::make_unique<EngineCore>(config);
+  for (size_t rank = 0; rank < st.setup.drafters.size(); ++rank)
+    st.core->set_drafter(static_cast<int>(rank), st.setup.drafters[rank].get());
   st.encoders = std::vector<PlanEncoder>(static_cast<size_t>(config.num_ranks));
 }
 
@@ -338,6 +341,19 @@ EngineMetrics snapshot(const SchedulerState& st) {
     m.prefix_queried_tokens += kv_cache.stats().prefix_queried_tokens;
     m.num_preemptions +=
         scheduler.stats().num_preemptions_recompute + scheduler.stats().num_preemptions_swap;
+    const SpecDecodeStats& spec = scheduler.stats().spec_decode;
+    m.spec_num_drafts += spec.num_drafts;
+    m.spec_num_draft_tokens += spec.num_draft_tokens;
+    m.spec_num_accepted_tokens += spec.num_accepted_tokens;
+    const size_t positions = spec.drafts_per_position.size();
+    if (m.spec_drafts_per_position.size() < positions) {
+      m.spec_drafts_per_position.resize(positions, 0);
+      m.spec_accepted_per_position.resize(positions, 0);
+    }
+    for (size_t i = 0; i < positions; ++i) {
+      m.spec_drafts_per_position[i] += spec.drafts_per_position[i];
+      m.spec_accepted_per_position[i] += spec.accepted_per_position[i];
+    }
   }
   m.replicated_experts = st.replicated_experts;
   return m;

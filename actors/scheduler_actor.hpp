@@ -115,6 +115,11 @@ struct SchedulerSetup {
   int num_layers = 0;
   PlacementKind placement = PlacementKind::contiguous;
   expert_actor expert;  // optional: receives each step's expert load
+  // Speculative decoding. A draft model's drafters (one per planning rank,
+  // sharing the draft) run on this actor's thread, between the steps.
+  SpeculativeConfig speculative;
+  std::shared_ptr<Model> draft_model;
+  std::vector<std::shared_ptr<Drafter>> drafters;
 };
 
 // A step sent to the workers and not yet answered by all of them.

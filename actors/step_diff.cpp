@@ -16,6 +16,7 @@ WorkerStep PlanEncoder::encode(const StepPlan& plan, int64_t step_id) {
     out.num_computed_tokens = s.num_computed_tokens;
     out.token_ids = s.token_ids;
     out.needs_logits = s.needs_logits;
+    out.num_draft_tokens = s.num_draft_tokens;
     std::vector<int32_t>& sent = sent_tables_[s.seq_id];
     const bool extends = sent.size() <= s.block_table.size() &&
                          std::equal(sent.begin(), sent.end(), s.block_table.begin());
@@ -43,7 +44,8 @@ StepPlan PlanDecoder::decode(const WorkerStep& step) {
     table.insert(table.end(), s.new_blocks.begin(), s.new_blocks.end());
     check(!table.empty(), "step ", step.step_id, ": sequence ", s.seq_id,
           " has no block table (a diff arrived without its base)");
-    plan.sequences.push_back({s.seq_id, s.num_computed_tokens, s.token_ids, table, s.needs_logits});
+    plan.sequences.push_back(
+        {s.seq_id, s.num_computed_tokens, s.token_ids, table, s.needs_logits, s.num_draft_tokens});
   }
   plan.samples = step.samples;
   plan.swap_out = step.swap_out;

@@ -66,6 +66,19 @@ std::string Metrics::render(const EngineMetrics& engine, const std::string& mode
   sample(out, "hive:kv_cache_usage_perc", model, used);
   header(out, "hive:num_preemptions_total", "counter", "Preemptions (recompute or swap).");
   sample(out, "hive:num_preemptions_total", model, engine.num_preemptions);
+  header(out, "hive:spec_decode_num_drafts_total", "counter",
+         "Sequence-steps that verified speculative drafts.");
+  sample(out, "hive:spec_decode_num_drafts_total", model, engine.spec_num_drafts);
+  header(out, "hive:spec_decode_num_draft_tokens_total", "counter", "Draft tokens verified.");
+  sample(out, "hive:spec_decode_num_draft_tokens_total", model, engine.spec_num_draft_tokens);
+  header(out, "hive:spec_decode_num_accepted_tokens_total", "counter",
+         "Draft tokens the target accepted.");
+  sample(out, "hive:spec_decode_num_accepted_tokens_total", model, engine.spec_num_accepted_tokens);
+  header(out, "hive:spec_decode_num_accepted_tokens_per_pos", "counter",
+         "Draft tokens accepted at each draft position.");
+  for (size_t i = 0; i < engine.spec_accepted_per_position.size(); ++i)
+    sample(out, "hive:spec_decode_num_accepted_tokens_per_pos",
+           str_cat(model, ",position=\"", i, "\""), engine.spec_accepted_per_position[i]);
   header(out, "hive:prefix_cache_queries_total", "counter", "Prompt tokens looked up in the prefix cache.");
   sample(out, "hive:prefix_cache_queries_total", model, engine.prefix_queried_tokens);
   header(out, "hive:prefix_cache_hits_total", "counter", "Prompt tokens found in the prefix cache.");

@@ -248,3 +248,53 @@ INSTANTIATE_TEST_SUITE_P(Scheduling, EngineAsync, ::testing::Bool(),
 
 }  // namespace
 }  // namespace hive
+
+namespace hive {
+namespace {
+
+// hive::Engine speculating (n-gram lookup; the fixture drafting for itself)
+// in the same tight pool: the greedy samples are the offline engine's
+// without speculation, streamed once each, and the metrics count the drafts.
+class EngineSpeculation : public ::testing::TestWithParam<SpeculativeMethod> {};
+
+TEST_P(EngineSpeculation, GreedySamplesAreThoseWithout) {
+  const std::string model = std::string(HIVE_TEST_DATA) + "/models/qwen3_moe";
+  EngineConfig config = tight_config(true);
+  const std::vector<Request> requests = workload({});
+  const Samples expected = offline(config, requests);
+  config.speculative.method = GetParam();
+  config.speculative.num_speculative_tokens = 3;
+  if (GetParam() == SpeculativeMethod::draft_model) config.speculative.draft_model = model;
+  EngineOptions options;
+  options.model = model;
+  options.engine = config;
+  Engine engine(options);
+  std::vector<TokenStream> streams;
+  for (const Request& r : requests) streams.push_back(engine.submit(r));
+  Samples got, streamed;
+  for (TokenStream& stream : streams)
+    for (const TokenEvent& e : stream) {
+      EXPECT_EQ(e.error, "") << e.request_id;
+      std::vector<int32_t>& into = (e.finished ? got : streamed)[{e.request_id, e.sample_index}];
+      into.insert(into.end(), e.token_ids.begin(), e.token_ids.end());
+    }
+  for (const Request& r : requests) {
+    if (r.sampling.temperature > 0) continue;  // another stream of draws
+    EXPECT_EQ(got.at({r.id, 0}), expected.at({r.id, 0})) << r.id;
+    EXPECT_EQ(streamed.at({r.id, 0}), expected.at({r.id, 0})) << r.id;
+  }
+  const EngineMetrics m = engine.metrics();
+  EXPECT_GT(m.spec_num_drafts, 0);
+  EXPECT_GT(m.spec_num_accepted_tokens, 0);
+  EXPECT_GE(m.spec_num_draft_tokens, m.spec_num_accepted_tokens);
+  ASSERT_EQ(m.spec_accepted_per_position.size(), 3u);
+  EXPECT_EQ(m.num_free_blocks, m.num_blocks);
+  EXPECT_EQ(engine.shutdown(ShutdownMode::drain), 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Methods, EngineSpeculation,
+                         ::testing::Values(SpeculativeMethod::ngram,
+                                           SpeculativeMethod::draft_model));
+
+}  // namespace
+}  // namespace hive

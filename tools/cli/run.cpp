@@ -90,10 +90,6 @@ int run_run(const std::vector<std::string>& argv) {
     std::fprintf(stderr, "note: generation_config.json sets %s, which Hive does not apply\n",
                  key.c_str());
   process(inputs, prompts);
-  if (!config.speculative.draft_model.empty())
-    std::fprintf(stderr,
-                 "note: the config's speculative section is not used yet; running without a "
-                 "draft model\n");
   Progress loading = Progress::on_stderr("loading " + config.model.string());
   Engine engine(config);
   loading.done();
@@ -157,6 +153,16 @@ int run_run(const std::vector<std::string>& argv) {
       static_cast<long long>(m.num_generated_tokens), static_cast<long long>(m.num_steps), seconds,
       static_cast<double>(m.num_generated_tokens) / seconds, m.step_seconds, m.compute_seconds,
       m.step_seconds > 0 ? 100.0 * (m.step_seconds - m.compute_seconds) / m.step_seconds : 0.0);
+  if (m.spec_num_drafts > 0)
+    std::fprintf(stderr,
+                 "speculation: %lld of %lld draft tokens accepted (%.1f%%), %.2f tokens per "
+                 "verifying step\n",
+                 static_cast<long long>(m.spec_num_accepted_tokens),
+                 static_cast<long long>(m.spec_num_draft_tokens),
+                 100.0 * static_cast<double>(m.spec_num_accepted_tokens) /
+                     static_cast<double>(m.spec_num_draft_tokens),
+                 1.0 + static_cast<double>(m.spec_num_accepted_tokens) /
+                           static_cast<double>(m.spec_num_drafts));
   const int tp = config.parallel.tensor_parallel_size;
   if (tp > 1) {
     // Every rank computes every expert's share: there is no per-rank load.

@@ -61,10 +61,6 @@ int run_serve(const std::vector<std::string>& argv) {
   server.served_model_name = args.get("--served-model-name", server.served_model_name);
   if (server.served_model_name.empty())
     server.served_model_name = std::filesystem::path(config.model).lexically_normal().filename();
-  if (!config.speculative.draft_model.empty())
-    std::fprintf(stderr,
-                 "note: the config's speculative section is not used yet; serving without a "
-                 "draft model\n");
 
   // SIGINT and SIGTERM go to one thread that drains the server; every
   // thread started from here on (the engine's too) inherits the mask.
