@@ -3,6 +3,7 @@
 // placement is within the threshold.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <random>
 
 #include "moe/replica_balancer.hpp"
@@ -89,6 +90,26 @@ TEST(ReplicaBalancer, ReplansOnlyOnThePeriodAndAboveTheThreshold) {
   EXPECT_EQ(balancer.placement().holders(6), (std::vector<int>{0, 1, 2, 3}));
   EXPECT_DOUBLE_EQ(balancer.predicted_imbalance(), 1.0);
   EXPECT_EQ(balancer.num_replans(), 2);
+}
+
+// Routing noise around a steady hot set (each count +-20 % per step) must
+// not make the balancer copy weights again and again: one plan, then none.
+TEST(ReplicaBalancer, NoisyButSteadyLoadIsPlannedOnce) {
+  const ExpertPlacement homes(16, 4, PlacementKind::contiguous);
+  ReplicaBalancer balancer(
+      homes, {.period_steps = 5, .window_steps = 10, .slots_per_rank = 3, .threshold = 1.10});
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<double> noise(0.8, 1.2);
+  std::vector<int64_t> mean(16, 20);
+  mean[0] = mean[1] = 200;
+  int switches = 0;
+  for (int step = 0; step < 500; ++step) {
+    std::vector<int64_t> load;
+    for (const int64_t m : mean) load.push_back(std::llround(static_cast<double>(m) * noise(rng)));
+    switches += balancer.add_step(load).has_value();
+  }
+  EXPECT_EQ(switches, 1);
+  EXPECT_EQ(balancer.num_replans(), 1);
 }
 
 TEST(ReplicaBalancer, RejectsBadSettings) {
