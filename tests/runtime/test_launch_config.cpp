@@ -41,6 +41,9 @@ TEST(LaunchConfig, BundledConfigsParse) {
   EXPECT_EQ(ep.parallel.expert_placement, "round_robin");
   EXPECT_EQ(ep.parallel.replicate_hot_experts, 1);
   EXPECT_EQ(ep.parallel.rebalance_experts.period_steps, 0);  // live balancing: off unless asked
+  const LaunchConfig ep_live = load_launch_config(kConfigs / "ep_cpu4_live.yaml");
+  EXPECT_EQ(ep_live.parallel.rebalance_experts.period_steps, 5);
+  EXPECT_EQ(ep_live.parallel.rebalance_experts.window_steps, 10);
   const ParallelConfig live = parse(
                                   "model: m\nparallel: {world_size: 4, rebalance_period_steps: 8, "
                                   "rebalance_window_steps: 32,\n"
