@@ -138,6 +138,7 @@ EngineOptions engine_options(const LaunchConfig& config) {
   options.tensor_parallel_size = tp;
   options.expert_placement = parallel.expert_placement;
   options.replicate_hot_experts = parallel.replicate_hot_experts;
+  options.rebalance_experts = parallel.rebalance_experts;
   EngineConfig& e = options.engine;
   e.block_size = config.kv_cache.block_size;
   e.kv_budget =
@@ -165,13 +166,16 @@ EngineOptions engine_options(const LaunchConfig& config) {
 
 SchedulerSetup make_scheduler_setup(std::shared_ptr<Model> model, const EngineConfig& config,
                                     int world_size, int tensor_parallel_size) {
-  const EngineCoreConfig core = engine_core_config(*model, config, world_size, tensor_parallel_size);
+  const EngineCoreConfig core =
+      engine_core_config(*model, config, world_size, tensor_parallel_size);
   const ModelConfig& c = model->config();
   // Each expert-parallel rank holds at least one expert: more ranks than
   // experts would only fail in every worker's start, three times over.
   check(c.num_experts == 0 || tensor_parallel_size > 1 || world_size <= c.num_experts,
-        "expert parallelism over ", world_size, " ranks needs at least as many experts; the model "
-        "has ", c.num_experts, " (parallel.world_size at most ", c.num_experts, ")");
+        "expert parallelism over ", world_size,
+        " ranks needs at least as many experts; the model "
+        "has ",
+        c.num_experts, " (parallel.world_size at most ", c.num_experts, ")");
   SchedulerSetup setup;
   setup.kv_cache = core.kv_cache;
   const KVCacheConfig& kv = setup.kv_cache;
@@ -270,9 +274,15 @@ Engine::Engine(const EngineOptions& options)
   register_message_types(*rt.config);
   rt.system = std::make_unique<caf::actor_system>(*rt.config);
   const ModelConfig& c = rt.model->config();
-  expert_ = rt.system->spawn(
-      expert, ExpertSetup{static_cast<int>(c.num_layers), static_cast<int>(c.num_experts),
-                          options.replicate_hot_experts});
+  ExpertSetup expert_setup;
+  expert_setup.num_layers = static_cast<int>(c.num_layers);
+  expert_setup.num_experts = static_cast<int>(c.num_experts);
+  expert_setup.replicate_hot_experts = options.replicate_hot_experts;
+  expert_setup.world_size = options.world_size;
+  expert_setup.placement = setup.placement;
+  if (options.tensor_parallel_size == 1 && options.world_size > 1)
+    expert_setup.rebalance = options.rebalance_experts;
+  expert_ = rt.system->spawn(expert, expert_setup);
   setup.expert = expert_;
   scheduler_ = rt.system->spawn(scheduler, std::move(setup));
 }
@@ -348,6 +358,7 @@ EngineMetrics Engine::metrics() {
             metrics.expert_imbalance = std::move(stats.imbalance);
             // The expert actor's decision; workers adopt it from the next step.
             metrics.replicated_experts = std::move(stats.replicated);
+            metrics.expert_replans = stats.replans;
           },
           [&](caf::error& err) { fail_request("metrics", err); });
   return metrics;

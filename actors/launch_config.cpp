@@ -306,6 +306,18 @@ LaunchConfig parse_launch_config(const std::string& yaml_text, const std::string
     s.optional("replicate_hot_experts", [&](auto& n, auto& k) {
       p.replicate_hot_experts = static_cast<int>(r.integer(n, k, 0, 1024));
     });
+    BalancerConfig& b = p.rebalance_experts;
+    s.optional("rebalance_period_steps", [&](auto& n, auto& k) {
+      b.period_steps = static_cast<int>(r.integer(n, k, 0, 1 << 20));
+    });
+    s.optional("rebalance_window_steps", [&](auto& n, auto& k) {
+      b.window_steps = static_cast<int>(r.integer(n, k, 1, 1 << 20));
+    });
+    s.optional("replica_slots_per_rank", [&](auto& n, auto& k) {
+      b.slots_per_rank = static_cast<int>(r.integer(n, k, 0, 1024));
+    });
+    s.optional("rebalance_threshold",
+               [&](auto& n, auto& k) { b.threshold = r.number(n, k, 1.0, 100.0); });
     s.reject_unknown_keys();
     check_parallel_layout(p, str_cat(s.where(node), name, ": "));
   });

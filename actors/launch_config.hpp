@@ -9,6 +9,8 @@
 //   device: cpu                           # auto | cpu | cuda
 //   parallel: {world_size: 2, expert_parallel_size: 2, tensor_parallel_size: 1,
 //              expert_placement: round_robin, replicate_hot_experts: 1}
+//   (or live balancing: rebalance_period_steps: 8, rebalance_window_steps: 32,
+//    replica_slots_per_rank: 2, rebalance_threshold: 1.1)
 //   kv_cache: {block_size: 16, memory_budget: 256MiB, enable_prefix_caching: true}
 //   scheduler: {max_num_seqs: 64, max_num_batched_tokens: 512, policy: fcfs,
 //               worker_timeout: 60s, worker_start_timeout: 10min}
@@ -21,6 +23,7 @@
 #include <optional>
 #include <string>
 
+#include "moe/replica_balancer.hpp"
 #include "runtime/core/speculative_config.hpp"
 
 namespace hive {
@@ -31,6 +34,8 @@ struct ParallelConfig {
   int tensor_parallel_size = 1;                 // ranks attention and dense layers are split over
   std::string expert_placement = "contiguous";  // contiguous | round_robin
   int replicate_hot_experts = 0;  // copies of the most-loaded experts kept on every rank
+  // Live replica balancing: rebalance_period_steps > 0 turns it on.
+  BalancerConfig rebalance_experts;
 };
 
 struct KVCacheSettings {  // not runtime/core/kv_cache_manager.hpp's KVCacheConfig

@@ -42,9 +42,11 @@ struct WorkerStep {
   std::vector<SampleSlot> samples;
   std::vector<BlockCopy> swap_out, swap_in, copy_on_write;
   std::vector<SequenceId> finished_seq_ids;  // drop their cached tables and samplers
-  // Experts every rank holds a replica of (from the expert actor); all ranks
-  // get the same list in the same step, so their placements never disagree.
-  std::vector<int32_t> replicated_experts;
+  // A new replica placement (from the expert actor), ExpertPlacement::
+  // set_replicas' shape: [rank] -> experts it holds besides its home ones;
+  // empty: unchanged. All ranks get it in the same step and switch before
+  // running it, so their placements never disagree within a step.
+  std::vector<std::vector<int32_t>> replicas;
 };
 
 // A worker's reply: the tokens sampled for this rank's sequences.
@@ -128,6 +130,7 @@ struct EngineMetrics {
   std::vector<int64_t> expert_remote;       // of those, computed on another rank than theirs
   std::vector<double> expert_imbalance;     // [layer]: max / mean load; 0 where none
   std::vector<int32_t> replicated_experts;  // held by every rank
+  int64_t expert_replans = 0;               // live balancing: placements switched to
   // Speculative decoding (all ranks): sequence-steps that verified drafts,
   // draft tokens, accepted ones; per draft position, drafts that reached it
   // and those accepted there.
@@ -141,10 +144,11 @@ struct EngineMetrics {
 // The expert actor's statistics (see expert_actor.hpp).
 struct ExpertStats {
   int num_experts = 0;
-  std::vector<int64_t> load;      // [layer * num_experts + expert]
-  std::vector<int64_t> remote;    // the same shape: sent to another rank
-  std::vector<double> imbalance;  // [layer]
-  std::vector<int32_t> replicated;
+  std::vector<int64_t> load;        // [layer * num_experts + expert]
+  std::vector<int64_t> remote;      // the same shape: sent to another rank
+  std::vector<double> imbalance;    // [layer]
+  std::vector<int32_t> replicated;  // held by every rank
+  int64_t replans = 0;
 };
 
 template <class Inspector>
@@ -223,7 +227,7 @@ typename Inspector::result_type inspect(Inspector& f, StepSequence& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, WorkerStep& x) {
   return f(caf::meta::type_name("WorkerStep"), x.step_id, x.sequences, x.samples, x.swap_out,
-           x.swap_in, x.copy_on_write, x.finished_seq_ids, x.replicated_experts);
+           x.swap_in, x.copy_on_write, x.finished_seq_ids, x.replicas);
 }
 
 template <class Inspector>
@@ -250,14 +254,14 @@ typename Inspector::result_type inspect(Inspector& f, EngineMetrics& x) {
            x.num_running, x.num_waiting, x.num_free_blocks, x.num_blocks, x.prefix_hit_tokens,
            x.prefix_queried_tokens, x.num_preemptions, x.step_seconds, x.compute_seconds,
            x.world_size, x.num_experts, x.expert_load, x.expert_remote, x.expert_imbalance,
-           x.replicated_experts, x.spec_num_drafts, x.spec_num_draft_tokens,
+           x.replicated_experts, x.expert_replans, x.spec_num_drafts, x.spec_num_draft_tokens,
            x.spec_num_accepted_tokens, x.spec_drafts_per_position, x.spec_accepted_per_position);
 }
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, ExpertStats& x) {
   return f(caf::meta::type_name("ExpertStats"), x.num_experts, x.load, x.remote, x.imbalance,
-           x.replicated);
+           x.replicated, x.replans);
 }
 
 }  // namespace hive

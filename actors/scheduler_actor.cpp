@@ -87,9 +87,9 @@ void send_events(Self self, CoreEvents& events) {
     SequenceOutput& out = done.output;
     const auto it = st.sinks.find(out.request_id);
     if (it == st.sinks.end()) continue;
-    TokenEvent event = TokenEvent::finish(out.request_id, out.sample_index,
-                                          std::move(out.token_ids), out.finish_reason,
-                                          std::move(out.error));
+    TokenEvent event =
+        TokenEvent::finish(out.request_id, out.sample_index, std::move(out.token_ids),
+                           out.finish_reason, std::move(out.error));
     event.logits = std::move(out.logits);
     event.logprobs = std::move(out.logprobs);
     send_event(self, it->second, std::move(event));
@@ -265,7 +265,7 @@ bool send_step(Self self) {
   const auto tp = static_cast<size_t>(st.setup.tensor_parallel_size);
   for (size_t rank = 0; rank < planned->plans.size(); ++rank) {
     WorkerStep message = st.encoders[rank].encode(planned->plans[rank], step_id);
-    if (!st.replicas_sent) message.replicated_experts = st.replicated_experts;
+    if (!st.replicas_sent) message.replicas = st.replicas;
     for (size_t w = rank * tp; w < (rank + 1) * tp; ++w)
       self->request(st.workers[w], caf::infinite, step_atom_v,
                     w + 1 == (rank + 1) * tp ? std::move(message) : message)
@@ -355,7 +355,6 @@ EngineMetrics snapshot(const SchedulerState& st) {
       m.spec_accepted_per_position[i] += spec.accepted_per_position[i];
     }
   }
-  m.replicated_experts = st.replicated_experts;
   return m;
 }
 
@@ -396,8 +395,8 @@ scheduler_actor::behavior_type scheduler(Self self, SchedulerSetup setup) {
         cancel(self, id, nullptr, sample_index);
       },
       [self](metrics_atom) { return snapshot(self->state); },
-      [self](replicas_atom, std::vector<int32_t>& replicated) {
-        self->state.replicated_experts = std::move(replicated);
+      [self](replicas_atom, std::vector<std::vector<int32_t>>& replicas) {
+        self->state.replicas = std::move(replicas);
         self->state.replicas_sent = false;
       },
       [self](ready_atom, const caf::actor_addr& worker) {

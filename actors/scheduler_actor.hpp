@@ -90,8 +90,9 @@ using scheduler_actor = caf::typed_actor<
     // From a worker: it has started (shard loaded, KV cache allocated).
     caf::reacts_to<ready_atom, caf::actor_addr>,
     caf::reacts_to<start_due_atom, int64_t>,  // internal: generation's start deadline
-    // From the expert actor: experts every rank is to hold a replica of.
-    caf::reacts_to<replicas_atom, std::vector<int32_t>>,
+    // From the expert actor: the replicas each rank is to hold from the
+    // next step on ([rank] -> experts).
+    caf::reacts_to<replicas_atom, std::vector<std::vector<int32_t>>>,
     caf::reacts_to<watchdog_atom>,            // internal: the step deadline timer
     caf::reacts_to<watchdog_atom, int64_t>>;  // internal: step id past it
 
@@ -136,15 +137,15 @@ struct InFlightStep {
 
 struct SchedulerState {
   SchedulerSetup setup;
-  std::unique_ptr<EngineCore> core;  // the engine state: schedulers, KV managers, requests
-  std::vector<PlanEncoder> encoders;  // per planning rank: its plans as diffs
+  std::unique_ptr<EngineCore> core;         // the engine state: schedulers, KV managers, requests
+  std::vector<PlanEncoder> encoders;        // per planning rank: its plans as diffs
   std::map<std::string, token_sink> sinks;  // per request in the core: who gets its events
   std::vector<worker_actor> workers;
-  std::shared_ptr<InProcessGroup> group;    // this generation of workers' group
-  int64_t generation = 0;                   // workers spawned so far, as generations
-  size_t num_ready = 0;                     // of its workers, those that have started
-  std::vector<int32_t> replicated_experts;  // from the expert actor
-  bool replicas_sent = false;               // to this generation of workers
+  std::shared_ptr<InProcessGroup> group;       // this generation of workers' group
+  int64_t generation = 0;                      // workers spawned so far, as generations
+  size_t num_ready = 0;                        // of its workers, those that have started
+  std::vector<std::vector<int32_t>> replicas;  // from the expert actor, [rank]
+  bool replicas_sent = false;                  // to this generation of workers
 
   // The steps in flight, oldest first; the deadline is the oldest's.
   std::deque<InFlightStep> in_flight;

@@ -41,9 +41,10 @@ std::vector<int64_t> take_counts(const WorkerState& state,
 WorkerResult run_step(WorkerState& state, const WorkerStep& step) {
   check(!state.fail_next_step, "injected fault at step ", step.step_id);
   const StepPlan plan = state.decoder.decode(step);
-  if (state.placement)
-    for (const int32_t e : step.replicated_experts)
-      for (int r = 0; r < state.placement->world_size(); ++r) state.placement->add_replica(e, r);
+  // In-process ranks share one read-only Model, so every rank can already
+  // read every expert's weights: a new replica needs no copy here (ranks
+  // holding only their own experts copy with ReplicaWeights).
+  if (state.placement && !step.replicas.empty()) state.placement->set_replicas(step.replicas);
   const auto start = std::chrono::steady_clock::now();
   WorkerResult result;
   result.step_id = step.step_id;

@@ -24,8 +24,11 @@ std::vector<Assignment> plan_assignments(const std::vector<int32_t>& ids,
                                          const std::vector<float>& weights, int top_k,
                                          const ExpertPlacement& placement, int rank) {
   std::vector<Assignment> list;
+  // How many of this rank's tokens went to each expert so far: a token's
+  // turn among the expert's holders.
+  std::vector<int64_t> nth(static_cast<size_t>(placement.num_experts()), 0);
   for (size_t a = 0; a < ids.size(); ++a)
-    list.push_back({placement.target_rank(ids[a], rank), ids[a],
+    list.push_back({placement.target_rank(ids[a], rank, nth[static_cast<size_t>(ids[a])]++), ids[a],
                     static_cast<int32_t>(a / static_cast<size_t>(top_k)), weights[a]});
   std::stable_sort(list.begin(), list.end(), [](const Assignment& a, const Assignment& b) {
     return std::tie(a.target_rank, a.expert, a.token) < std::tie(b.target_rank, b.expert, b.token);
@@ -68,7 +71,8 @@ void moe_forward_expert_parallel(Backend& backend, Communicator& comm,
                                  const ExpertPlacement& placement, const Tensor& x,
                                  const MoeWeights& weights, const RouterConfig& router,
                                  const Tensor& out, std::vector<int64_t>* expert_load,
-                                 std::vector<int64_t>* remote_load) {
+                                 std::vector<int64_t>* remote_load,
+                                 std::vector<int64_t>* computed_load) {
   const int64_t n = x.shape[0], hidden = x.shape[1];
   const int k = router.top_k, world = comm.world_size(), rank = comm.rank();
   check(placement.world_size() == world && placement.num_experts() == router.num_experts,
@@ -76,7 +80,7 @@ void moe_forward_expert_parallel(Backend& backend, Communicator& comm,
         " ranks used with ", router.num_experts, " experts on ", world, " ranks");
   check(weights.experts.size() == static_cast<size_t>(router.num_experts), "MoE weights for ",
         weights.experts.size(), " experts, the router has ", router.num_experts);
-  for (const std::vector<int64_t>* counts : {expert_load, remote_load})
+  for (const std::vector<int64_t>* counts : {expert_load, remote_load, computed_load})
     check(!counts || counts->size() == static_cast<size_t>(router.num_experts), "expert load of ",
           counts ? counts->size() : 0, " counts for ", router.num_experts, " experts");
   std::vector<int32_t> ids;
@@ -116,6 +120,8 @@ void moe_forward_expert_parallel(Backend& backend, Communicator& comm,
   comm.all_to_all(send_rows.tensor(), send_counts, recv_rows.tensor(), recv_counts);
   comm.all_to_all(send_ids.tensor(), send_counts, recv_ids.tensor(), recv_counts);
   const std::vector<int32_t> recv_experts = download<int32_t>(backend, recv_ids.tensor());
+  if (computed_load)
+    for (const int32_t e : recv_experts) ++(*computed_load)[static_cast<size_t>(e)];
 
   // Compute, and send the results back where they came from.
   const Buffer results =

@@ -23,11 +23,13 @@ namespace hive {
 // (optional, [num_experts]) is incremented by the number of this rank's tokens routed
 // to each expert; remote_load (optional, [num_experts]) by the number of
 // those that went to another rank (the all-to-all traffic: a replica on this
-// rank keeps its expert's tokens here).
+// rank keeps its expert's tokens here); computed_load (optional, the same
+// shape) by the rows this rank's experts computed, wherever they came from.
 void moe_forward_expert_parallel(Backend& backend, Communicator& comm,
                                  const ExpertPlacement& placement, const Tensor& x,
                                  const MoeWeights& weights, const RouterConfig& router,
                                  const Tensor& out, std::vector<int64_t>* expert_load = nullptr,
-                                 std::vector<int64_t>* remote_load = nullptr);
+                                 std::vector<int64_t>* remote_load = nullptr,
+                                 std::vector<int64_t>* computed_load = nullptr);
 
 }  // namespace hive

@@ -43,16 +43,47 @@ std::vector<int> ExpertPlacement::local_experts(int rank) const {
   return experts;
 }
 
-int ExpertPlacement::target_rank(int expert, int source_rank) const {
+std::vector<int> ExpertPlacement::holders(int expert) const {
+  std::vector<int> ranks;
+  for (int r = 0; r < world_size_; ++r)
+    if (holds(r, expert)) ranks.push_back(r);
+  return ranks;
+}
+
+int ExpertPlacement::target_rank(int expert, int source_rank, int64_t nth) const {
   check(expert >= 0 && expert < num_experts_, "expert ", expert, " out of range [0, ", num_experts_,
         ")");
-  return holds(source_rank, expert) ? source_rank : home_rank(expert);
+  if (holds(source_rank, expert)) return source_rank;
+  const std::vector<int> ranks = holders(expert);
+  if (ranks.size() == 1) return ranks[0];
+  // Offset by the source rank, so that ranks with few tokens do not all
+  // start at the same holder.
+  const auto k = static_cast<int64_t>(ranks.size());
+  return ranks[static_cast<size_t>((nth + source_rank) % k)];
 }
 
 void ExpertPlacement::add_replica(int expert, int rank) {
   check(expert >= 0 && expert < num_experts_ && rank >= 0 && rank < world_size_,
         "replica of expert ", expert, " on rank ", rank, " is out of range");
   holds_[static_cast<size_t>(rank)][static_cast<size_t>(expert)] = true;
+}
+
+void ExpertPlacement::set_replicas(const std::vector<std::vector<int32_t>>& replicas) {
+  check(replicas.size() == static_cast<size_t>(world_size_), "replicas for ", replicas.size(),
+        " ranks, the placement has ", world_size_);
+  for (int r = 0; r < world_size_; ++r)
+    for (int e = 0; e < num_experts_; ++e)
+      holds_[static_cast<size_t>(r)][static_cast<size_t>(e)] = home_rank(e) == r;
+  for (int r = 0; r < world_size_; ++r)
+    for (const int32_t e : replicas[static_cast<size_t>(r)]) add_replica(e, r);
+}
+
+std::vector<std::vector<int32_t>> ExpertPlacement::replicas() const {
+  std::vector<std::vector<int32_t>> list(static_cast<size_t>(world_size_));
+  for (int r = 0; r < world_size_; ++r)
+    for (int e = 0; e < num_experts_; ++e)
+      if (holds(r, e) && home_rank(e) != r) list[static_cast<size_t>(r)].push_back(e);
+  return list;
 }
 
 }  // namespace hive

@@ -82,6 +82,16 @@ TEST(CliRun, RunsExpertParallelOverFourRanks) {
   EXPECT_NE(out.find("experts: 4 ranks"), std::string::npos) << out;
 }
 
+// Live balancing from the launch file, at its most eager: the placement
+// switches while the prompts run and the tokens stay the offline engine's.
+TEST(CliRun, RebalancesExpertsLiveOverFourRanks) {
+  const std::string out = expect_runs_like_offline(
+      "hive_cli_run_eplb",
+      "parallel: {world_size: 4, rebalance_period_steps: 1, rebalance_window_steps: 2,\n"
+      "           replica_slots_per_rank: 2, rebalance_threshold: 1.0}\n");
+  EXPECT_NE(out.find("live balancing switched placement"), std::string::npos) << out;
+}
+
 // As configs/tp_cpu2.yaml, on the fixture: one model split over 2 ranks.
 TEST(CliRun, RunsTensorParallelOverTwoRanks) {
   const std::string out = expect_runs_like_offline(

@@ -1,10 +1,11 @@
 // hive::Engine with several data-parallel CPU ranks (MoE layers expert-
 // parallel over an in-process group): outputs must equal the single-rank
 // offline engine's, metrics must count every routed token, hot experts get
-// replicated without changing a token, and a fault in one rank fails the
-// requests that ran there (instead of hanging its peer in a collective)
-// while the other ranks' requests continue and the engine keeps serving.
-// Two workers can also hold one tensor-parallel model.
+// replicated (once, or live as the load moves) without changing a token,
+// and a fault in one rank fails the requests that ran there (instead of
+// hanging its peer in a collective) while the other ranks' requests
+// continue and the engine keeps serving. Two workers can also hold one
+// tensor-parallel model.
 #include <gtest/gtest.h>
 
 #include <unistd.h>
@@ -155,6 +156,36 @@ TEST_P(EngineParallel, AReplicatedExpertKeepsItsTokensOnTheirRanks) {
   EXPECT_EQ(crossed(second[1], hot) - crossed(first[1], hot), 0) << "expert " << hot;
   // Before the replica existed, its tokens crossed as they did without one.
   EXPECT_GT(crossed(first[1], hot), 0);
+}
+
+// Live balancing at its most eager (a check every step over a two-step
+// window, any imbalance above 1 re-planned): the placement switches between
+// steps while requests run, and every token and logit stays exactly the
+// single-rank engine's; every routed token is counted once.
+TEST_P(EngineParallel, LiveBalancingSwitchesPlacementWithoutChangingAToken) {
+  SCOPED_TRACE(testing::Message() << GetParam() << ", seed " << test::test_seed());
+  CpuBackend cpu;
+  Model model(kModels + GetParam(), cpu);
+  const ModelConfig& c = model.config();
+  const std::vector<Request> requests = make_requests(c.vocab_size);
+  const std::vector<RequestOutput> expected =
+      LLMEngine(model, options(GetParam(), 1, "contiguous", 0).engine).generate(requests);
+  int64_t tokens = 0;
+  for (const Request& r : requests)
+    tokens += static_cast<int64_t>(r.prompt_token_ids.size()) + r.stop.max_tokens - 1;
+  EngineOptions o = options(GetParam(), 4, "contiguous", 0);
+  o.rebalance_experts = {
+      .period_steps = 1, .window_steps = 2, .slots_per_rank = 2, .threshold = 1.0};
+  Engine engine(o);
+  expect_same_outputs(run_all(engine, requests), expected, 0.0);
+  const EngineMetrics m = engine.metrics();
+  EXPECT_GE(m.expert_replans, 1);
+  int64_t routed = 0;
+  for (const int64_t count : m.expert_load) routed += count;
+  int64_t moe_layers = 0;
+  for (int64_t layer = 0; layer < c.num_layers; ++layer) moe_layers += c.is_moe_layer(layer);
+  EXPECT_EQ(routed, tokens * c.num_experts_per_token * moe_layers);
+  EXPECT_EQ(engine.shutdown(), 0);
 }
 
 INSTANTIATE_TEST_SUITE_P(MoeFixtures, EngineParallel, ::testing::Values("qwen3_moe", "mixtral"));

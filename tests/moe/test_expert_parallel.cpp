@@ -146,7 +146,14 @@ TEST(ExpertPlacement, ContiguousAndRoundRobinAndReplicas) {
   EXPECT_EQ(round_robin.target_rank(4, 0), 1);
   round_robin.add_replica(4, 0);
   EXPECT_EQ(round_robin.target_rank(4, 0), 0);  // served locally now
-  EXPECT_EQ(round_robin.target_rank(4, 2), 1);  // others still go home
+  // Others spread over the holders (0 and home 1) in turn, from their rank.
+  EXPECT_EQ(round_robin.target_rank(4, 2, 0), 0);
+  EXPECT_EQ(round_robin.target_rank(4, 2, 1), 1);
+  EXPECT_EQ(round_robin.target_rank(4, 1, 0), 1);  // home stays home
+  EXPECT_EQ(round_robin.holders(4), (std::vector<int>{0, 1}));
+  round_robin.set_replicas({{}, {}, {4, 2}});  // 2 is rank 2's own: ignored
+  EXPECT_EQ(round_robin.holders(4), (std::vector<int>{1, 2}));
+  EXPECT_EQ(round_robin.replicas(), (std::vector<std::vector<int32_t>>{{}, {}, {4}}));
   EXPECT_THROW(ExpertPlacement(2, 4, PlacementKind::contiguous), Error);
   // Uneven counts: contiguous blocks differ by at most one expert, and every
   // rank holds some (ceil-sized blocks left the last rank of 6 on 4 empty).

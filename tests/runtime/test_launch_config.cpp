@@ -4,8 +4,8 @@
 
 #include <filesystem>
 
-#include "kernels/error.hpp"
 #include "actors/launch_config.hpp"
+#include "kernels/error.hpp"
 
 namespace hive {
 namespace {
@@ -40,6 +40,19 @@ TEST(LaunchConfig, BundledConfigsParse) {
   EXPECT_EQ(ep.parallel.world_size, 4);
   EXPECT_EQ(ep.parallel.expert_placement, "round_robin");
   EXPECT_EQ(ep.parallel.replicate_hot_experts, 1);
+  EXPECT_EQ(ep.parallel.rebalance_experts.period_steps, 0);  // live balancing: off unless asked
+  const LaunchConfig ep_live = load_launch_config(kConfigs / "ep_cpu4_live.yaml");
+  EXPECT_EQ(ep_live.parallel.rebalance_experts.period_steps, 5);
+  EXPECT_EQ(ep_live.parallel.rebalance_experts.window_steps, 10);
+  const ParallelConfig live = parse(
+                                  "model: m\nparallel: {world_size: 4, rebalance_period_steps: 8, "
+                                  "rebalance_window_steps: 32,\n"
+                                  "  replica_slots_per_rank: 2, rebalance_threshold: 1.1}\n")
+                                  .parallel;
+  EXPECT_EQ(live.rebalance_experts.period_steps, 8);
+  EXPECT_EQ(live.rebalance_experts.window_steps, 32);
+  EXPECT_EQ(live.rebalance_experts.slots_per_rank, 2);
+  EXPECT_DOUBLE_EQ(live.rebalance_experts.threshold, 1.1);
   const LaunchConfig spec = load_launch_config(kConfigs / "spec_cpu.yaml");
   EXPECT_EQ(spec.speculative.method, SpeculativeMethod::draft_model);
   EXPECT_EQ(spec.speculative.draft_model.filename(), "hive-draft");
@@ -114,8 +127,7 @@ TEST(LaunchConfig, Durations) {
 // forever); found by fuzz_launch_config.
 TEST(LaunchConfig, AStrayCommaIsAnErrorNotAHang) {
   expect_error(",a: b\n", "test.yaml:1: not valid YAML: the parser makes no progress");
-  expect_error(",pecult paraatzecoding: step,pecult paraativlle-de",
-               "test.yaml:1: not valid YAML");
+  expect_error(",pecult paraatzecoding: step,pecult paraativlle-de", "test.yaml:1: not valid YAML");
   expect_error("model: m\n---\n,\n", "not valid YAML");
 }
 
@@ -138,6 +150,10 @@ TEST(LaunchConfig, MistakesNameLineKeyExpectedAndGot) {
                "test.yaml:3: kv_cache.memory_budget: expected a positive size such as 512MiB");
   expect_error("model: m\nkv_cache:\n  memory_fraction: 1.5\n",
                "kv_cache.memory_fraction: must be in [0.01, 1]");
+  expect_error("model: m\nparallel:\n  rebalance_threshold: 0.9\n",
+               "test.yaml:3: parallel.rebalance_threshold: must be in [1, 100]");
+  expect_error("model: m\nparallel:\n  rebalance_window_steps: 0\n",
+               "test.yaml:3: parallel.rebalance_window_steps: must be in [1, 1048576] (got 0)");
   expect_error("model: m\nparallel:\n  world_size: 4\n  expert_parallel_size: 3\n",
                "test.yaml:3: parallel: world_size 4 with expert_parallel_size 3 and "
                "tensor_parallel_size 1: the ranks are either data parallel");

@@ -71,6 +71,9 @@ void print_expert_load(const EngineMetrics& m) {
                "%.2f (layer %zu), replicated on every rank:%s\n",
                m.world_size, static_cast<long long>(routed), static_cast<long long>(remote), worst,
                worst_layer, replicated.empty() ? " none" : replicated.c_str());
+  if (m.expert_replans > 0)
+    std::fprintf(stderr, "experts: live balancing switched placement %lld times\n",
+                 static_cast<long long>(m.expert_replans));
 }
 
 }  // namespace
