@@ -28,6 +28,8 @@ constexpr const char* kUsage =
     "           scheduler flags are for that case). The model defaults to $HIVE_MODEL, else\n"
     "           the bundled models/hive-moe-target. Sampling flags and --max-tokens left\n"
     "           out take the model's generation_config.json values, else greedy and 64/16.\n"
+    "           Without --kv-budget-mb the KV cache takes 0.9 of the free memory, no more\n"
+    "           than --max-num-seqs sequences of the model's context length can fill.\n"
     "  run      --config FILE --prompts FILE\n"
     "           Runs JSON-lines prompts through the actor runtime; prints outputs and stats.\n"
     "  serve    [--model DIR | --config FILE] [--host H] [--port P] [--api-key KEY]\n"
