@@ -40,8 +40,11 @@ struct ParallelConfig {
 
 struct KVCacheSettings {  // not runtime/core/kv_cache_manager.hpp's KVCacheConfig
   int block_size = 16;
-  std::optional<int64_t> memory_budget_bytes;  // else memory_fraction of the device
-  double memory_fraction = 0.9;  // vLLM's gpu_memory_utilization; CPU ranks share host memory
+  std::optional<int64_t> memory_budget_bytes;  // else memory_fraction of the free memory
+  // vLLM's gpu_memory_utilization, of the device's memory free once the
+  // weights are loaded, capped at what max_num_seqs x max_model_len can use;
+  // CPU ranks share host memory.
+  double memory_fraction = 0.9;  // = kDefaultKVMemoryFraction (runtime/model/kv_budget.hpp)
   std::string dtype = "bf16";    // f32 | bf16: what the cache stores
   bool enable_prefix_caching = true;
   int64_t swap_space_bytes = 0;  // host pool for swapped-out blocks

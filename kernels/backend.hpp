@@ -93,6 +93,10 @@ class Backend {
   // Bytes of memory on the device this backend allocates from (the host's
   // memory for the CPU): what a KV budget's memory fraction is a share of.
   virtual int64_t memory_bytes() const = 0;
+  // Bytes free on that device now (the host's MemAvailable for the CPU,
+  // cudaMemGetInfo's free on a GPU): what a default KV budget is a share of,
+  // read once the weights are loaded.
+  virtual int64_t free_memory_bytes() const = 0;
 
   virtual void* allocate(size_t bytes) = 0;
   virtual void deallocate(void* ptr) = 0;

@@ -4,7 +4,9 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <new>
+#include <string>
 
 #include "kernels/cpu/ops.hpp"
 #include "kernels/error.hpp"
@@ -18,6 +20,17 @@ constexpr size_t kAlignment = 64;  // a cache line; enough for any SIMD load
 int64_t host_memory_bytes() {
   const long pages = ::sysconf(_SC_PHYS_PAGES), page_size = ::sysconf(_SC_PAGE_SIZE);
   check(pages > 0 && page_size > 0, "cannot read this machine's memory size");
+  return int64_t{pages} * page_size;
+}
+
+int64_t host_available_bytes() {
+  std::ifstream meminfo("/proc/meminfo");
+  std::string key, unit;
+  int64_t value = 0;
+  while (meminfo >> key >> value >> unit)
+    if (key == "MemAvailable:" && unit == "kB") return value * 1024;
+  const long pages = ::sysconf(_SC_AVPHYS_PAGES), page_size = ::sysconf(_SC_PAGE_SIZE);
+  check(pages > 0 && page_size > 0, "cannot read this machine's free memory");
   return int64_t{pages} * page_size;
 }
 

@@ -6,6 +6,9 @@ namespace hive {
 
 // Physical memory of this machine.
 int64_t host_memory_bytes();
+// Memory the kernel could hand out now without swapping: /proc/meminfo's
+// MemAvailable (free pages plus reclaimable cache), else the free pages.
+int64_t host_available_bytes();
 
 class CpuBackend : public Backend {
  public:
@@ -13,6 +16,7 @@ class CpuBackend : public Backend {
   Device device() const override { return Device::cpu; }
   bool supports(Op op) const override { return op != Op::count; }
   int64_t memory_bytes() const override { return host_memory_bytes(); }
+  int64_t free_memory_bytes() const override { return host_available_bytes(); }
 
   void* allocate(size_t bytes) override;
   void deallocate(void* ptr) override;

@@ -33,7 +33,14 @@ void normalize_rows(const Tensor& x);
 void attention(const AttentionParams& p);
 // The batched varlen op (paged_attention_fast.cpp): online softmax over key
 // tiles at fixed positions, so a query's bits depend only on its own keys.
+// Contexts longer than kContextChunk positions are split at its multiples
+// and merged by log-sum-exp (flash-decoding). The chunk is a constant, never
+// derived from the batch or the thread count, so results do not depend on
+// them; paged_attention_chunked takes another (a multiple of 32, or 0 for no
+// split) for tests and benchmarks.
+inline constexpr int64_t kContextChunk = 1024;
 void paged_attention(const PagedAttentionParams& p);
+void paged_attention_chunked(const PagedAttentionParams& p, int64_t context_chunk);
 
 // The per-sequence paged attention the batched op is tested against: one
 // sequence, its table checked on every call, and the contiguous reference's

@@ -71,6 +71,13 @@ CudaBackend::CudaBackend(int device_index) : device_index_(device_index) {
 
 CudaBackend::~CudaBackend() = default;
 
+int64_t CudaBackend::free_memory_bytes() const {
+  check_cuda(cudaSetDevice(device_index_), "cudaSetDevice");
+  size_t free = 0, total = 0;
+  check_cuda(cudaMemGetInfo(&free, &total), "cudaMemGetInfo");
+  return static_cast<int64_t>(free);
+}
+
 bool CudaBackend::supports(Op op) const {
   return op == Op::rms_norm || op == Op::reshape_and_cache || op == Op::fill;
 }

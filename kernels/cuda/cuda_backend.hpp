@@ -34,6 +34,7 @@ class CudaBackend final : public Backend {
   Device device() const override { return Device::cuda; }
   bool supports(Op op) const override;
   int64_t memory_bytes() const override { return memory_bytes_; }
+  int64_t free_memory_bytes() const override;
 
   void* allocate(size_t bytes) override;
   void deallocate(void* ptr) override;

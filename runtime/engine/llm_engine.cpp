@@ -4,13 +4,12 @@
 #include <map>
 
 #include "kernels/error.hpp"
-#include "runtime/model/model_stats.hpp"
 #include "runtime/model/tensor_parallel.hpp"
 
 namespace hive {
 
-EngineCoreConfig engine_core_config(const Model& model, const EngineConfig& config,
-                                    int world_size, int tensor_parallel_size) {
+EngineCoreConfig engine_core_config(const Model& model, const EngineConfig& config, int world_size,
+                                    int tensor_parallel_size) {
   check(world_size >= 1, "world_size must be >= 1 (got ", world_size, ")");
   check(tensor_parallel_size == 1 || tensor_parallel_size == world_size, "tensor_parallel_size ",
         tensor_parallel_size, " must be 1 or world_size (", world_size, ")");
@@ -18,13 +17,21 @@ EngineCoreConfig engine_core_config(const Model& model, const EngineConfig& conf
   // GPU's): each gets 1/world_size of its memory, so a memory fraction holds
   // for the whole process. A budget in bytes is per rank, as it would be per
   // device. A tensor-parallel rank's blocks hold only its share of the KV
-  // heads.
+  // heads. The weights are loaded, so the free memory is what is left
+  // after them; a pool larger than every sequence at full length would sit
+  // idle, so a fraction stops there.
   const ModelConfig& c = model.config();
   const int64_t bytes_per_block = kv_bytes_per_block(
       tensor_parallel_config(c, tensor_parallel_size), config.block_size, config.kv_cache_dtype);
-  const int64_t weight_bytes = model_stats(c, model.weights()).weight_bytes;
-  const int64_t pool_bytes =
-      kv_pool_bytes(config.kv_budget, model.backend().memory_bytes() / world_size, weight_bytes);
+  const int64_t max_model_len = config.scheduler.max_model_len > 0 ? config.scheduler.max_model_len
+                                                                   : c.max_position_embeddings;
+  KVMemory memory;
+  memory.device_bytes = model.backend().memory_bytes() / world_size;
+  memory.free_bytes =
+      config.kv_budget.bytes > 0 ? 0 : model.backend().free_memory_bytes() / world_size;
+  memory.useful_bytes = kv_useful_bytes(config.scheduler.max_num_seqs, max_model_len,
+                                        config.block_size, bytes_per_block);
+  const int64_t pool_bytes = kv_pool_bytes(config.kv_budget, memory);
   EngineCoreConfig core;
   KVCacheConfig& kv = core.kv_cache;
   kv.block_size = config.block_size;
@@ -46,9 +53,9 @@ EngineCoreConfig engine_core_config(const Model& model, const EngineConfig& conf
 LLMEngine::LLMEngine(Model& model, const EngineConfig& config) : model_(model) {
   const EngineCoreConfig core = engine_core_config(model, config);
   const KVCacheConfig& kv = core.kv_cache;
-  kv_cache_ = std::make_unique<PagedKVCache>(model.backend(), model.config(), kv.num_device_blocks,
-                                             kv.block_size, kv.num_host_blocks,
-                                             config.kv_cache_dtype);
+  kv_cache_ =
+      std::make_unique<PagedKVCache>(model.backend(), model.config(), kv.num_device_blocks,
+                                     kv.block_size, kv.num_host_blocks, config.kv_cache_dtype);
   core_ = std::make_unique<EngineCore>(core);
   runner_ = std::make_unique<ModelRunner>(model, *kv_cache_);
   if (config.speculative.method == SpeculativeMethod::draft_model) {
@@ -60,7 +67,9 @@ LLMEngine::LLMEngine(Model& model, const EngineConfig& config) : model_(model) {
   }
 }
 
-void LLMEngine::add_request(Request request) { core_->add_request(std::move(request)); }
+void LLMEngine::add_request(Request request) {
+  core_->add_request(std::move(request));
+}
 
 std::vector<SequenceOutput> LLMEngine::step() {
   // Forced: a step that runs nothing still returns the aborted sequences.

@@ -28,8 +28,8 @@ namespace hive {
 
 struct EngineConfig {
   int32_t block_size = 16;
-  KVBudget kv_budget{int64_t{64} << 20, 0.0};  // 64 MiB unless told otherwise
-  int64_t swap_space_bytes = 0;                // host pool for swap preemption
+  KVBudget kv_budget;                           // 0.9 of the free memory, capped; or exact bytes
+  int64_t swap_space_bytes = 0;                 // host pool for swap preemption
   DType kv_cache_dtype = kDefaultKVCacheDType;  // f32 or bf16
   bool enable_prefix_caching = false;
   SchedulerConfig scheduler;  // its eos_token_ids default to the model's
@@ -38,9 +38,10 @@ struct EngineConfig {
 
 // The engine core's configuration for `model` on `world_size` ranks that
 // share its backend's memory, each holding 1/tensor_parallel_size of the KV
-// heads: the KV pool per rank sized from config.kv_budget, the scheduler
-// with the model's context length and eos ids. Both engines size their
-// pools here.
+// heads: the KV pool per rank sized from config.kv_budget (a fraction of
+// the backend's free memory, read here, once the model is loaded), the
+// scheduler with the model's context length and eos ids. Both engines size
+// their pools here.
 EngineCoreConfig engine_core_config(const Model& model, const EngineConfig& config,
                                     int world_size = 1, int tensor_parallel_size = 1);
 

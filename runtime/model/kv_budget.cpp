@@ -20,20 +20,32 @@ int64_t kv_bytes_per_block(const ModelConfig& config, int32_t block_size, DType 
   return int64_t{block_size} * config.kv_bytes_per_token(static_cast<int64_t>(dtype_size(dtype)));
 }
 
-int64_t kv_pool_bytes(const KVBudget& budget, int64_t device_memory_bytes, int64_t weight_bytes) {
+int64_t kv_pool_bytes(const KVBudget& budget, const KVMemory& memory) {
   if (budget.bytes > 0) {
-    check(budget.bytes <= device_memory_bytes, "KV budget: ", budget.bytes,
-          " bytes exceed the memory there is (", device_memory_bytes, " bytes)");
+    check(budget.bytes <= memory.device_bytes, "KV budget: ", budget.bytes,
+          " bytes exceed the memory there is (", memory.device_bytes, " bytes)");
     return budget.bytes;
   }
   check(budget.memory_fraction > 0.0 && budget.memory_fraction <= 1.0,
         "KV budget: give bytes > 0 or a memory fraction in (0, 1] (got ", budget.bytes,
         " bytes, fraction ", budget.memory_fraction, ")");
   const auto share =
-      static_cast<int64_t>(budget.memory_fraction * static_cast<double>(device_memory_bytes));
-  check(share > weight_bytes, "KV budget: ", budget.memory_fraction, " of ", device_memory_bytes,
-        " bytes is ", share, ", not more than the weights' ", weight_bytes, " bytes");
-  return share - weight_bytes;
+      static_cast<int64_t>(budget.memory_fraction * static_cast<double>(memory.free_bytes));
+  check(share > 0, "KV budget: ", budget.memory_fraction, " of the ", memory.free_bytes,
+        " bytes free after loading the weights is nothing");
+  return std::min(share, memory.useful_bytes);
+}
+
+int64_t kv_useful_bytes(int64_t max_num_seqs, int64_t max_model_len, int32_t block_size,
+                        int64_t bytes_per_block) {
+  check(block_size >= 1 && bytes_per_block > 0, "KV budget: blocks of ", block_size,
+        " tokens, ", bytes_per_block, " bytes each");
+  // Limits < 1 are the scheduler's to reject, with its own message.
+  constexpr int64_t kNoCeiling = std::numeric_limits<int64_t>::max();
+  if (max_num_seqs < 1 || max_model_len < 1) return kNoCeiling;
+  const int64_t blocks_per_seq = (max_model_len + block_size - 1) / block_size;
+  if (blocks_per_seq > (kNoCeiling / bytes_per_block - 1) / max_num_seqs) return kNoCeiling;
+  return (max_num_seqs * blocks_per_seq + 1) * bytes_per_block;
 }
 
 int32_t num_swap_blocks(int64_t swap_bytes, int64_t bytes_per_block) {

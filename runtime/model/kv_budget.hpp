@@ -6,8 +6,9 @@
 //   bytes per block = block_size x bytes per token
 //   blocks          = floor(budget / bytes per block)     (one is the null block)
 //
-// The budget is either a byte count or a fraction of the device's memory,
-// from which the weights are subtracted first.
+// The budget is either a byte count, or (the default) a fraction of the
+// memory free once the weights are loaded, capped at what the scheduler's
+// limits could ever fill (docs/architecture.md, "The KV budget").
 #include <cstdint>
 #include <string_view>
 
@@ -23,18 +24,36 @@ inline constexpr DType kDefaultKVCacheDType = DType::bf16;
 // "f32" or "bf16" as a cache dtype; throws naming `what` otherwise.
 DType parse_kv_cache_dtype(std::string_view name, std::string_view what);
 
+// vLLM's gpu_memory_utilization, of the memory that is free: the rest is
+// left for activations, workspace and whatever else runs there.
+inline constexpr double kDefaultKVMemoryFraction = 0.9;
+
 struct KVBudget {
-  int64_t bytes = 0;             // > 0: exactly this much for the KV pool
-  double memory_fraction = 0.0;  // else: this share of device memory, minus the weights
+  int64_t bytes = 0;                                  // > 0: exactly this much for the KV pool
+  double memory_fraction = kDefaultKVMemoryFraction;  // else: this share of the free memory
+};
+
+// What a budget is measured against, for one rank.
+struct KVMemory {
+  int64_t device_bytes = 0;  // the device's memory: more is an error
+  int64_t free_bytes = 0;    // free now, the weights loaded: a fraction's base
+  int64_t useful_bytes = 0;  // all sequences at full length: a fraction's ceiling
 };
 
 // Bytes of one block of the paged cache (K and V of every layer, stored as
 // `dtype`, f32 or bf16).
 int64_t kv_bytes_per_block(const ModelConfig& config, int32_t block_size, DType dtype);
 
-// The KV pool's bytes under `budget`, given the device's memory and the
-// weights' bytes. Throws when nothing is left.
-int64_t kv_pool_bytes(const KVBudget& budget, int64_t device_memory_bytes, int64_t weight_bytes);
+// The KV pool's bytes under `budget`: its bytes, or memory_fraction of
+// memory.free_bytes but no more than memory.useful_bytes. Throws when that
+// is nothing, or bytes exceed the device.
+int64_t kv_pool_bytes(const KVBudget& budget, const KVMemory& memory);
+
+// Bytes that max_num_seqs sequences of max_model_len tokens fill, in blocks
+// of bytes_per_block, the null block included; no ceiling when
+// max_model_len is 0 (unknown) or either limit is not >= 1.
+int64_t kv_useful_bytes(int64_t max_num_seqs, int64_t max_model_len, int32_t block_size,
+                        int64_t bytes_per_block);
 
 // Blocks of host swap space in `swap_bytes` (0: no swapping). Throws when
 // that is more than this machine's memory.

@@ -18,7 +18,6 @@
 #include "kernels/cpu/cpu_backend.hpp"
 #include "kernels/error.hpp"
 #include "runtime/model/kv_budget.hpp"
-#include "runtime/model/model_stats.hpp"
 #include "tests/common/logits.hpp"
 #include "tests/common/model_dirs.hpp"
 #include "tests/common/parallel_requests.hpp"
@@ -237,14 +236,24 @@ TEST(EngineTensorParallel, LaunchFilesMixingTensorAndExpertParallelismAreRejecte
   EXPECT_THROW(engine_options(config), Error);
 }
 
+// A CPU backend that reports 64 MiB of memory, 48 MiB of it free: the KV
+// pool is a share of the memory of the device the model's backend allocates
+// from, not of the host's, and the figures hold still while a test runs.
+class SmallMemoryBackend : public CpuBackend {
+ public:
+  int64_t memory_bytes() const override { return int64_t{64} << 20; }
+  int64_t free_memory_bytes() const override { return int64_t{48} << 20; }
+};
+
 // In-process CPU ranks share the host's memory: a memory fraction is for the
-// whole process, so two ranks get half the blocks each (less each rank's
-// share of the weights), not the whole fraction each.
+// whole process, so two ranks get half the blocks each, not the whole
+// fraction each.
 TEST(EngineParallel, CpuRanksSplitAMemoryFractionBetweenThem) {
-  CpuBackend cpu;
-  auto model = std::make_shared<Model>(kModels + "qwen3_moe", cpu);
+  SmallMemoryBackend small;
+  auto model = std::make_shared<Model>(kModels + "qwen3_moe", small);
   EngineConfig config;
-  config.kv_budget = KVBudget{0, 0.002};
+  config.kv_budget = KVBudget{0, 0.5};
+  config.scheduler.max_num_seqs = 1 << 20;  // no ceiling from the scheduler's limits
   const int64_t one = make_scheduler_setup(model, config, 1).kv_cache.num_device_blocks;
   const int64_t each_of_two = make_scheduler_setup(model, config, 2).kv_cache.num_device_blocks;
   EXPECT_LE(2 * each_of_two, one);
@@ -254,29 +263,25 @@ TEST(EngineParallel, CpuRanksSplitAMemoryFractionBetweenThem) {
             make_scheduler_setup(model, config, 1).kv_cache.num_device_blocks);
 }
 
-// The KV pool is a share of the memory of the device the model's backend
-// allocates from, not of the host's: a CPU backend here that reports 64 MiB.
-class SmallMemoryBackend : public CpuBackend {
- public:
-  int64_t memory_bytes() const override { return int64_t{64} << 20; }
-};
-
+// The KV pool is a share of the free memory of the device the model's
+// backend allocates from (read after the weights are loaded), not of the
+// host's.
 TEST(EngineParallel, TheKVPoolIsAShareOfTheBackendsMemory) {
   SmallMemoryBackend small;
   auto model = std::make_shared<Model>(kModels + "qwen3_moe", small);
   EngineConfig config;
   config.kv_budget = KVBudget{0, 0.5};
-  const int64_t weight_bytes = model_stats(model->config(), model->weights()).weight_bytes;
+  config.scheduler.max_num_seqs = 1 << 20;  // no ceiling from the scheduler's limits
   const int64_t bytes_per_block =
       kv_bytes_per_block(model->config(), config.block_size, config.kv_cache_dtype);
   for (const int world : {1, 2}) {
-    const int64_t share = (int64_t{64} << 20) / world / 2 - weight_bytes;
+    const int64_t share = (int64_t{48} << 20) / world / 2;
     EXPECT_EQ(make_scheduler_setup(model, config, world).kv_cache.num_device_blocks,
               share / bytes_per_block)
         << "world " << world;
   }
   EXPECT_EQ(LLMEngine(*model, config).kv_cache_manager().device_pool().num_blocks(),
-            ((int64_t{64} << 20) / 2 - weight_bytes) / bytes_per_block);
+            ((int64_t{48} << 20) / 2) / bytes_per_block);
   // More than the backend has is an error, however much the host has.
   config.kv_budget = KVBudget{int64_t{65} << 20, 0.0};
   EXPECT_THROW(make_scheduler_setup(model, config, 1), Error);

@@ -107,6 +107,29 @@ TEST(Cli, SeveralPromptsRunBatchedWithTransformersOutputs) {
   fs::remove(file);
 }
 
+// Without --kv-budget-mb the KV cache takes a share of the free memory, up
+// to what --max-num-seqs (64) sequences of the model's 512 tokens fill: 64 x
+// 32 blocks, one more than the old fixed 64 MiB held. All 16 prompts run at
+// once.
+TEST(Cli, SixteenPromptsRunAtOnceUnderTheDefaultKVBudget) {
+  const std::string model = std::string(HIVE_SOURCE_DIR) + "/models/hive-moe-target";
+  std::string prompts;
+  for (int i = 1; i <= 16; ++i)
+    prompts += " --prompt-ids " + std::to_string(i) + "," + std::to_string(i + 20);
+  const Result r = run("generate --model " + model + prompts +
+                       " --max-tokens 4 --ignore-eos --device cpu");
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("16 requests:"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("up to 16 running"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("KV cache: 2048 blocks of 16 tokens"), std::string::npos) << r.out;
+  // An explicit budget is taken as given: 1 MiB is 32 blocks of 32 KiB, the
+  // null block one of them.
+  const Result small = run("generate --model " + model + prompts +
+                           " --max-tokens 4 --ignore-eos --device cpu --kv-budget-mb 1");
+  ASSERT_EQ(small.status, 0) << small.out;
+  EXPECT_NE(small.out.find("KV cache: 31 blocks of 16 tokens"), std::string::npos) << small.out;
+}
+
 TEST(Cli, FixedSeedGivesFixedSample) {
   const std::string base = "generate --model " + (kModels / "qwen2_moe").string() +
                            " --prompt-ids 5,6,7 --max-tokens 12 --ignore-eos --temperature 1.5 "

@@ -181,6 +181,41 @@ void add_attention(std::vector<OpCase>& cases) {
   }
 }
 
+// Decode steps (one query per sequence) at GQA ratios 1, 4 and 8, short
+// contexts and long ones that the CPU kernel splits over the context.
+void add_decode_attention(std::vector<OpCase>& cases) {
+  for (DType dtype : {DType::f32, DType::bf16})
+    for (int64_t group : {1, 4, 8}) {
+      constexpr int64_t kv_heads = 2, head_dim = 128, block_size = 16;
+      const int64_t heads = kv_heads * group;
+      cases.push_back(
+          {Op::paged_attention,
+           text(dtype, "cache decode heads=" + std::to_string(heads) + " kv_heads=2 head_dim=128 " +
+                           "block_size=16 contexts=33,4096,5000"),
+           kReordered, [=](OpRun& r) {
+             const int64_t contexts[] = {33, 4096, 5000};
+             std::vector<std::vector<int32_t>> tables(3);
+             int32_t next_block = 0;
+             for (int s = 0; s < 3; ++s)
+               for (int64_t b = 0; b < (contexts[s] + block_size - 1) / block_size; ++b)
+                 tables[static_cast<size_t>(s)].push_back(next_block++);
+             for (auto& table : tables) std::shuffle(table.begin(), table.end(), r.rng());
+             std::vector<PlannedSequence> sequences;
+             for (int s = 0; s < 3; ++s)
+               sequences.push_back({1, contexts[s], tables[static_cast<size_t>(s)]});
+             const StepAttentionPlan plan(r.backend(), sequences, next_block, block_size);
+             PagedAttentionParams p;
+             p.q = r.input(DType::f32, {3, heads, head_dim});
+             p.k_blocks = r.input(dtype, {next_block, block_size, kv_heads, head_dim});
+             p.v_blocks = r.input(dtype, {next_block, block_size, kv_heads, head_dim});
+             p.out = r.output(DType::f32, {3, heads, head_dim});
+             p.plan = plan.plan();
+             p.scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
+             r.backend().paged_attention(p);
+           }});
+    }
+}
+
 void add_cache_writes(std::vector<OpCase>& cases) {
   // Tokens land on distinct random slots of the pool; every other slot keeps
   // its random start value, which the comparison covers too.
@@ -223,6 +258,7 @@ std::vector<OpCase> backend_op_cases() {
   add_matmul(cases);
   add_lookups(cases);
   add_attention(cases);
+  add_decode_attention(cases);
   add_cache_writes(cases);
   return cases;
 }

@@ -108,8 +108,21 @@ TEST(KVBudget, BlocksFromBytesOrAFractionOfMemory) {
   const int64_t block = kv_bytes_per_block(c, 16, DType::f32);
   EXPECT_EQ(block, 16 * c.kv_bytes_per_token(4));
   EXPECT_EQ(num_kv_blocks(10 * block + block / 2, block), 10);
-  EXPECT_EQ(kv_pool_bytes({1000, 0.0}, 1 << 20, 123), 1000);
-  EXPECT_EQ(kv_pool_bytes({0, 0.5}, 1 << 20, 1000), (1 << 19) - 1000);
+  // Memory of 1 MiB with 200,000 bytes free; every sequence at full length
+  // would fill 50,000.
+  const KVMemory memory{1 << 20, 200000, 50000};
+  EXPECT_EQ(kv_pool_bytes({1000, 0.0}, memory), 1000);    // bytes: exactly, past the ceiling too
+  EXPECT_EQ(kv_pool_bytes({70000, 0.5}, memory), 70000);  // bytes win over a fraction
+  EXPECT_EQ(kv_pool_bytes({0, 0.2}, memory), 40000);      // a fraction of the free memory
+  EXPECT_EQ(kv_pool_bytes({0, 0.5}, memory), 50000);      // no more than can be used
+  EXPECT_EQ(kv_pool_bytes(KVBudget{}, {1 << 20, 1 << 20, int64_t{1} << 40}),
+            static_cast<int64_t>(0.9 * (1 << 20)));  // the default: 0.9 of it
+  // The ceiling: 3 sequences of 40 tokens in blocks of 16 are 3 x 3 blocks,
+  // plus the null block; 0 (unknown) tokens, none.
+  EXPECT_EQ(kv_useful_bytes(3, 40, 16, 100), 1000);
+  EXPECT_EQ(kv_useful_bytes(3, 0, 16, 100), std::numeric_limits<int64_t>::max());
+  EXPECT_EQ(kv_useful_bytes(1 << 30, int64_t{1} << 40, 1, 1 << 20),
+            std::numeric_limits<int64_t>::max());  // would overflow: no ceiling
   try {
     num_kv_blocks(block, block);
     FAIL() << "expected an error";
@@ -117,17 +130,17 @@ TEST(KVBudget, BlocksFromBytesOrAFractionOfMemory) {
     EXPECT_NE(std::string(e.what()).find("hold 1 blocks"), std::string::npos) << e.what();
   }
   try {
-    kv_pool_bytes({0, 0.25}, 4000, 1000);
+    kv_pool_bytes({0, 0.25}, {4000, 3, 1000});
     FAIL() << "expected an error";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("0.25 of 4000 bytes is 1000, not more than the "
-                                         "weights' 1000 bytes"),
+    EXPECT_NE(std::string(e.what()).find("0.25 of the 3 bytes free after loading the weights "
+                                         "is nothing"),
               std::string::npos)
         << e.what();
   }
-  EXPECT_THROW(kv_pool_bytes({0, 1.5}, 4000, 0), Error);
+  EXPECT_THROW(kv_pool_bytes({0, 1.5}, {4000, 4000, 4000}), Error);
   try {
-    kv_pool_bytes({int64_t{1} << 40, 0.0}, int64_t{1} << 30, 0);
+    kv_pool_bytes({int64_t{1} << 40, 0.0}, {int64_t{1} << 30, int64_t{1} << 30, 0});
     FAIL() << "expected an error";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("1099511627776 bytes exceed the memory there is "

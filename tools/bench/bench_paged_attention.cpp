@@ -1,16 +1,20 @@
-// Decode attention of many sequences: the batched varlen paged attention
-// (one call per layer per step, cpu::paged_attention) against the
-// per-sequence loop the model ran before (cpu::paged_attention_reference:
-// one call per sequence, each checking its block table), in the same process,
-// for 16 and 64 sequences at contexts 512 and 2048. Shape of the decode
-// benchmark's model (Qwen2-0.5B: 14 heads, 2 KV heads, head_dim 64), f32 KV,
-// blocks of 16 shuffled over the pool.
+// Decode attention of a step (cpu::paged_attention: one call per layer,
+// each KV head read once for its GQA group), split over the context
+// (flash-decoding chunks of cpu::kContextChunk positions, the default)
+// against the same kernel unsplit (paged_attention_chunked(p, 0), the kernel
+// before the split), in the same process, for 1, 16 and 64 sequences at
+// contexts 512 and 4096, f32 and bf16 KV. Shape of the decode benchmark's
+// model (Qwen2-0.5B: 14 heads, 2 KV heads, head_dim 64), blocks of 16
+// shuffled over the pool.
 //
-//   bench_paged_attention [--seconds S per case] [--json FILE]
+//   bench_paged_attention [--seconds S per case] [--kv-heads N] [--json FILE]
+//
+// --kv-heads 1 (multi-query attention) leaves one task per sequence: the
+// shape where, on few cores, a lone long sequence needs the split.
 //
 // Pools cycle through copies (layers) totalling at least 512 MiB, so each
 // call reads its K/V from memory as a model's layers would. GB/s counts the
-// K and V rows read once per call: a decode step's attention is bound by
+// K and V bytes read once per call: a decode step's attention is bound by
 // them, so "of roofline" is that rate over the read bandwidth probed here
 // with the same thread pool. "plan" is the time to build and check the step's
 // plan, paid once per step for all layers. Times are medians of 5 rounds in
@@ -43,7 +47,9 @@ using hive::Tensor;
 namespace cpu = hive::cpu;
 
 constexpr size_t kMinPoolBytes = size_t{512} << 20;
-constexpr int64_t kHeads = 14, kKvHeads = 2, kHeadDim = 64, kBlockSize = 16;
+constexpr int64_t kGroup = 7, kHeadDim = 64, kBlockSize = 16;
+// KV heads (--kv-heads, default 2 as Qwen2-0.5B); query heads are 7 per KV head.
+int64_t num_kv_heads = 2, num_heads = 14;
 
 std::string flag(int argc, char** argv, const std::string& name, const std::string& fallback) {
   for (int i = 1; i + 1 < argc; ++i)
@@ -115,90 +121,133 @@ std::vector<double> time_variants(const std::vector<std::function<void(size_t)>>
   return medians;
 }
 
+struct Row {
+  double unsplit_seconds, split_seconds, plan_seconds, kv_bytes;
+};
+
+// `copies` copies of the values rounded to bf16.
+std::vector<std::vector<uint16_t>> bf16_copies(const std::vector<float>& values, size_t copies) {
+  std::vector<uint16_t> bits(values.size());
+  for (size_t i = 0; i < values.size(); ++i) bits[i] = hive::f32_to_bf16(values[i]);
+  return std::vector<std::vector<uint16_t>>(copies, bits);
+}
+
+Row run_case(hive::CpuBackend& backend, std::mt19937_64& rng, const Case& c, DType dtype,
+             double seconds) {
+  const int64_t blocks_per_seq = c.context_len / kBlockSize;
+  const int64_t num_blocks = c.num_seqs * blocks_per_seq + 1;
+  const int64_t block_elems = kBlockSize * num_kv_heads * kHeadDim;
+  const auto pool_elems = static_cast<size_t>(num_blocks * block_elems);
+  const size_t value_bytes = dtype == DType::bf16 ? 2 : 4;
+  const size_t copies = std::max<size_t>(2, kMinPoolBytes / (2 * pool_elems * value_bytes));
+  std::vector<float> values(pool_elems);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  for (float& v : values) v = dist(rng);
+  std::vector<std::vector<float>> k_f32, v_f32;
+  std::vector<std::vector<uint16_t>> k_bf16, v_bf16;
+  if (dtype == DType::bf16) {
+    k_bf16 = bf16_copies(values, copies);
+    v_bf16 = bf16_copies(values, copies);
+  } else {
+    k_f32.assign(copies, values);
+    v_f32.assign(copies, values);
+  }
+
+  std::vector<int32_t> ids(static_cast<size_t>(num_blocks - 1));
+  std::iota(ids.begin(), ids.end(), 1);
+  std::shuffle(ids.begin(), ids.end(), rng);
+  std::vector<hive::PlannedSequence> sequences;
+  for (int64_t s = 0; s < c.num_seqs; ++s)
+    sequences.push_back(
+        {1, c.context_len,
+         std::span<const int32_t>(ids).subspan(static_cast<size_t>(s * blocks_per_seq),
+                                               static_cast<size_t>(blocks_per_seq))});
+  const auto plan_start = Clock::now();
+  constexpr int kPlans = 100;
+  for (int i = 0; i < kPlans; ++i)
+    hive::StepAttentionPlan(backend, sequences, num_blocks, kBlockSize);
+  const double plan_seconds = seconds_since(plan_start) / kPlans;
+  const hive::StepAttentionPlan plan(backend, sequences, num_blocks, kBlockSize);
+
+  std::vector<float> q(static_cast<size_t>(c.num_seqs * num_heads * kHeadDim));
+  for (float& v : q) v = dist(rng);
+  std::vector<float> out(q.size());
+  const int64_t shape[] = {num_blocks, kBlockSize, num_kv_heads, kHeadDim};
+  const auto params = [&](size_t call) {
+    hive::PagedAttentionParams p;
+    p.q = Tensor::view(q.data(), DType::f32, {c.num_seqs, num_heads, kHeadDim});
+    const size_t copy = call % copies;
+    p.k_blocks = dtype == DType::bf16 ? Tensor::view(k_bf16[copy].data(), dtype, shape, 4)
+                                      : Tensor::view(k_f32[copy].data(), dtype, shape, 4);
+    p.v_blocks = dtype == DType::bf16 ? Tensor::view(v_bf16[copy].data(), dtype, shape, 4)
+                                      : Tensor::view(v_f32[copy].data(), dtype, shape, 4);
+    p.out = Tensor::view(out.data(), DType::f32, {c.num_seqs, num_heads, kHeadDim});
+    p.plan = plan.plan();
+    p.scale = 1.0f / std::sqrt(static_cast<float>(kHeadDim));
+    return p;
+  };
+  const std::vector<double> times = time_variants(
+      {[&](size_t call) { cpu::paged_attention_chunked(params(call), 0); },
+       [&](size_t call) { cpu::paged_attention_chunked(params(call), cpu::kContextChunk); }},
+      seconds);
+  const double kv_bytes =
+      2.0 * static_cast<double>(c.num_seqs * c.context_len * num_kv_heads * kHeadDim) *
+      static_cast<double>(value_bytes);
+  return {times[0], times[1], plan_seconds, kv_bytes};
+}
+
 }  // namespace
 
 int main(int argc, char** argv) try {
   const double seconds = std::stod(flag(argc, argv, "--seconds", "4.0"));
   const std::string json_path = flag(argc, argv, "--json", "");
+  num_kv_heads = std::stoll(flag(argc, argv, "--kv-heads", "2"));
+  hive::check(num_kv_heads >= 1, "--kv-heads must be >= 1 (got ", num_kv_heads, ")");
+  num_heads = kGroup * num_kv_heads;
   const double bandwidth = probe_read_bandwidth();
   const int threads = cpu::cpu_threads();
   std::printf("threads %d, read bandwidth %.1f GB/s, heads %ld/%ld, head_dim %ld, block %ld\n\n",
-              threads, bandwidth / 1e9, static_cast<long>(kHeads), static_cast<long>(kKvHeads),
-              static_cast<long>(kHeadDim), static_cast<long>(kBlockSize));
+              threads, bandwidth / 1e9, static_cast<long>(num_heads),
+              static_cast<long>(num_kv_heads), static_cast<long>(kHeadDim),
+              static_cast<long>(kBlockSize));
   std::printf(
-      "| sequences | context | per-sequence loop (ms) | batched (ms) | speedup | "
-      "batched GB/s | of roofline | plan (us) |\n");
-  std::printf("|---|---|---|---|---|---|---|---|\n");
+      "| KV | sequences | context | unsplit (ms) | split (ms) | speedup | split GB/s | "
+      "of roofline | plan (us) |\n");
+  std::printf("|---|---|---|---|---|---|---|---|---|\n");
 
   hive::CpuBackend backend;
   nlohmann::json rows = nlohmann::json::array();
   std::mt19937_64 rng(42);
-  for (const Case c : {Case{16, 512}, Case{16, 2048}, Case{64, 512}, Case{64, 2048}}) {
-    const int64_t blocks_per_seq = c.context_len / kBlockSize;
-    const int64_t num_blocks = c.num_seqs * blocks_per_seq + 1;
-    const int64_t block_elems = kBlockSize * kKvHeads * kHeadDim;
-    const auto pool_elems = static_cast<size_t>(num_blocks * block_elems);
-    const size_t copies = std::max<size_t>(2, kMinPoolBytes / (2 * pool_elems * sizeof(float)));
-    std::vector<float> values(pool_elems);
-    std::normal_distribution<float> dist(0.0f, 1.0f);
-    for (float& v : values) v = dist(rng);
-    std::vector<std::vector<float>> k_pools(copies, values), v_pools(copies, values);
-
-    std::vector<int32_t> ids(static_cast<size_t>(num_blocks - 1));
-    std::iota(ids.begin(), ids.end(), 1);
-    std::shuffle(ids.begin(), ids.end(), rng);
-    std::vector<hive::PlannedSequence> sequences;
-    for (int64_t s = 0; s < c.num_seqs; ++s)
-      sequences.push_back(
-          {1, c.context_len,
-           std::span<const int32_t>(ids).subspan(static_cast<size_t>(s * blocks_per_seq),
-                                                 static_cast<size_t>(blocks_per_seq))});
-    const auto plan_start = Clock::now();
-    constexpr int kPlans = 100;
-    for (int i = 0; i < kPlans; ++i)
-      hive::StepAttentionPlan(backend, sequences, num_blocks, kBlockSize);
-    const double plan_seconds = seconds_since(plan_start) / kPlans;
-    const hive::StepAttentionPlan plan(backend, sequences, num_blocks, kBlockSize);
-
-    std::vector<float> q(static_cast<size_t>(c.num_seqs * kHeads * kHeadDim));
-    for (float& v : q) v = dist(rng);
-    std::vector<float> out(q.size());
-    const auto params = [&](size_t call) {
-      hive::PagedAttentionParams p;
-      p.q = Tensor::view(q.data(), DType::f32, {c.num_seqs, kHeads, kHeadDim});
-      p.k_blocks = Tensor::view(k_pools[call % copies].data(), DType::f32,
-                                {num_blocks, kBlockSize, kKvHeads, kHeadDim});
-      p.v_blocks = Tensor::view(v_pools[call % copies].data(), DType::f32,
-                                {num_blocks, kBlockSize, kKvHeads, kHeadDim});
-      p.out = Tensor::view(out.data(), DType::f32, {c.num_seqs, kHeads, kHeadDim});
-      p.plan = plan.plan();
-      p.scale = 1.0f / std::sqrt(static_cast<float>(kHeadDim));
-      return p;
-    };
-    const std::vector<double> times =
-        time_variants({[&](size_t call) { cpu::paged_attention_reference(params(call)); },
-                       [&](size_t call) { backend.paged_attention(params(call)); }},
-                      seconds);
-    const double kv_bytes =
-        2.0 * static_cast<double>(c.num_seqs * c.context_len * kKvHeads * kHeadDim) * 4;
-    const double gbps = kv_bytes / times[1] / 1e9;
-    std::printf("| %ld | %ld | %.3f | %.3f | %.2f | %.1f | %.0f %% | %.1f |\n",
-                static_cast<long>(c.num_seqs), static_cast<long>(c.context_len), times[0] * 1e3,
-                times[1] * 1e3, times[0] / times[1], gbps, 100 * gbps * 1e9 / bandwidth,
-                plan_seconds * 1e6);
-    rows.push_back({{"num_seqs", c.num_seqs},
-                    {"context_len", c.context_len},
-                    {"per_sequence_loop_seconds", times[0]},
-                    {"batched_seconds", times[1]},
-                    {"speedup", times[0] / times[1]},
-                    {"batched_kv_gbytes_per_s", gbps},
-                    {"roofline_fraction", gbps * 1e9 / bandwidth},
-                    {"plan_seconds", plan_seconds}});
-  }
+  for (const DType dtype : {DType::f32, DType::bf16})
+    for (const int64_t num_seqs : {1, 16, 64})
+      for (const int64_t context_len : {512, 4096}) {
+        const Case c{num_seqs, context_len};
+        const Row row = run_case(backend, rng, c, dtype, seconds);
+        const double gbps = row.kv_bytes / row.split_seconds / 1e9;
+        std::printf("| %s | %ld | %ld | %.3f | %.3f | %.2f | %.1f | %.0f %% | %.1f |\n",
+                    std::string(hive::dtype_name(dtype)).c_str(), static_cast<long>(c.num_seqs),
+                    static_cast<long>(c.context_len), row.unsplit_seconds * 1e3,
+                    row.split_seconds * 1e3, row.unsplit_seconds / row.split_seconds, gbps,
+                    100 * gbps * 1e9 / bandwidth, row.plan_seconds * 1e6);
+        std::fflush(stdout);
+        rows.push_back({{"kv_dtype", std::string(hive::dtype_name(dtype))},
+                        {"num_seqs", c.num_seqs},
+                        {"context_len", c.context_len},
+                        {"unsplit_seconds", row.unsplit_seconds},
+                        {"split_seconds", row.split_seconds},
+                        {"speedup", row.unsplit_seconds / row.split_seconds},
+                        {"split_kv_gbytes_per_s", gbps},
+                        {"roofline_fraction", gbps * 1e9 / bandwidth},
+                        {"plan_seconds", row.plan_seconds}});
+      }
   if (!json_path.empty()) {
-    nlohmann::json doc = {{"threads", threads},   {"read_bandwidth_bytes_per_s", bandwidth},
-                          {"num_heads", kHeads},  {"num_kv_heads", kKvHeads},
-                          {"head_dim", kHeadDim}, {"block_size", kBlockSize},
+    nlohmann::json doc = {{"threads", threads},
+                          {"read_bandwidth_bytes_per_s", bandwidth},
+                          {"num_heads", num_heads},
+                          {"num_kv_heads", num_kv_heads},
+                          {"head_dim", kHeadDim},
+                          {"block_size", kBlockSize},
+                          {"context_chunk", cpu::kContextChunk},
                           {"rows", rows}};
     std::ofstream(json_path) << doc.dump(2) << "\n";
   }

@@ -141,7 +141,9 @@ EngineConfig engine_config(const Args& args) {
   EngineConfig config;
   config.speculative = speculative_config(args);
   config.block_size = static_cast<int32_t>(args.get_int("--block-size", 16, 1, 1 << 16));
-  config.kv_budget.bytes = args.get_int("--kv-budget-mb", 64, 1, kMaxMiB) << 20;
+  // Without --kv-budget-mb: the engine's default, a share of the free memory.
+  if (args.has("--kv-budget-mb"))
+    config.kv_budget.bytes = args.get_int("--kv-budget-mb", 0, 1, kMaxMiB) << 20;
   config.swap_space_bytes = args.get_int("--swap-space-mb", 0, 0, kMaxMiB) << 20;
   config.enable_prefix_caching = args.has("--enable-prefix-caching");
   config.kv_cache_dtype =

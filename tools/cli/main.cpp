@@ -29,6 +29,8 @@ constexpr const char* kUsage =
     "           scheduler flags are for that case). The model defaults to $HIVE_MODEL, else\n"
     "           the bundled models/hive-moe-target. Sampling flags and --max-tokens left\n"
     "           out take the model's generation_config.json values, else greedy and 64/16.\n"
+    "           Without --kv-budget-mb the KV cache takes 0.9 of the free memory, no more\n"
+    "           than --max-num-seqs sequences of the model's context length can fill.\n"
     "           Speculative decoding: n-gram lookup in the sequence, or a draft model with\n"
     "           the same tokenizer, proposes N tokens (default 4) the model verifies at once.\n"
     "  run      --config FILE --prompts FILE\n"
