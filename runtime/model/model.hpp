@@ -79,8 +79,9 @@ class Model {
   ModelWeights weights_;
   Backend& backend_;
   Buffer inv_freq_;
-  Communicator* tp_ = nullptr;  // tensor parallelism, when set
-  std::vector<Buffer> shards_;  // this rank's copied weight slices
+  Communicator* tp_ = nullptr;     // tensor parallelism, when set
+  std::vector<Buffer> shards_;     // this rank's copied weight slices
+  std::vector<MlaAttention> mla_;  // per layer, for MLA models
 };
 
 }  // namespace hive

@@ -27,6 +27,7 @@ constexpr ArchitectureName kArchitectures[] = {
     {"MixtralForCausalLM", Architecture::mixtral},
     {"Qwen2MoeForCausalLM", Architecture::qwen2_moe},
     {"Qwen3MoeForCausalLM", Architecture::qwen3_moe},
+    {"DeepseekV3ForCausalLM", Architecture::deepseek_v3},
 };
 
 // Typed access to config keys with errors that name the file and the key.
@@ -126,9 +127,21 @@ RopeConfig parse_rope(const Reader& config, const std::string& source) {
     rope.high_freq_factor = scaling.number_or("high_freq_factor", rope.high_freq_factor);
     rope.original_max_position_embeddings = scaling.integer_or(
         "original_max_position_embeddings", rope.original_max_position_embeddings);
+    rope.beta_fast = scaling.number_or("beta_fast", rope.beta_fast);
+    rope.beta_slow = scaling.number_or("beta_slow", rope.beta_slow);
+    rope.mscale = scaling.number_or("mscale", rope.mscale);
+    rope.mscale_all_dim = scaling.number_or("mscale_all_dim", rope.mscale_all_dim);
+    check(!scaling.has("attention_factor"), source,
+          ": rope attention_factor is not supported (mscale and mscale_all_dim are)");
   }
-  check(rope.type == "default" || rope.type == "linear" || rope.type == "llama3", source,
-        ": rope type '", rope.type, "' is not supported (supported: default, linear, llama3)");
+  check(rope.type == "default" || rope.type == "linear" || rope.type == "llama3" ||
+            rope.type == "yarn",
+        source, ": rope type '", rope.type,
+        "' is not supported (supported: default, linear, llama3, yarn)");
+  if (rope.type == "yarn")
+    check(rope.original_max_position_embeddings >= 1 && rope.beta_fast > 0 && rope.beta_slow > 0,
+          source,
+          ": yarn rope needs original_max_position_embeddings, beta_fast and beta_slow > 0");
   check(rope.theta > 0, source, ": rope_theta must be > 0 (got ", rope.theta, ")");
   check(rope.factor > 0, source, ": rope factor must be > 0 (got ", rope.factor, ")");
   if (rope.type == "llama3")
@@ -136,6 +149,68 @@ RopeConfig parse_rope(const Reader& config, const std::string& source) {
           ": llama3 rope needs high_freq_factor > low_freq_factor (got ", rope.high_freq_factor,
           " and ", rope.low_freq_factor, ")");
   return rope;
+}
+
+// DeepSeek-V3: MLA sizes, routed and shared experts, grouped routing.
+void parse_deepseek(const Reader& config, const std::string& source, ModelConfig& c) {
+  MlaConfig m;
+  m.q_lora_rank = config.integer_or("q_lora_rank", 0);  // null: no q compression
+  m.kv_lora_rank = config.integer("kv_lora_rank");
+  m.qk_nope_head_dim = config.integer("qk_nope_head_dim");
+  m.qk_rope_head_dim = config.integer("qk_rope_head_dim");
+  m.v_head_dim = config.integer("v_head_dim");
+  m.rope_interleave = config.boolean_or("rope_interleave", true);
+  if (m.q_lora_rank != 0) expect_positive(source, "q_lora_rank", m.q_lora_rank);
+  expect_positive(source, "kv_lora_rank", m.kv_lora_rank);
+  expect_positive(source, "qk_nope_head_dim", m.qk_nope_head_dim);
+  expect_positive(source, "qk_rope_head_dim", m.qk_rope_head_dim);
+  expect_positive(source, "v_head_dim", m.v_head_dim);
+  // The cache row splits both parts in halves (mla_attention.hpp).
+  check(m.kv_lora_rank % 2 == 0 && m.qk_rope_head_dim % 2 == 0, source,
+        ": kv_lora_rank and qk_rope_head_dim must be even (got ", m.kv_lora_rank, " and ",
+        m.qk_rope_head_dim, ")");
+  check(!config.boolean_or("attention_bias", false), source,
+        ": attention_bias is not supported for DeepSeek");
+  c.mla = m;
+  c.qkv_bias = c.o_bias = false;
+
+  c.num_experts = config.integer("n_routed_experts");
+  c.num_experts_per_token = config.integer("num_experts_per_tok");
+  c.moe_intermediate_size = config.integer("moe_intermediate_size");
+  expect_positive(source, "n_routed_experts", c.num_experts);
+  expect_positive(source, "moe_intermediate_size", c.moe_intermediate_size);
+  const int64_t shared = config.integer_or("n_shared_experts", 0);
+  check(shared >= 0 && shared <= kMaxDimension, source, ": n_shared_experts must be >= 0 (got ",
+        shared, ")");
+  c.shared_expert_intermediate_size = shared * c.moe_intermediate_size;
+  c.shared_expert_gated = false;
+  c.norm_topk_prob = config.boolean_or("norm_topk_prob", true);
+  c.first_k_dense_replace = config.integer_or("first_k_dense_replace", 0);
+  check(c.first_k_dense_replace >= 0 && c.first_k_dense_replace <= c.num_layers, source,
+        ": first_k_dense_replace must be in [0, ", c.num_layers, "] (got ", c.first_k_dense_replace,
+        ")");
+  for (const char* key : {"topk_method", "scoring_func"}) {
+    const std::string value = config.string_or(key, "");
+    check(value.empty() || value == "noaux_tc" || value == "sigmoid", source, ": ", key, " '",
+          value, "' is not supported (DeepSeek-V3 routes with noaux_tc over sigmoid scores)");
+  }
+  GroupedRouting g;
+  g.n_group = config.integer_or("n_group", 1);
+  g.topk_group = config.integer_or("topk_group", 1);
+  g.routed_scaling_factor = config.number_or("routed_scaling_factor", 1.0);
+  expect_positive(source, "n_group", g.n_group);
+  check(c.num_experts % g.n_group == 0 && c.num_experts / g.n_group >= 2, source,
+        ": n_group must divide n_routed_experts into groups of >= 2 (got ", g.n_group, " and ",
+        c.num_experts, ")");
+  check(g.topk_group >= 1 && g.topk_group <= g.n_group, source, ": topk_group must be in [1, ",
+        g.n_group, "] (got ", g.topk_group, ")");
+  const int64_t reachable = g.topk_group * (c.num_experts / g.n_group);
+  check(c.num_experts_per_token >= 1 && c.num_experts_per_token <= reachable, source,
+        ": num_experts_per_tok must be in [1, ", reachable,
+        "] (the experts of topk_group groups; got ", c.num_experts_per_token, ")");
+  check(g.routed_scaling_factor > 0, source, ": routed_scaling_factor must be > 0 (got ",
+        g.routed_scaling_factor, ")");
+  c.grouped_routing = g;
 }
 
 }  // namespace
@@ -147,7 +222,7 @@ std::string_view architecture_name(Architecture arch) {
 }
 
 bool ModelConfig::is_moe_layer(int64_t layer) const {
-  if (!is_moe()) return false;
+  if (!is_moe() || layer < first_k_dense_replace) return false;
   if (std::find(mlp_only_layers.begin(), mlp_only_layers.end(), layer) != mlp_only_layers.end())
     return false;
   return (layer + 1) % decoder_sparse_step == 0;
@@ -189,6 +264,8 @@ ModelConfig parse_model_config(const json& j, const std::string& source) {
         c.num_heads, ")");
   if (config.has("head_dim")) {
     c.head_dim = config.integer("head_dim");
+  } else if (a == Architecture::deepseek_v3) {
+    c.head_dim = config.integer("qk_rope_head_dim");  // checked with the MLA sizes
   } else if (a == Architecture::qwen3) {
     c.head_dim = 128;  // Qwen3Config's default (Qwen3-MoE's is hidden / heads)
   } else {
@@ -219,6 +296,12 @@ ModelConfig parse_model_config(const json& j, const std::string& source) {
   c.o_bias = !qwen2_family && config.boolean_or("attention_bias", false);
   c.qk_norm = qwen3_family;
   check(!config.boolean_or("mlp_bias", false), source, ": mlp_bias is not supported");
+  if (a == Architecture::deepseek_v3) {
+    parse_deepseek(config, source, c);
+    // head_dim is the roped part (DeepseekV3Config sets it so): the rope
+    // tables are that wide.
+    c.head_dim = c.mla->qk_rope_head_dim;
+  }
 
   if (a == Architecture::mistral || a == Architecture::mixtral) {
     // Absent, MistralConfig's default is a 4096-token window (Mixtral's is
@@ -234,7 +317,9 @@ ModelConfig parse_model_config(const json& j, const std::string& source) {
 
   const bool moe =
       a == Architecture::mixtral || a == Architecture::qwen2_moe || a == Architecture::qwen3_moe;
-  if (moe) {
+  if (a == Architecture::deepseek_v3) {
+    // parse_deepseek read the experts.
+  } else if (moe) {
     c.num_experts = config.has("num_local_experts") ? config.integer("num_local_experts")
                                                     : config.integer("num_experts");
     c.num_experts_per_token = config.integer("num_experts_per_tok");
@@ -266,7 +351,7 @@ ModelConfig parse_model_config(const json& j, const std::string& source) {
             c.shared_expert_intermediate_size, ")");
     }
   }
-  bool needs_dense_mlp = !moe;
+  bool needs_dense_mlp = !c.is_moe();
   for (int64_t layer = 0; layer < c.num_layers && !needs_dense_mlp; ++layer)
     needs_dense_mlp = !c.is_moe_layer(layer);
   if (needs_dense_mlp) expect_positive(source, "intermediate_size", c.intermediate_size);
