@@ -115,9 +115,13 @@ void Model::attention_block(int64_t layer, const Tensor& x, const DeviceBatch& d
 }
 
 RouterConfig Model::router_config() const {
-  RouterConfig r{static_cast<int>(config_.num_experts),
-                 static_cast<int>(config_.num_experts_per_token), config_.norm_topk_prob};
-  if (const auto& g = config_.grouped_routing) {
+  return hive::router_config(config_);
+}
+
+RouterConfig router_config(const ModelConfig& config) {
+  RouterConfig r{static_cast<int>(config.num_experts),
+                 static_cast<int>(config.num_experts_per_token), config.norm_topk_prob};
+  if (const auto& g = config.grouped_routing) {
     r.grouped_sigmoid = true;
     r.n_group = static_cast<int>(g->n_group);
     r.topk_group = static_cast<int>(g->topk_group);

@@ -34,6 +34,10 @@
 
 namespace hive {
 
+// The routing rule of a MoE config: softmax top-k, or DeepSeek-V3's grouped
+// sigmoid with its group limits and scaling.
+RouterConfig router_config(const ModelConfig& config);
+
 class Model {
  public:
   // Loads config.json and the safetensors weights of `dir`; the backend must
