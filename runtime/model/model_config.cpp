@@ -7,11 +7,17 @@
 #include <nlohmann/json.hpp>
 
 #include "kernels/error.hpp"
+#include "runtime/model/config_reader.hpp"
+#include "runtime/model/deepseek_config.hpp"
 
 namespace hive {
 
 namespace {
 
+using config_reader::expect_positive;
+using config_reader::kMaxDimension;
+using config_reader::kMaxTokenIndex;
+using config_reader::Reader;
 using nlohmann::json;
 
 struct ArchitectureName {
@@ -29,81 +35,6 @@ constexpr ArchitectureName kArchitectures[] = {
     {"Qwen3MoeForCausalLM", Architecture::qwen3_moe},
     {"DeepseekV3ForCausalLM", Architecture::deepseek_v3},
 };
-
-// Typed access to config keys with errors that name the file and the key.
-class Reader {
- public:
-  Reader(const json& j, const std::string& source) : j_(j), source_(source) {}
-
-  bool has(const char* key) const { return j_.contains(key) && !j_[key].is_null(); }
-  bool contains(const char* key) const { return j_.contains(key); }  // null included
-
-  int64_t integer(const char* key) const {
-    check(has(key), source_, ": missing required key '", key, "'");
-    return integer_or(key, 0);
-  }
-  // JSON has one number type: 1e9 and 4096.0 are the integers they spell,
-  // 1.5 is no integer, and one past int64 is out of reach.
-  int64_t integer_or(const char* key, int64_t fallback) const {
-    if (!has(key)) return fallback;
-    const json& v = j_[key];
-    const double d = v.is_number_float() ? v.get<double>() : 0.0;
-    const bool integral = (v.is_number_integer() &&
-                           !(v.is_number_unsigned() && v.get<uint64_t>() > uint64_t{INT64_MAX})) ||
-                          (v.is_number_float() && std::trunc(d) == d && std::fabs(d) < 0x1p63);
-    check(integral, source_, ": '", key, "' must be an integer (got ", v.dump(), ")");
-    return v.is_number_float() ? static_cast<int64_t>(d) : v.get<int64_t>();
-  }
-  double number_or(const char* key, double fallback) const {
-    if (!has(key)) return fallback;
-    check(j_[key].is_number(), source_, ": '", key, "' must be a number (got ", j_[key].dump(),
-          ")");
-    return j_[key].get<double>();
-  }
-  bool boolean_or(const char* key, bool fallback) const {
-    if (!has(key)) return fallback;
-    check(j_[key].is_boolean(), source_, ": '", key, "' must be true or false (got ",
-          j_[key].dump(), ")");
-    return j_[key].get<bool>();
-  }
-  std::string string_or(const char* key, const std::string& fallback) const {
-    if (!has(key)) return fallback;
-    check(j_[key].is_string(), source_, ": '", key, "' must be a string (got ", j_[key].dump(),
-          ")");
-    return j_[key].get<std::string>();
-  }
-  std::vector<int64_t> integers_or_one(const char* key) const {
-    std::vector<int64_t> out;
-    if (!has(key)) return out;
-    if (j_[key].is_number_integer()) return {j_[key].get<int64_t>()};
-    check(j_[key].is_array(), source_, ": '", key, "' must be an integer or a list of integers");
-    for (const auto& v : j_[key]) {
-      check(v.is_number_integer(), source_, ": '", key, "' must hold integers (got ", v.dump(),
-            ")");
-      out.push_back(v.get<int64_t>());
-    }
-    return out;
-  }
-  const json& object(const char* key) const { return j_[key]; }
-
- private:
-  const json& j_;
-  const std::string& source_;
-};
-
-// A size (hidden, heads, layers, experts, ...) at most 2^20: far past any
-// checkpoint's, and small enough that the products of three (a weight's
-// element count, KV bytes) cannot overflow int64.
-constexpr int64_t kMaxDimension = int64_t{1} << 20;
-
-// Token ids and positions are int32 on every path.
-constexpr int64_t kMaxTokenIndex = INT32_MAX;
-
-void expect_positive(const std::string& source, const char* key, int64_t value,
-                     int64_t max = kMaxDimension) {
-  check(value >= 1, source, ": ", key, " must be >= 1 (got ", value, ")");
-  check(value <= max, source, ": ", key, " must be <= ", max, " (got ", value, ")");
-}
 
 RopeConfig parse_rope(const Reader& config, const std::string& source) {
   RopeConfig rope;
@@ -149,68 +80,6 @@ RopeConfig parse_rope(const Reader& config, const std::string& source) {
           ": llama3 rope needs high_freq_factor > low_freq_factor (got ", rope.high_freq_factor,
           " and ", rope.low_freq_factor, ")");
   return rope;
-}
-
-// DeepSeek-V3: MLA sizes, routed and shared experts, grouped routing.
-void parse_deepseek(const Reader& config, const std::string& source, ModelConfig& c) {
-  MlaConfig m;
-  m.q_lora_rank = config.integer_or("q_lora_rank", 0);  // null: no q compression
-  m.kv_lora_rank = config.integer("kv_lora_rank");
-  m.qk_nope_head_dim = config.integer("qk_nope_head_dim");
-  m.qk_rope_head_dim = config.integer("qk_rope_head_dim");
-  m.v_head_dim = config.integer("v_head_dim");
-  m.rope_interleave = config.boolean_or("rope_interleave", true);
-  if (m.q_lora_rank != 0) expect_positive(source, "q_lora_rank", m.q_lora_rank);
-  expect_positive(source, "kv_lora_rank", m.kv_lora_rank);
-  expect_positive(source, "qk_nope_head_dim", m.qk_nope_head_dim);
-  expect_positive(source, "qk_rope_head_dim", m.qk_rope_head_dim);
-  expect_positive(source, "v_head_dim", m.v_head_dim);
-  // The cache row splits both parts in halves (mla_attention.hpp).
-  check(m.kv_lora_rank % 2 == 0 && m.qk_rope_head_dim % 2 == 0, source,
-        ": kv_lora_rank and qk_rope_head_dim must be even (got ", m.kv_lora_rank, " and ",
-        m.qk_rope_head_dim, ")");
-  check(!config.boolean_or("attention_bias", false), source,
-        ": attention_bias is not supported for DeepSeek");
-  c.mla = m;
-  c.qkv_bias = c.o_bias = false;
-
-  c.num_experts = config.integer("n_routed_experts");
-  c.num_experts_per_token = config.integer("num_experts_per_tok");
-  c.moe_intermediate_size = config.integer("moe_intermediate_size");
-  expect_positive(source, "n_routed_experts", c.num_experts);
-  expect_positive(source, "moe_intermediate_size", c.moe_intermediate_size);
-  const int64_t shared = config.integer_or("n_shared_experts", 0);
-  check(shared >= 0 && shared <= kMaxDimension, source, ": n_shared_experts must be >= 0 (got ",
-        shared, ")");
-  c.shared_expert_intermediate_size = shared * c.moe_intermediate_size;
-  c.shared_expert_gated = false;
-  c.norm_topk_prob = config.boolean_or("norm_topk_prob", true);
-  c.first_k_dense_replace = config.integer_or("first_k_dense_replace", 0);
-  check(c.first_k_dense_replace >= 0 && c.first_k_dense_replace <= c.num_layers, source,
-        ": first_k_dense_replace must be in [0, ", c.num_layers, "] (got ", c.first_k_dense_replace,
-        ")");
-  for (const char* key : {"topk_method", "scoring_func"}) {
-    const std::string value = config.string_or(key, "");
-    check(value.empty() || value == "noaux_tc" || value == "sigmoid", source, ": ", key, " '",
-          value, "' is not supported (DeepSeek-V3 routes with noaux_tc over sigmoid scores)");
-  }
-  GroupedRouting g;
-  g.n_group = config.integer_or("n_group", 1);
-  g.topk_group = config.integer_or("topk_group", 1);
-  g.routed_scaling_factor = config.number_or("routed_scaling_factor", 1.0);
-  expect_positive(source, "n_group", g.n_group);
-  check(c.num_experts % g.n_group == 0 && c.num_experts / g.n_group >= 2, source,
-        ": n_group must divide n_routed_experts into groups of >= 2 (got ", g.n_group, " and ",
-        c.num_experts, ")");
-  check(g.topk_group >= 1 && g.topk_group <= g.n_group, source, ": topk_group must be in [1, ",
-        g.n_group, "] (got ", g.topk_group, ")");
-  const int64_t reachable = g.topk_group * (c.num_experts / g.n_group);
-  check(c.num_experts_per_token >= 1 && c.num_experts_per_token <= reachable, source,
-        ": num_experts_per_tok must be in [1, ", reachable,
-        "] (the experts of topk_group groups; got ", c.num_experts_per_token, ")");
-  check(g.routed_scaling_factor > 0, source, ": routed_scaling_factor must be > 0 (got ",
-        g.routed_scaling_factor, ")");
-  c.grouped_routing = g;
 }
 
 }  // namespace
