@@ -89,7 +89,8 @@ void moe_forward_expert_parallel(Backend& backend, Communicator& comm,
     Buffer logits(backend, DType::f32, {n, router.num_experts});
     Buffer top_weights(backend, DType::f32, {n, k}), top_ids(backend, DType::i32, {n, k});
     backend.matmul(x, weights.router, nullptr, logits.tensor());
-    route_tokens(backend, logits.tensor(), router, top_weights.tensor(), top_ids.tensor());
+    route_tokens(backend, logits.tensor(), router, top_weights.tensor(), top_ids.tensor(),
+                 weights.score_correction_bias ? &*weights.score_correction_bias : nullptr);
     ids = download<int32_t>(backend, top_ids.tensor());
     routing = download<float>(backend, top_weights.tensor());
   }

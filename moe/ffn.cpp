@@ -25,7 +25,8 @@ void moe_forward(Backend& backend, const Tensor& x, const MoeWeights& weights,
   Buffer expert_ids(backend, DType::i32, {n, k});
   const Tensor& ids = expert_ids.tensor();
   backend.matmul(x, weights.router, nullptr, logits.tensor());
-  route_tokens(backend, logits.tensor(), router, routing_weights.tensor(), ids);
+  route_tokens(backend, logits.tensor(), router, routing_weights.tensor(), ids,
+               weights.score_correction_bias ? &*weights.score_correction_bias : nullptr);
 
   // The plan is made on the host: it is a few integers per token.
   const auto host_ids = download<int32_t>(backend, ids);
@@ -58,9 +59,11 @@ void add_shared_expert(Backend& backend, const Tensor& x, const MoeWeights& weig
   Buffer shared(backend, DType::f32, {n, hidden});
   Buffer gate(backend, DType::f32, {n, 1});
   ffn_forward(backend, x, weights.shared_expert, shared.tensor());
-  backend.matmul(x, weights.shared_expert_gate, nullptr, gate.tensor());
-  backend.sigmoid(gate.tensor());
-  backend.mul_rows(shared.tensor(), gate.view(DType::f32, {n}));
+  if (weights.shared_expert_gate) {
+    backend.matmul(x, *weights.shared_expert_gate, nullptr, gate.tensor());
+    backend.sigmoid(gate.tensor());
+    backend.mul_rows(shared.tensor(), gate.view(DType::f32, {n}));
+  }
   backend.add(out, shared.tensor(), out);
 }
 

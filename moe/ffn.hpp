@@ -1,6 +1,7 @@
 #pragma once
 // The SwiGLU feed-forward block (down(silu(gate(x)) * up(x))) of dense
 // layers, of each expert and of shared experts, and the MoE layer built on it.
+#include <optional>
 #include <vector>
 
 #include "kernels/backend.hpp"
@@ -19,9 +20,10 @@ struct FfnWeights {
 struct MoeWeights {
   Tensor router;                    // [num_experts, hidden]
   std::vector<FfnWeights> experts;  // one per expert
-  bool has_shared_expert = false;   // Qwen2-MoE
+  bool has_shared_expert = false;   // Qwen2-MoE, DeepSeek
   FfnWeights shared_expert;
-  Tensor shared_expert_gate;  // [1, hidden]: sigmoid gate on the shared expert
+  std::optional<Tensor> shared_expert_gate;     // [1, hidden]: Qwen2-MoE's sigmoid gate
+  std::optional<Tensor> score_correction_bias;  // [num_experts]: DeepSeek-V3's router
 };
 
 // out = ffn(x). x [n, hidden], out [n, hidden] f32.
@@ -32,7 +34,8 @@ void ffn_forward(Backend& backend, const Tensor& x, const FfnWeights& weights, c
 void moe_forward(Backend& backend, const Tensor& x, const MoeWeights& weights,
                  const RouterConfig& router, const Tensor& out);
 
-// out += sigmoid(x @ shared_expert_gate^T) * shared_expert(x)  (Qwen2-MoE).
+// out += sigmoid(x @ shared_expert_gate^T) * shared_expert(x)  (Qwen2-MoE),
+// or out += shared_expert(x) when there is no gate (DeepSeek).
 void add_shared_expert(Backend& backend, const Tensor& x, const MoeWeights& weights,
                        const Tensor& out);
 

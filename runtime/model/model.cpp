@@ -52,6 +52,9 @@ Model::Model(const std::filesystem::path& dir, Backend& backend)
         " backend need weight upload, which is not implemented yet");
   const std::vector<float> inv_freq = rope_inv_freq(config_.rope, config_.head_dim);
   inv_freq_ = upload<float>(backend, inv_freq, DType::f32);
+  if (config_.mla)
+    for (const LayerWeights& layer : weights_.layers)
+      mla_.emplace_back(backend, config_, *layer.attention.mla);
 }
 
 Model::Model(const std::filesystem::path& dir, Backend& backend, Communicator& tensor_parallel)
@@ -69,6 +72,12 @@ std::span<const Op> Model::required_ops() {
 
 void Model::attention_block(int64_t layer, const Tensor& x, const DeviceBatch& device,
                             PagedKVCache& cache, const Tensor& out) {
+  if (config_.mla) {
+    mla_[static_cast<size_t>(layer)].forward(x, device.positions.tensor(),
+                                             device.slot_mapping.tensor(), device.attention.plan(),
+                                             cache.keys(layer), out);
+    return;
+  }
   const ModelConfig& c = config_;
   const AttentionWeights& w = weights_.layers[static_cast<size_t>(layer)].attention;
   const int64_t n = x.shape[0];
@@ -106,8 +115,19 @@ void Model::attention_block(int64_t layer, const Tensor& x, const DeviceBatch& d
 }
 
 RouterConfig Model::router_config() const {
-  return {static_cast<int>(config_.num_experts), static_cast<int>(config_.num_experts_per_token),
-          config_.norm_topk_prob};
+  return hive::router_config(config_);
+}
+
+RouterConfig router_config(const ModelConfig& config) {
+  RouterConfig r{static_cast<int>(config.num_experts),
+                 static_cast<int>(config.num_experts_per_token), config.norm_topk_prob};
+  if (const auto& g = config.grouped_routing) {
+    r.grouped_sigmoid = true;
+    r.n_group = static_cast<int>(g->n_group);
+    r.topk_group = static_cast<int>(g->topk_group);
+    r.routed_scaling_factor = static_cast<float>(g->routed_scaling_factor);
+  }
+  return r;
 }
 
 void Model::moe_block(int64_t layer, const Tensor& x, const ExpertParallelContext* ep,

@@ -34,6 +34,10 @@
 
 namespace hive {
 
+// The routing rule of a MoE config: softmax top-k, or DeepSeek-V3's grouped
+// sigmoid with its group limits and scaling.
+RouterConfig router_config(const ModelConfig& config);
+
 class Model {
  public:
   // Loads config.json and the safetensors weights of `dir`; the backend must
@@ -79,8 +83,9 @@ class Model {
   ModelWeights weights_;
   Backend& backend_;
   Buffer inv_freq_;
-  Communicator* tp_ = nullptr;  // tensor parallelism, when set
-  std::vector<Buffer> shards_;  // this rank's copied weight slices
+  Communicator* tp_ = nullptr;     // tensor parallelism, when set
+  std::vector<Buffer> shards_;     // this rank's copied weight slices
+  std::vector<MlaAttention> mla_;  // per layer, for MLA models
 };
 
 }  // namespace hive

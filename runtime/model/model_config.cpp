@@ -7,11 +7,17 @@
 #include <nlohmann/json.hpp>
 
 #include "kernels/error.hpp"
+#include "runtime/model/config_reader.hpp"
+#include "runtime/model/deepseek_config.hpp"
 
 namespace hive {
 
 namespace {
 
+using config_reader::expect_positive;
+using config_reader::kMaxDimension;
+using config_reader::kMaxTokenIndex;
+using config_reader::Reader;
 using nlohmann::json;
 
 struct ArchitectureName {
@@ -27,82 +33,8 @@ constexpr ArchitectureName kArchitectures[] = {
     {"MixtralForCausalLM", Architecture::mixtral},
     {"Qwen2MoeForCausalLM", Architecture::qwen2_moe},
     {"Qwen3MoeForCausalLM", Architecture::qwen3_moe},
+    {"DeepseekV3ForCausalLM", Architecture::deepseek_v3},
 };
-
-// Typed access to config keys with errors that name the file and the key.
-class Reader {
- public:
-  Reader(const json& j, const std::string& source) : j_(j), source_(source) {}
-
-  bool has(const char* key) const { return j_.contains(key) && !j_[key].is_null(); }
-  bool contains(const char* key) const { return j_.contains(key); }  // null included
-
-  int64_t integer(const char* key) const {
-    check(has(key), source_, ": missing required key '", key, "'");
-    return integer_or(key, 0);
-  }
-  // JSON has one number type: 1e9 and 4096.0 are the integers they spell,
-  // 1.5 is no integer, and one past int64 is out of reach.
-  int64_t integer_or(const char* key, int64_t fallback) const {
-    if (!has(key)) return fallback;
-    const json& v = j_[key];
-    const double d = v.is_number_float() ? v.get<double>() : 0.0;
-    const bool integral = (v.is_number_integer() &&
-                           !(v.is_number_unsigned() && v.get<uint64_t>() > uint64_t{INT64_MAX})) ||
-                          (v.is_number_float() && std::trunc(d) == d && std::fabs(d) < 0x1p63);
-    check(integral, source_, ": '", key, "' must be an integer (got ", v.dump(), ")");
-    return v.is_number_float() ? static_cast<int64_t>(d) : v.get<int64_t>();
-  }
-  double number_or(const char* key, double fallback) const {
-    if (!has(key)) return fallback;
-    check(j_[key].is_number(), source_, ": '", key, "' must be a number (got ", j_[key].dump(),
-          ")");
-    return j_[key].get<double>();
-  }
-  bool boolean_or(const char* key, bool fallback) const {
-    if (!has(key)) return fallback;
-    check(j_[key].is_boolean(), source_, ": '", key, "' must be true or false (got ",
-          j_[key].dump(), ")");
-    return j_[key].get<bool>();
-  }
-  std::string string_or(const char* key, const std::string& fallback) const {
-    if (!has(key)) return fallback;
-    check(j_[key].is_string(), source_, ": '", key, "' must be a string (got ", j_[key].dump(),
-          ")");
-    return j_[key].get<std::string>();
-  }
-  std::vector<int64_t> integers_or_one(const char* key) const {
-    std::vector<int64_t> out;
-    if (!has(key)) return out;
-    if (j_[key].is_number_integer()) return {j_[key].get<int64_t>()};
-    check(j_[key].is_array(), source_, ": '", key, "' must be an integer or a list of integers");
-    for (const auto& v : j_[key]) {
-      check(v.is_number_integer(), source_, ": '", key, "' must hold integers (got ", v.dump(),
-            ")");
-      out.push_back(v.get<int64_t>());
-    }
-    return out;
-  }
-  const json& object(const char* key) const { return j_[key]; }
-
- private:
-  const json& j_;
-  const std::string& source_;
-};
-
-// A size (hidden, heads, layers, experts, ...) at most 2^20: far past any
-// checkpoint's, and small enough that the products of three (a weight's
-// element count, KV bytes) cannot overflow int64.
-constexpr int64_t kMaxDimension = int64_t{1} << 20;
-
-// Token ids and positions are int32 on every path.
-constexpr int64_t kMaxTokenIndex = INT32_MAX;
-
-void expect_positive(const std::string& source, const char* key, int64_t value,
-                     int64_t max = kMaxDimension) {
-  check(value >= 1, source, ": ", key, " must be >= 1 (got ", value, ")");
-  check(value <= max, source, ": ", key, " must be <= ", max, " (got ", value, ")");
-}
 
 RopeConfig parse_rope(const Reader& config, const std::string& source) {
   RopeConfig rope;
@@ -126,9 +58,21 @@ RopeConfig parse_rope(const Reader& config, const std::string& source) {
     rope.high_freq_factor = scaling.number_or("high_freq_factor", rope.high_freq_factor);
     rope.original_max_position_embeddings = scaling.integer_or(
         "original_max_position_embeddings", rope.original_max_position_embeddings);
+    rope.beta_fast = scaling.number_or("beta_fast", rope.beta_fast);
+    rope.beta_slow = scaling.number_or("beta_slow", rope.beta_slow);
+    rope.mscale = scaling.number_or("mscale", rope.mscale);
+    rope.mscale_all_dim = scaling.number_or("mscale_all_dim", rope.mscale_all_dim);
+    check(!scaling.has("attention_factor"), source,
+          ": rope attention_factor is not supported (mscale and mscale_all_dim are)");
   }
-  check(rope.type == "default" || rope.type == "linear" || rope.type == "llama3", source,
-        ": rope type '", rope.type, "' is not supported (supported: default, linear, llama3)");
+  check(rope.type == "default" || rope.type == "linear" || rope.type == "llama3" ||
+            rope.type == "yarn",
+        source, ": rope type '", rope.type,
+        "' is not supported (supported: default, linear, llama3, yarn)");
+  if (rope.type == "yarn")
+    check(rope.original_max_position_embeddings >= 1 && rope.beta_fast > 0 && rope.beta_slow > 0,
+          source,
+          ": yarn rope needs original_max_position_embeddings, beta_fast and beta_slow > 0");
   check(rope.theta > 0, source, ": rope_theta must be > 0 (got ", rope.theta, ")");
   check(rope.factor > 0, source, ": rope factor must be > 0 (got ", rope.factor, ")");
   if (rope.type == "llama3")
@@ -147,7 +91,7 @@ std::string_view architecture_name(Architecture arch) {
 }
 
 bool ModelConfig::is_moe_layer(int64_t layer) const {
-  if (!is_moe()) return false;
+  if (!is_moe() || layer < first_k_dense_replace) return false;
   if (std::find(mlp_only_layers.begin(), mlp_only_layers.end(), layer) != mlp_only_layers.end())
     return false;
   return (layer + 1) % decoder_sparse_step == 0;
@@ -189,6 +133,8 @@ ModelConfig parse_model_config(const json& j, const std::string& source) {
         c.num_heads, ")");
   if (config.has("head_dim")) {
     c.head_dim = config.integer("head_dim");
+  } else if (a == Architecture::deepseek_v3) {
+    c.head_dim = config.integer("qk_rope_head_dim");  // checked with the MLA sizes
   } else if (a == Architecture::qwen3) {
     c.head_dim = 128;  // Qwen3Config's default (Qwen3-MoE's is hidden / heads)
   } else {
@@ -219,6 +165,12 @@ ModelConfig parse_model_config(const json& j, const std::string& source) {
   c.o_bias = !qwen2_family && config.boolean_or("attention_bias", false);
   c.qk_norm = qwen3_family;
   check(!config.boolean_or("mlp_bias", false), source, ": mlp_bias is not supported");
+  if (a == Architecture::deepseek_v3) {
+    parse_deepseek(config, source, c);
+    // head_dim is the roped part (DeepseekV3Config sets it so): the rope
+    // tables are that wide.
+    c.head_dim = c.mla->qk_rope_head_dim;
+  }
 
   if (a == Architecture::mistral || a == Architecture::mixtral) {
     // Absent, MistralConfig's default is a 4096-token window (Mixtral's is
@@ -234,7 +186,9 @@ ModelConfig parse_model_config(const json& j, const std::string& source) {
 
   const bool moe =
       a == Architecture::mixtral || a == Architecture::qwen2_moe || a == Architecture::qwen3_moe;
-  if (moe) {
+  if (a == Architecture::deepseek_v3) {
+    // parse_deepseek read the experts.
+  } else if (moe) {
     c.num_experts = config.has("num_local_experts") ? config.integer("num_local_experts")
                                                     : config.integer("num_experts");
     c.num_experts_per_token = config.integer("num_experts_per_tok");
@@ -266,7 +220,7 @@ ModelConfig parse_model_config(const json& j, const std::string& source) {
             c.shared_expert_intermediate_size, ")");
     }
   }
-  bool needs_dense_mlp = !moe;
+  bool needs_dense_mlp = !c.is_moe();
   for (int64_t layer = 0; layer < c.num_layers && !needs_dense_mlp; ++layer)
     needs_dense_mlp = !c.is_moe_layer(layer);
   if (needs_dense_mlp) expect_positive(source, "intermediate_size", c.intermediate_size);

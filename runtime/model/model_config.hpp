@@ -1,7 +1,8 @@
 #pragma once
 // A model's config.json, parsed and validated once. Covers the Llama family
 // (Llama, Mistral, Qwen2, Qwen3) and its MoE relatives (Mixtral, Qwen2-MoE,
-// Qwen3-MoE); keys follow transformers 4.x and 5.x spellings.
+// Qwen3-MoE) and DeepSeek-V3 (MLA, grouped sigmoid routing); keys follow
+// transformers 4.x and 5.x spellings.
 #include <cstdint>
 #include <filesystem>
 #include <optional>
@@ -14,17 +15,55 @@
 
 namespace hive {
 
-enum class Architecture { llama, mistral, qwen2, qwen3, mixtral, qwen2_moe, qwen3_moe };
+enum class Architecture {
+  llama,
+  mistral,
+  qwen2,
+  qwen3,
+  mixtral,
+  qwen2_moe,
+  qwen3_moe,
+  deepseek_v3
+};
 
 std::string_view architecture_name(Architecture arch);  // the HF class name
 
 struct RopeConfig {
-  std::string type = "default";  // default, linear, llama3
+  std::string type = "default";  // default, linear, llama3, yarn
   double theta = 10000.0;
   double factor = 1.0;
   double low_freq_factor = 1.0;
   double high_freq_factor = 4.0;
   int64_t original_max_position_embeddings = 8192;
+  // YaRN (DeepSeek-V3): the ramp between beta_fast and beta_slow rotations,
+  // and the mscale factors of the cos/sin and of the softmax scale.
+  double beta_fast = 32.0;
+  double beta_slow = 1.0;
+  double mscale = 0.0;          // 0: absent
+  double mscale_all_dim = 0.0;  // 0: absent
+};
+
+// Multi-head latent attention (DeepSeek-V2/V3). Per token and layer the
+// cache holds one latent of kv_lora_rank (after its RMSNorm) plus the roped
+// key part of qk_rope_head_dim, shared by every head.
+struct MlaConfig {
+  int64_t q_lora_rank = 0;  // 0: q_proj straight from the hidden state
+  int64_t kv_lora_rank = 0;
+  int64_t qk_nope_head_dim = 0;
+  int64_t qk_rope_head_dim = 0;
+  int64_t v_head_dim = 0;
+  bool rope_interleave = true;  // rope pairs (x0, x1), (x2, x3), ... as DeepSeek lays them out
+
+  int64_t qk_head_dim() const { return qk_nope_head_dim + qk_rope_head_dim; }
+  int64_t latent_dim() const { return kv_lora_rank + qk_rope_head_dim; }  // one cache row
+};
+
+// DeepSeek-V3's noaux_tc router: sigmoid scores, a bias added for choosing
+// only, the experts of the topk_group best of n_group groups.
+struct GroupedRouting {
+  int64_t n_group = 1;
+  int64_t topk_group = 1;
+  double routed_scaling_factor = 1.0;
 };
 
 // The sampling defaults a checkpoint's generation_config.json writes, for
@@ -64,15 +103,19 @@ struct ModelConfig {
   int64_t max_position_embeddings = 0;
   int64_t sliding_window = 0;  // 0: full attention
   bool tie_word_embeddings = false;
-  bool qkv_bias = false;  // bias on q/k/v projections (Qwen2 family)
-  bool o_bias = false;    // bias on the output projection (Llama attention_bias)
-  bool qk_norm = false;   // RMSNorm on q and k per head (Qwen3 family)
+  bool qkv_bias = false;         // bias on q/k/v projections (Qwen2 family)
+  bool o_bias = false;           // bias on the output projection (Llama attention_bias)
+  bool qk_norm = false;          // RMSNorm on q and k per head (Qwen3 family)
+  std::optional<MlaConfig> mla;  // DeepSeek: latent attention instead of q/k/v
 
   // Mixture of experts; num_experts == 0 for dense models.
   int64_t num_experts = 0;
   int64_t num_experts_per_token = 0;
   int64_t moe_intermediate_size = 0;
   int64_t shared_expert_intermediate_size = 0;  // 0: none
+  bool shared_expert_gated = true;  // Qwen2-MoE's sigmoid gate; DeepSeek's shared experts have none
+  std::optional<GroupedRouting> grouped_routing;  // DeepSeek-V3's noaux_tc
+  int64_t first_k_dense_replace = 0;              // DeepSeek: the first layers are dense
   bool norm_topk_prob = true;
   int64_t decoder_sparse_step = 1;
   std::vector<int64_t> mlp_only_layers;
@@ -85,9 +128,22 @@ struct ModelConfig {
   bool is_moe_layer(int64_t layer) const;
   int64_t q_size() const { return num_heads * head_dim; }
   int64_t kv_size() const { return num_kv_heads * head_dim; }
-  // 2 × layers × kv_heads × head_dim × bytes per element.
+  // The paged cache's row per token and layer: num_kv_heads × head_dim for
+  // K and again for V; for MLA one latent row (no separate V).
+  int64_t cache_heads() const { return mla ? 1 : num_kv_heads; }
+  int64_t cache_head_dim() const { return mla ? mla->latent_dim() : head_dim; }
+  bool cache_has_values() const { return !mla; }
+  // 2 × layers × kv_heads × head_dim × bytes per element; for MLA
+  // layers × (kv_lora_rank + qk_rope_head_dim) × bytes per element.
   int64_t kv_bytes_per_token(int64_t bytes_per_element) const {
-    return 2 * num_layers * num_kv_heads * head_dim * bytes_per_element;
+    return (cache_has_values() ? 2 : 1) * num_layers * cache_heads() * cache_head_dim() *
+           bytes_per_element;
+  }
+  // What plain multi-head attention with this model's heads would cache:
+  // K of qk_head_dim and V of v_head_dim per head (for comparing with MLA).
+  int64_t mha_kv_bytes_per_token(int64_t bytes_per_element) const {
+    if (!mla) return kv_bytes_per_token(bytes_per_element);
+    return num_layers * num_heads * (mla->qk_head_dim() + mla->v_head_dim) * bytes_per_element;
   }
 };
 

@@ -8,8 +8,11 @@ ModelStats model_stats(const ModelConfig& config, const WeightStore& store) {
     if (!is_float(tensor.dtype)) continue;
     // A tied checkpoint may still carry a copy of the embedding as lm_head.
     if (config.tie_word_embeddings && name == "lm_head.weight") continue;
-    stats.total_parameters += tensor.numel();
     stats.weight_bytes += static_cast<int64_t>(tensor.nbytes());
+    // DeepSeek's router bias is a buffer set by load balancing, not a
+    // trained parameter (transformers does not count it either).
+    if (name.ends_with("e_score_correction_bias")) continue;
+    stats.total_parameters += tensor.numel();
   }
   stats.active_parameters = stats.total_parameters;
   const int64_t per_expert = 3 * config.hidden_size * config.moe_intermediate_size;

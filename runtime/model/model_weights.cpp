@@ -13,9 +13,32 @@ FfnWeights bind_ffn(const WeightStore& store, const std::string& prefix, int64_t
           store.get(prefix + down + ".weight", {hidden, inter})};
 }
 
+MlaWeights bind_mla(const ModelConfig& c, const WeightStore& store, const std::string& prefix) {
+  const MlaConfig& m = *c.mla;
+  MlaWeights w;
+  const int64_t q_rows = c.num_heads * m.qk_head_dim();
+  if (m.q_lora_rank > 0) {
+    w.q_a_proj = store.get(prefix + "q_a_proj.weight", {m.q_lora_rank, c.hidden_size});
+    w.q_a_norm = store.get(prefix + "q_a_layernorm.weight", {m.q_lora_rank});
+    w.q_b_proj = store.get(prefix + "q_b_proj.weight", {q_rows, m.q_lora_rank});
+  } else {
+    w.q_proj = store.get(prefix + "q_proj.weight", {q_rows, c.hidden_size});
+  }
+  w.kv_a_proj = store.get(prefix + "kv_a_proj_with_mqa.weight", {m.latent_dim(), c.hidden_size});
+  w.kv_a_norm = store.get(prefix + "kv_a_layernorm.weight", {m.kv_lora_rank});
+  w.kv_b_proj = store.get(prefix + "kv_b_proj.weight",
+                          {c.num_heads * (m.qk_nope_head_dim + m.v_head_dim), m.kv_lora_rank});
+  w.o_proj = store.get(prefix + "o_proj.weight", {c.hidden_size, c.num_heads * m.v_head_dim});
+  return w;
+}
+
 AttentionWeights bind_attention(const ModelConfig& c, const WeightStore& store,
                                 const std::string& prefix) {
   AttentionWeights a;
+  if (c.mla) {
+    a.mla = bind_mla(c, store, prefix);
+    return a;
+  }
   a.q_proj = store.get(prefix + "q_proj.weight", {c.q_size(), c.hidden_size});
   a.k_proj = store.get(prefix + "k_proj.weight", {c.kv_size(), c.hidden_size});
   a.v_proj = store.get(prefix + "v_proj.weight", {c.kv_size(), c.hidden_size});
@@ -38,6 +61,8 @@ MoeWeights bind_moe(const ModelConfig& c, const WeightStore& store, const std::s
   const bool mixtral = c.architecture == Architecture::mixtral;
   const std::string prefix = layer + (mixtral ? "block_sparse_moe." : "mlp.");
   moe.router = store.get(prefix + "gate.weight", {c.num_experts, c.hidden_size});
+  if (c.grouped_routing)
+    moe.score_correction_bias = store.get(prefix + "gate.e_score_correction_bias", {c.num_experts});
   for (int64_t e = 0; e < c.num_experts; ++e) {
     const std::string expert = prefix + "experts." + std::to_string(e) + ".";
     moe.experts.push_back(
@@ -47,10 +72,14 @@ MoeWeights bind_moe(const ModelConfig& c, const WeightStore& store, const std::s
   }
   if (c.shared_expert_intermediate_size > 0) {
     moe.has_shared_expert = true;
+    // Qwen2-MoE names its one gated expert shared_expert; DeepSeek's
+    // n_shared_experts are one ungated MLP of n times the width.
+    const std::string shared = c.shared_expert_gated ? "shared_expert." : "shared_experts.";
     moe.shared_expert =
-        bind_ffn(store, prefix + "shared_expert.", c.hidden_size, c.shared_expert_intermediate_size,
+        bind_ffn(store, prefix + shared, c.hidden_size, c.shared_expert_intermediate_size,
                  "gate_proj", "up_proj", "down_proj");
-    moe.shared_expert_gate = store.get(prefix + "shared_expert_gate.weight", {1, c.hidden_size});
+    if (c.shared_expert_gated)
+      moe.shared_expert_gate = store.get(prefix + "shared_expert_gate.weight", {1, c.hidden_size});
   }
   return moe;
 }

@@ -5,12 +5,14 @@
 #include <vector>
 
 #include "moe/ffn.hpp"
+#include "runtime/model/mla_attention.hpp"
 #include "runtime/model/model_config.hpp"
 #include "runtime/model/weight_store.hpp"
 
 namespace hive {
 
 struct AttentionWeights {
+  std::optional<MlaWeights> mla;  // DeepSeek: latent attention, no q/k/v_proj
   Tensor q_proj, k_proj, v_proj, o_proj;
   std::optional<Tensor> q_bias, k_bias, v_bias, o_bias;
   std::optional<Tensor> q_norm, k_norm;  // [head_dim], Qwen3 family

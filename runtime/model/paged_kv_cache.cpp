@@ -11,25 +11,27 @@ PagedKVCache::PagedKVCache(Backend& backend, const ModelConfig& config, int32_t 
       block_size_(block_size),
       num_host_blocks_(num_host_blocks),
       dtype_(dtype),
-      block_elems_(int64_t{block_size} * config.num_kv_heads * config.head_dim) {
+      block_elems_(int64_t{block_size} * config.cache_heads() * config.cache_head_dim()) {
   check(num_blocks >= 2 && block_size >= 1 && num_host_blocks >= 0,
         "paged KV cache: need >= 2 blocks of >= 1 token (got ", num_blocks, " blocks of ",
         block_size, ", ", num_host_blocks, " host blocks)");
   check(dtype == DType::f32 || dtype == DType::bf16, "paged KV cache: dtype f32 or bf16 (got ",
         dtype_name(dtype), ")");
-  const std::initializer_list<int64_t> shape = {num_blocks, block_size, config.num_kv_heads,
-                                                config.head_dim};
+  const std::initializer_list<int64_t> shape = {num_blocks, block_size, config.cache_heads(),
+                                                config.cache_head_dim()};
   const auto host_bytes = static_cast<size_t>(num_host_blocks * block_elems_) * dtype_size(dtype);
   for (int64_t layer = 0; layer < config.num_layers; ++layer) {
     keys_.emplace_back(backend, dtype, shape);
-    values_.emplace_back(backend, dtype, shape);
     host_keys_.emplace_back(new std::byte[host_bytes]);
+    if (!config.cache_has_values()) continue;
+    values_.emplace_back(backend, dtype, shape);
     host_values_.emplace_back(new std::byte[host_bytes]);
   }
 }
 
 int64_t PagedKVCache::bytes_per_block() const {
-  return 2 * num_layers() * block_elems_ * static_cast<int64_t>(dtype_size(dtype_));
+  const int64_t tensors = values_.empty() ? 1 : 2;
+  return tensors * num_layers() * block_elems_ * static_cast<int64_t>(dtype_size(dtype_));
 }
 
 Tensor PagedKVCache::host_block(const std::unique_ptr<std::byte[]>& layer, int32_t block) const {
@@ -51,7 +53,9 @@ void PagedKVCache::copy_blocks(std::span<const BlockCopy> copies) {
   for (const BlockCopy& c : copies) {
     for (size_t layer = 0; layer < keys_.size(); ++layer) {
       backend_.copy(keys_[layer].tensor().rows(c.dst, 1), keys_[layer].tensor().rows(c.src, 1));
-      backend_.copy(values_[layer].tensor().rows(c.dst, 1), values_[layer].tensor().rows(c.src, 1));
+      if (has_values())
+        backend_.copy(values_[layer].tensor().rows(c.dst, 1),
+                      values_[layer].tensor().rows(c.src, 1));
     }
   }
 }
@@ -61,7 +65,9 @@ void PagedKVCache::swap_out(std::span<const BlockCopy> copies) {
   for (const BlockCopy& c : copies) {
     for (size_t layer = 0; layer < keys_.size(); ++layer) {
       backend_.copy(host_block(host_keys_[layer], c.dst), keys_[layer].tensor().rows(c.src, 1));
-      backend_.copy(host_block(host_values_[layer], c.dst), values_[layer].tensor().rows(c.src, 1));
+      if (has_values())
+        backend_.copy(host_block(host_values_[layer], c.dst),
+                      values_[layer].tensor().rows(c.src, 1));
     }
   }
 }
@@ -71,7 +77,9 @@ void PagedKVCache::swap_in(std::span<const BlockCopy> copies) {
   for (const BlockCopy& c : copies) {
     for (size_t layer = 0; layer < keys_.size(); ++layer) {
       backend_.copy(keys_[layer].tensor().rows(c.dst, 1), host_block(host_keys_[layer], c.src));
-      backend_.copy(values_[layer].tensor().rows(c.dst, 1), host_block(host_values_[layer], c.src));
+      if (has_values())
+        backend_.copy(values_[layer].tensor().rows(c.dst, 1),
+                      host_block(host_values_[layer], c.src));
     }
   }
 }

@@ -15,6 +15,10 @@
 //   the same dtype
 //
 // A block copy moves one block of every layer's K and V.
+//
+// MLA models (config.mla) store one latent row per token and layer
+// (mla_attention.hpp): keys [num_blocks, block_size, 1, kv_lora_rank +
+// qk_rope_head_dim] and no value blocks; values(layer) is keys(layer).
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -40,11 +44,14 @@ class PagedKVCache {
   int32_t block_size() const { return block_size_; }
   DType dtype() const { return dtype_; }
   int64_t num_layers() const { return static_cast<int64_t>(keys_.size()); }
-  // Bytes of one block over all layers, K and V.
+  // Bytes of one block over all layers, K and V (or MLA's latent rows).
   int64_t bytes_per_block() const;
+  bool has_values() const { return !values_.empty(); }
 
   const Tensor& keys(int64_t layer) const { return keys_[static_cast<size_t>(layer)].tensor(); }
-  const Tensor& values(int64_t layer) const { return values_[static_cast<size_t>(layer)].tensor(); }
+  const Tensor& values(int64_t layer) const {
+    return (has_values() ? values_ : keys_)[static_cast<size_t>(layer)].tensor();
+  }
 
   void copy_blocks(std::span<const BlockCopy> copies);  // device -> device (copy-on-write)
   void swap_out(std::span<const BlockCopy> copies);     // device -> host
@@ -58,7 +65,7 @@ class PagedKVCache {
   Backend& backend_;
   int32_t num_blocks_, block_size_, num_host_blocks_;
   DType dtype_;
-  int64_t block_elems_;  // block_size * num_kv_heads * head_dim
+  int64_t block_elems_;  // block_size * cache_heads * cache_head_dim
   std::vector<Buffer> keys_, values_;
   // Uninitialised, so pages are only touched when a block is swapped out: a
   // zero-filled swap space cost tens of milliseconds at start-up.

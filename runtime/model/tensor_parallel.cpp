@@ -42,6 +42,8 @@ void shard_ffn(FfnWeights& w, int rank, int size, Backend& backend, std::vector<
 
 ModelConfig tensor_parallel_config(const ModelConfig& full, int size) {
   check(size >= 1, "tensor_parallel_size must be >= 1 (got ", size, ")");
+  check(size == 1 || !full.mla, "tensor parallelism is not implemented for MLA models (",
+        architecture_name(full.architecture), "); use expert parallelism");
   ModelConfig c = full;
   c.num_heads = split(full.num_heads, size, "num_attention_heads");
   c.num_kv_heads = split(full.num_kv_heads, size, "num_key_value_heads");

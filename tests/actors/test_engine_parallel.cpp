@@ -187,7 +187,8 @@ TEST_P(EngineParallel, LiveBalancingSwitchesPlacementWithoutChangingAToken) {
   EXPECT_EQ(engine.shutdown(), 0);
 }
 
-INSTANTIATE_TEST_SUITE_P(MoeFixtures, EngineParallel, ::testing::Values("qwen3_moe", "mixtral"));
+INSTANTIATE_TEST_SUITE_P(MoeFixtures, EngineParallel,
+                         ::testing::Values("qwen3_moe", "mixtral", "deepseek_v3"));
 
 // Two workers holding one tensor-parallel model: the same tokens as one rank.
 TEST(EngineTensorParallel, TwoRanksMatchTheOfflineEngine) {

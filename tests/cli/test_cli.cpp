@@ -283,7 +283,8 @@ TEST(Cli, StopStringsEndTheText) {
 }
 
 TEST(Cli, InspectReportsTransformersCounts) {
-  for (const char* name : {"qwen3", "mixtral", "qwen2_moe", "qwen3_moe"}) {
+  for (const char* name :
+       {"qwen3", "mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v3", "deepseek_v3_yarn"}) {
     const auto expected = nlohmann::json::parse(std::ifstream(kModels / name / "expected.json"));
     const Result r = run("inspect --model " + (kModels / name).string());
     ASSERT_EQ(r.status, 0) << r.out;
@@ -302,6 +303,16 @@ TEST(Cli, InspectReportsTransformersCounts) {
     EXPECT_TRUE(has("KV bytes per token:", expected["kv_bytes_per_token_f32"].get<int64_t>()))
         << name << "\n"
         << r.out;
+    // MLA against plain multi-head attention: every head's K (qk_nope +
+    // qk_rope) and V (v_head_dim) per layer, in f32.
+    const auto config = nlohmann::json::parse(std::ifstream(kModels / name / "config.json"));
+    if (!config.contains("kv_lora_rank")) continue;
+    const int64_t mha =
+        config["num_hidden_layers"].get<int64_t>() * config["num_attention_heads"].get<int64_t>() *
+        (config["qk_nope_head_dim"].get<int64_t>() + config["qk_rope_head_dim"].get<int64_t>() +
+         config["v_head_dim"].get<int64_t>()) *
+        4;
+    EXPECT_TRUE(has("  plain MHA would use:", mha)) << name << "\n" << r.out;
   }
 }
 

@@ -13,6 +13,7 @@
 #include "kernels/error.hpp"
 #include "moe/expert_parallel.hpp"
 #include "moe/in_process_communicator.hpp"
+#include "runtime/model/model.hpp"
 #include "runtime/model/model_weights.hpp"
 #include "tests/common/random.hpp"
 
@@ -47,8 +48,7 @@ TEST_P(ExpertParallelTest, MatchesTheSingleRankLayerExactly) {
   const ModelConfig config = load_model_config(dir);
   const WeightStore store(dir);
   const ModelWeights model = bind_weights(config, store);
-  const RouterConfig router{static_cast<int>(config.num_experts),
-                            static_cast<int>(config.num_experts_per_token), config.norm_topk_prob};
+  const RouterConfig router = router_config(config);
   const int64_t hidden = config.hidden_size;
   // Tokens per rank; with 4 ranks one of them has none.
   const std::vector<int64_t> split = c.world_size == 1   ? std::vector<int64_t>{13}
@@ -128,7 +128,11 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, ExpertParallelTest,
                                            Case{"mixtral", 2, PlacementKind::round_robin, false},
                                            Case{"mixtral", 4, PlacementKind::contiguous, true},
                                            Case{"qwen2_moe", 2, PlacementKind::contiguous, false},
-                                           Case{"qwen2_moe", 4, PlacementKind::round_robin, true}),
+                                           Case{"qwen2_moe", 4, PlacementKind::round_robin, true},
+                                           Case{"deepseek_v3", 2, PlacementKind::contiguous, false},
+                                           Case{"deepseek_v3", 4, PlacementKind::round_robin, true},
+                                           Case{"deepseek_v3_yarn", 3, PlacementKind::round_robin,
+                                                false}),
                          [](const auto& param_info) {
                            const Case& c = param_info.param;
                            return std::string(c.model) + "_ep" + std::to_string(c.world_size) +

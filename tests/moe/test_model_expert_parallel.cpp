@@ -177,7 +177,8 @@ TEST_P(ModelExpertParallel, SplitsAcrossRanksLikeOneRank) {
 
 INSTANTIATE_TEST_SUITE_P(MoeFixtures, ModelExpertParallel,
                          ::testing::Values("qwen3_moe", "mixtral", "qwen2_moe",
-                                           "bundled/hive-moe-target"));
+                                           "bundled/hive-moe-target", "deepseek_v3",
+                                           "deepseek_v3_yarn"));
 
 }  // namespace
 }  // namespace hive

@@ -87,5 +87,61 @@ TEST(MoeForward, TopOneEqualsTheChosenExpert) {
   }
 }
 
+// DeepSeek-V3's noaux_tc rule, worked by hand: 8 experts in 4 groups of 2,
+// 2 groups kept, top 2. Biased choice scores (score + bias):
+//   group 0: 0.9 0.1 (1.0)  group 1: 0.5 0.45 (0.95)  group 2: 0.2 0.7 (0.9)
+//   group 3: 0.3 0.85 (1.15, expert 7 lifted by its 0.5 bias)
+// Groups 3 and 0 are kept, so expert 5 (score 0.7) is out; the top two are
+// experts 0 and 7, weighted by their unbiased scores 0.9 and 0.35.
+TEST(Router, GroupedSigmoidKeepsTheBestGroupsAndWeighsUnbiasedScores) {
+  const std::vector<float> scores = {0.9f, 0.1f, 0.5f, 0.45f, 0.2f, 0.7f, 0.3f, 0.35f};
+  const std::vector<float> bias = {0, 0, 0, 0, 0, 0, 0, 0.5f};
+  RouterConfig config{8, 2, true, true, 4, 2, 2.5f};
+  int32_t ids[2];
+  float weights[2];
+  route_grouped(scores.data(), bias.data(), config, ids, weights);
+  EXPECT_EQ(ids[0], 0);
+  EXPECT_EQ(ids[1], 7);
+  EXPECT_FLOAT_EQ(weights[0], 0.9f / 1.25f * 2.5f);
+  EXPECT_FLOAT_EQ(weights[1], 0.35f / 1.25f * 2.5f);
+
+  config.normalize_top_k = false;
+  route_grouped(scores.data(), bias.data(), config, ids, weights);
+  EXPECT_FLOAT_EQ(weights[0], 0.9f * 2.5f);
+  EXPECT_FLOAT_EQ(weights[1], 0.35f * 2.5f);
+
+  // Without the bias expert 7 is not chosen; with all four groups, expert 5 is.
+  route_grouped(scores.data(), nullptr, config, ids, weights);
+  EXPECT_EQ(ids[1], 2);  // groups 0 (1.0) and 1 (0.95): experts 0 and 2
+  config.topk_group = 4;
+  route_grouped(scores.data(), bias.data(), config, ids, weights);
+  EXPECT_EQ(ids[0], 0);
+  EXPECT_EQ(ids[1], 7);
+  config.top_k = 3;
+  int32_t three[3];
+  float three_weights[3];
+  route_grouped(scores.data(), bias.data(), config, three, three_weights);
+  EXPECT_EQ(three[2], 5);
+}
+
+// route_tokens runs the sigmoid on the backend and the choice above per row.
+TEST(Router, RouteTokensAppliesTheSigmoidBeforeChoosing) {
+  CpuBackend cpu;
+  const std::vector<float> scores = {0.9f, 0.1f, 0.5f, 0.45f, 0.2f, 0.7f, 0.3f, 0.35f};
+  std::vector<float> logits;
+  for (const float s : scores) logits.push_back(std::log(s / (1 - s)));
+  std::vector<float> bias = {0, 0, 0, 0, 0, 0, 0, 0.5f};
+  std::vector<float> weights(2);
+  std::vector<int32_t> ids(2);
+  const Tensor bias_tensor = Tensor::view(bias.data(), DType::f32, {8});
+  route_tokens(cpu, Tensor::view(logits.data(), DType::f32, {1, 8}),
+               RouterConfig{8, 2, true, true, 4, 2, 2.5f},
+               Tensor::view(weights.data(), DType::f32, {1, 2}),
+               Tensor::view(ids.data(), DType::i32, {1, 2}), &bias_tensor);
+  EXPECT_EQ(ids, (std::vector<int32_t>{0, 7}));
+  EXPECT_NEAR(weights[0], 1.8f, 1e-5f);
+  EXPECT_NEAR(weights[1], 0.7f, 1e-5f);
+}
+
 }  // namespace
 }  // namespace hive

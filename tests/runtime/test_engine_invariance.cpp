@@ -500,7 +500,8 @@ TEST_P(EngineInvariance, DraftModelSpeculationKeepsGreedyOutputs) {
 INSTANTIATE_TEST_SUITE_P(Fixtures, EngineInvariance,
                          ::testing::Values("mistral", "qwen3_moe", "llama", "qwen2", "qwen3",
                                            "mixtral", "qwen2_moe", "bundled/hive-moe-target",
-                                           "bundled/hive-draft"));
+                                           "bundled/hive-draft", "deepseek_v3",
+                                           "deepseek_v3_yarn"));
 
 }  // namespace
 }  // namespace hive

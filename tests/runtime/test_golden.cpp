@@ -191,7 +191,8 @@ TEST(ModelForward, RejectsAnInconsistentBatch) {
 
 INSTANTIATE_TEST_SUITE_P(Architectures, GoldenTest,
                          ::testing::Values("llama", "mistral", "qwen2", "qwen3", "mixtral",
-                                           "qwen2_moe", "qwen3_moe"));
+                                           "qwen2_moe", "qwen3_moe", "deepseek_v3",
+                                           "deepseek_v3_yarn"));
 
 }  // namespace
 }  // namespace hive

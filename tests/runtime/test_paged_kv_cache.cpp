@@ -94,6 +94,34 @@ TEST(PagedKVCache, CopiesMoveWholeBlocksOfEveryLayer) {
   }
 }
 
+// MLA: one latent row of kv_lora_rank + qk_rope_head_dim per token and
+// layer, no value blocks (values() is keys()), half the bytes of K + V;
+// copies and swaps move the rows.
+TEST(PagedKVCache, MlaStoresOneLatentRowAndNoValues) {
+  CpuBackend cpu;
+  ModelConfig c = small_config();
+  c.num_heads = 3;
+  c.mla = MlaConfig{0, 6, 4, 2, 5};  // rows of 6 + 2
+  PagedKVCache cache(cpu, c, 5, 4, 3);
+  EXPECT_FALSE(cache.has_values());
+  EXPECT_EQ(cache.keys(1).shape_string(), "[5, 4, 1, 8] bf16");
+  EXPECT_EQ(cache.values(1).data, cache.keys(1).data);
+  EXPECT_EQ(cache.bytes_per_block(), 2 * 4 * 8 * 2);
+  EXPECT_EQ(cache.bytes_per_block(), kv_bytes_per_block(c, 4, DType::bf16));
+  EXPECT_EQ(c.kv_bytes_per_token(2), 2 * 8 * 2);
+  EXPECT_EQ(c.mha_kv_bytes_per_token(2), 2 * 3 * (4 + 2 + 5) * 2);
+  fill(cache);
+  cache.copy_blocks(std::vector<BlockCopy>{{2, 4}});
+  cache.swap_out(std::vector<BlockCopy>{{1, 2}});
+  fill(cache);
+  cache.swap_in(std::vector<BlockCopy>{{2, 3}});
+  for (int64_t layer = 0; layer < 2; ++layer) {
+    // fill()'s values pass (+50) ran last, into the same tensor as the keys.
+    EXPECT_EQ(first(cache, layer, true, 3), stored(cache, 1000 * layer + 150));  // old block 1
+    EXPECT_EQ(first(cache, layer, true, 2), stored(cache, 1000 * layer + 250));
+  }
+}
+
 TEST(PagedKVCache, RejectsBlockIdsOutsideThePools) {
   CpuBackend cpu;
   PagedKVCache cache(cpu, small_config(), 5, 4, 3);

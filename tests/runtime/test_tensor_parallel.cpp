@@ -120,5 +120,18 @@ TEST(TensorParallelConfig, SplitsHeadsAndIntermediateSizesOrSaysWhatDoesNotDivid
   }
 }
 
+// MLA's latent is shared by every head: splitting heads would not split it.
+TEST(TensorParallelConfig, RefusesMlaModels) {
+  const ModelConfig config = load_model_config(model_dir("deepseek_v3"));
+  EXPECT_NO_THROW(tensor_parallel_config(config, 1));
+  try {
+    tensor_parallel_config(config, 2);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("not implemented for MLA models"), std::string::npos)
+        << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace hive

@@ -34,10 +34,26 @@ int run_inspect(const std::vector<std::string>& argv) {
       static_cast<long long>(config.num_layers), static_cast<long long>(config.hidden_size),
       static_cast<long long>(config.num_heads), static_cast<long long>(config.num_kv_heads),
       static_cast<long long>(config.head_dim));
+  if (const auto& m = config.mla)
+    std::printf(
+        "attention:            MLA (q_lora_rank %lld, kv_lora_rank %lld, qk_nope %lld, "
+        "qk_rope %lld, v_head_dim %lld)\n",
+        static_cast<long long>(m->q_lora_rank), static_cast<long long>(m->kv_lora_rank),
+        static_cast<long long>(m->qk_nope_head_dim), static_cast<long long>(m->qk_rope_head_dim),
+        static_cast<long long>(m->v_head_dim));
   if (config.is_moe())
     std::printf("experts:              %lld, top-%lld per token\n",
                 static_cast<long long>(config.num_experts),
                 static_cast<long long>(config.num_experts_per_token));
+  if (const auto& g = config.grouped_routing)
+    std::printf(
+        "routing:              %lld groups, top-%lld groups, scaled by %g; %lld shared, "
+        "first %lld layers dense\n",
+        static_cast<long long>(g->n_group), static_cast<long long>(g->topk_group),
+        g->routed_scaling_factor,
+        static_cast<long long>(config.shared_expert_intermediate_size /
+                               config.moe_intermediate_size),
+        static_cast<long long>(config.first_k_dense_replace));
   std::printf("vocab:                %lld\n", static_cast<long long>(config.vocab_size));
   std::printf("parameters:           %lld total\n", static_cast<long long>(stats.total_parameters));
   std::printf("active per token:     %lld\n", static_cast<long long>(stats.active_parameters));
@@ -45,6 +61,12 @@ int run_inspect(const std::vector<std::string>& argv) {
   std::printf("KV bytes per token:   %lld (f32), %lld (bf16/f16)\n",
               static_cast<long long>(config.kv_bytes_per_token(4)),
               static_cast<long long>(config.kv_bytes_per_token(2)));
+  if (config.mla)
+    std::printf("  plain MHA would use: %lld (f32), %lld (bf16/f16): MLA caches %.1fx less\n",
+                static_cast<long long>(config.mha_kv_bytes_per_token(4)),
+                static_cast<long long>(config.mha_kv_bytes_per_token(2)),
+                static_cast<double>(config.mha_kv_bytes_per_token(4)) /
+                    static_cast<double>(config.kv_bytes_per_token(4)));
   return 0;
 }
 

@@ -1,0 +1,17 @@
+#pragma once
+// The DeepSeek-V3 keys of config.json: MLA sizes, routed and shared experts,
+// grouped (noaux_tc) routing, dense first layers.
+#include <string>
+
+#include "runtime/model/model_config.hpp"
+
+namespace hive {
+
+namespace config_reader {
+class Reader;
+}
+
+// Fills c.mla, the experts and c.grouped_routing; errors name `source`.
+void parse_deepseek(const config_reader::Reader& config, const std::string& source, ModelConfig& c);
+
+}  // namespace hive
