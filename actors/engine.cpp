@@ -17,6 +17,7 @@
 #include "kernels/error.hpp"
 #include "moe/expert_placement.hpp"
 #include "runtime/engine/draft_model_drafter.hpp"
+#include "runtime/engine/step_cost_probe.hpp"
 #include "runtime/model/model_stats.hpp"
 #include "runtime/model/tensor_parallel.hpp"
 
@@ -191,6 +192,8 @@ SchedulerSetup make_scheduler_setup(std::shared_ptr<Model> model, const EngineCo
                            config.kv_cache_dtype},
           c.vocab_size));
   }
+  if (core.speculative.enabled() && core.speculative.adaptive)
+    setup.spec_cost = measure_spec_cost(*model, setup.draft_model.get(), config.kv_cache_dtype);
   setup.num_experts = static_cast<int>(c.num_experts);
   setup.num_layers = static_cast<int>(c.num_layers);
   setup.detached_workers = world_size > 1;

@@ -25,6 +25,7 @@ void build_core(SchedulerState& st) {
   config.num_ranks = static_cast<int>(st.setup.workers.size()) / st.setup.tensor_parallel_size;
   config.vocab_size = st.setup.vocab_size;
   config.speculative = st.setup.speculative;
+  config.spec_cost = st.setup.spec_cost;
   st.core = std::make_unique<EngineCore>(config);
   for (size_t rank = 0; rank < st.setup.drafters.size(); ++rank)
     st.core->set_drafter(static_cast<int>(rank), st.setup.drafters[rank].get());

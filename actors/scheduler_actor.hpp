@@ -119,6 +119,7 @@ struct SchedulerSetup {
   // Speculative decoding. A draft model's drafters (one per planning rank,
   // sharing the draft) run on this actor's thread, between the steps.
   SpeculativeConfig speculative;
+  SpecCostModel spec_cost;  // measured at setup, for its load-aware control
   std::shared_ptr<Model> draft_model;
   std::vector<std::shared_ptr<Drafter>> drafters;
 };

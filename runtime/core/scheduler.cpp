@@ -374,6 +374,26 @@ bool Scheduler::may_speculate(const Sequence& seq) const {
          seq.num_uncomputed_tokens() == 1 && (seq.forked || seq.request->n == 1);
 }
 
+// Load-aware control: each query's γ from its acceptance, and none at all
+// when the step would not gain by them (spec_cost.hpp). Returns false then.
+bool Scheduler::control_drafts(std::vector<DraftQuery>& queries) const {
+  int64_t step_tokens = 0;
+  for (const Sequence* seq : running_) step_tokens += seq->num_uncomputed_tokens();
+  step_tokens = std::clamp<int64_t>(step_tokens, 1, config_.max_num_batched_tokens);
+  std::vector<double> alphas;
+  std::vector<int> gammas;
+  for (DraftQuery& q : queries) {
+    const double alpha = estimated_acceptance(q.seq->spec_draft_tokens, q.seq->spec_accepted_tokens);
+    q.max_tokens = adaptive_gamma(spec_cost_, alpha, step_tokens, q.max_tokens);
+    alphas.push_back(alpha);
+    gammas.push_back(q.max_tokens);
+  }
+  const bool pays = drafts_pay(spec_cost_, alphas, gammas, step_tokens,
+                               static_cast<int64_t>(queries.size()));
+  std::erase_if(queries, [](const DraftQuery& q) { return q.max_tokens == 0; });
+  return pays;
+}
+
 std::unordered_map<SequenceId, Draft> Scheduler::propose_drafts() {
   std::unordered_map<SequenceId, Draft> drafts;
   if (!drafter_ || config_.num_speculative_tokens == 0) return drafts;
@@ -388,6 +408,10 @@ std::unordered_map<SequenceId, Draft> Scheduler::propose_drafts() {
     const auto max_tokens = static_cast<int>(
         std::min<int64_t>(room, config_.num_speculative_tokens));
     if (max_tokens >= 1) queries.push_back({seq, max_tokens});
+  }
+  if (!spec_cost_.target.empty() && !queries.empty() && !control_drafts(queries)) {
+    ++stats_.spec_decode.num_steps_declined;
+    return drafts;
   }
   if (queries.empty()) return drafts;
   std::vector<Draft> proposed = drafter_->propose(queries);

@@ -52,6 +52,7 @@
 #include "runtime/core/drafter.hpp"
 #include "runtime/core/kv_cache_manager.hpp"
 #include "runtime/core/sequence.hpp"
+#include "runtime/core/spec_cost.hpp"
 #include "runtime/core/token_logprobs.hpp"
 
 namespace hive {
@@ -172,6 +173,8 @@ struct SpecDecodeStats {
   int64_t num_drafts = 0;  // sequence-steps that verified a draft
   int64_t num_draft_tokens = 0;
   int64_t num_accepted_tokens = 0;
+  // Steps the load-aware control planned without drafts that it had.
+  int64_t num_steps_declined = 0;
   std::vector<int64_t> drafts_per_position;
   std::vector<int64_t> accepted_per_position;
   double acceptance_rate() const {
@@ -215,6 +218,8 @@ class Scheduler {
   // the scheduler. The scheduler tells it of every sequence that ends or
   // loses its KV.
   void set_drafter(Drafter* drafter) { drafter_ = drafter; }
+  // Load-aware control of the drafts (spec_cost.hpp); empty: none.
+  void set_spec_cost(SpecCostModel cost) { spec_cost_ = std::move(cost); }
 
   StepPlan schedule();
   // Takes back the last plan, which must run nothing: a caller that does not
@@ -261,6 +266,7 @@ class Scheduler {
   // Drafts for the running sequences that may speculate this step.
   std::unordered_map<SequenceId, Draft> propose_drafts();
   bool may_speculate(const Sequence& seq) const;
+  bool control_drafts(std::vector<DraftQuery>& queries) const;
   // Plans the drafts after the sequence's last token if its blocks allow.
   void add_drafts(Sequence& seq, Draft& draft, int64_t budget, int64_t reserve);
   void accept_draft(Sequence& seq, int32_t token);
@@ -276,6 +282,7 @@ class Scheduler {
   SchedulerConfig config_;
   KVCacheManager& kv_cache_;
   Drafter* drafter_ = nullptr;
+  SpecCostModel spec_cost_;
   // schedule()'s drafts, and the distributions of the one add_to_plan takes.
   std::unordered_map<SequenceId, Draft> drafts_;
   std::vector<std::vector<float>> draft_probs_;

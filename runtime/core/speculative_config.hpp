@@ -21,6 +21,12 @@ struct SpeculativeConfig {
   int num_speculative_tokens = 0;  // γ; must be >= 1 unless method is none
   NgramConfig ngram;
   std::filesystem::path draft_model;  // the draft model's directory (draft_model)
+  // Load-aware control (spec_cost.hpp): per-sequence γ from its acceptance,
+  // and no drafts in a step where they would not pay, by step costs the
+  // engine measures at start. Off: γ drafts whenever there are any (the
+  // step costs, measured, make the choice machine-dependent; a sampled
+  // request's draws then follow it, a greedy one's tokens never do).
+  bool adaptive = true;
 
   bool enabled() const { return method != SpeculativeMethod::none; }
 };

@@ -16,6 +16,8 @@ EngineCore::EngineCore(const EngineCoreConfig& config) : config_(config) {
   for (Rank& rank : ranks_) {
     rank.kv_cache = std::make_unique<KVCacheManager>(config.kv_cache);
     rank.scheduler = std::make_unique<Scheduler>(config_.scheduler, *rank.kv_cache);
+    if (config.speculative.enabled() && config.speculative.adaptive)
+      rank.scheduler->set_spec_cost(config.spec_cost);
     if (config.speculative.method != SpeculativeMethod::ngram) continue;
     rank.drafter = std::make_unique<NgramDrafter>(config.speculative.ngram);
     rank.scheduler->set_drafter(rank.drafter.get());

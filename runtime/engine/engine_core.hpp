@@ -44,6 +44,9 @@ struct EngineCoreConfig {
   // The engine core makes the n-gram drafters; a draft model's drafter is
   // its owner's to make and set (set_drafter).
   SpeculativeConfig speculative;
+  // Step costs for its load-aware control (speculative.adaptive); empty:
+  // drafts whenever there are any.
+  SpecCostModel spec_cost;
 };
 
 // A step planned on every rank.

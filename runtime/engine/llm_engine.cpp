@@ -4,6 +4,7 @@
 #include <map>
 
 #include "kernels/error.hpp"
+#include "runtime/engine/step_cost_probe.hpp"
 #include "runtime/model/tensor_parallel.hpp"
 
 namespace hive {
@@ -56,15 +57,18 @@ LLMEngine::LLMEngine(Model& model, const EngineConfig& config) : model_(model) {
   kv_cache_ =
       std::make_unique<PagedKVCache>(model.backend(), model.config(), kv.num_device_blocks,
                                      kv.block_size, kv.num_host_blocks, config.kv_cache_dtype);
-  core_ = std::make_unique<EngineCore>(core);
-  runner_ = std::make_unique<ModelRunner>(model, *kv_cache_);
+  EngineCoreConfig with_cost = core;
   if (config.speculative.method == SpeculativeMethod::draft_model) {
     draft_model_ = std::make_unique<Model>(config.speculative.draft_model, model.backend());
     drafter_ = std::make_unique<DraftModelDrafter>(
         *draft_model_, DraftModelConfig{kv.block_size, kv.num_device_blocks, config.kv_cache_dtype},
         model.config().vocab_size);
-    core_->set_drafter(0, drafter_.get());
   }
+  if (config.speculative.enabled() && config.speculative.adaptive)
+    with_cost.spec_cost = measure_spec_cost(model, draft_model_.get(), config.kv_cache_dtype);
+  core_ = std::make_unique<EngineCore>(with_cost);
+  runner_ = std::make_unique<ModelRunner>(model, *kv_cache_);
+  if (drafter_) core_->set_drafter(0, drafter_.get());
 }
 
 void LLMEngine::add_request(Request request) {

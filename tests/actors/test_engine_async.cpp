@@ -264,6 +264,7 @@ TEST_P(EngineSpeculation, GreedySamplesAreThoseWithout) {
   const Samples expected = offline(config, requests);
   config.speculative.method = GetParam();
   config.speculative.num_speculative_tokens = 3;
+  config.speculative.adaptive = false;  // the mechanics, not the control
   if (GetParam() == SpeculativeMethod::draft_model) config.speculative.draft_model = model;
   EngineOptions options;
   options.model = model;

@@ -91,6 +91,8 @@ std::vector<RequestOutput> run(Model& model, const EngineSetup& setup,
   config.enable_prefix_caching = setup.prefix_caching;
   config.scheduler.max_num_batched_tokens = setup.budget_tokens;
   config.scheduler.max_num_seqs = 2 * kNumPrompts;
+  // The mechanics, not the control: drafts whenever there are any.
+  config.speculative.adaptive = false;
   if (setup.speculative_tokens > 0) {
     config.speculative.method = SpeculativeMethod::ngram;
     config.speculative.num_speculative_tokens = setup.speculative_tokens;

@@ -45,6 +45,8 @@ class ScriptedDrafter final : public Drafter {
   }
 };
 
+using SpeculativeDrafts = test::SchedulerFixture;
+
 using Outcomes = std::map<std::pair<std::string, int>, std::pair<Ids, FinishReason>>;
 
 class SpeculativeScheduler : public test::SchedulerFixture,
@@ -144,7 +146,6 @@ TEST_P(SpeculativeScheduler, OutputsAreThoseWithoutDrafts) {
 INSTANTIATE_TEST_SUITE_P(Preemption, SpeculativeScheduler,
                          ::testing::Values(PreemptionMode::recompute, PreemptionMode::swap));
 
-using SpeculativeDrafts = test::SchedulerFixture;
 
 // A draft can end the sequence: the target accepts an end-of-sequence
 // draft; the tokens after it in the step's result join no output.
@@ -230,6 +231,67 @@ TEST_F(SpeculativeDrafts, DraftsFitTheLimitsAndTheFreeBlocks) {
   std::vector<SampledToken> sampled;
   for (const SampleSlot& slot : plan.samples) sampled.push_back({slot.seq_id, 11, {}, {}});
   scheduler->update(sampled);
+  run_to_completion();
+}
+
+// A step costs 1 s up to 8 tokens (reading the weights), then 0.25 s per
+// token more (compute): drafts are free for a few sequences, and cost more
+// than they gain for many.
+SpecCostModel memory_then_compute_bound() {
+  SpecCostModel cost;
+  cost.target.points = {{1, 1.0}, {8, 1.0}, {64, 15.0}};
+  return cost;
+}
+
+TEST(SpecCost, GammaFollowsAcceptanceAndCost) {
+  const SpecCostModel cost = memory_then_compute_bound();
+  EXPECT_DOUBLE_EQ(cost.target.seconds(4), 1.0);
+  EXPECT_DOUBLE_EQ(cost.target.seconds(16), 3.0);
+  EXPECT_DOUBLE_EQ(cost.target.seconds(128), 31.0);  // the last segment, extended
+  EXPECT_DOUBLE_EQ(estimated_acceptance(0, 0), 0.5);  // the prior
+  EXPECT_DOUBLE_EQ(estimated_acceptance(8, 8), 0.9);
+  // Free drafts: all of γ.
+  EXPECT_EQ(adaptive_gamma(cost, 0.1, 2, 4), 4);
+  // At 16 tokens one more costs 0.25 / 3: a draft position pays while
+  // α^g >= 1/12.
+  EXPECT_EQ(adaptive_gamma(cost, 0.9, 16, 8), 8);
+  EXPECT_EQ(adaptive_gamma(cost, 0.5, 16, 8), 3);
+  EXPECT_EQ(adaptive_gamma(cost, 0.05, 16, 8), 0);
+  // Two sequences, free drafts: pays. Twenty at α 0.5: 60 draft tokens
+  // make the step 19 s for 17.5 expected tokens more: does not.
+  EXPECT_TRUE(drafts_pay(cost, {0.5, 0.5}, {3, 3}, 2, 2));
+  EXPECT_FALSE(drafts_pay(cost, std::vector<double>(20, 0.5), std::vector<int>(20, 3), 20, 20));
+  EXPECT_FALSE(drafts_pay(cost, {0.9}, {0}, 1, 1));  // nothing to draft
+}
+
+// The control in the scheduler: one sequence speculates, a crowd of them
+// does not, and when the crowd is gone the last one speculates again.
+TEST_F(SpeculativeDrafts, TheControlTurnsDraftsOffUnderLoadAndOnAgain) {
+  SchedulerConfig config;
+  config.num_speculative_tokens = 3;
+  make(config, blocks(200));
+  ScriptedDrafter drafter;
+  scheduler->set_drafter(&drafter);
+  scheduler->set_spec_cost(memory_then_compute_bound());
+  const auto drafted = [&] {
+    int64_t n = 0;
+    for (const ScheduledSequence& s : last_plan.sequences) n += s.num_draft_tokens;
+    return n;
+  };
+  scheduler->add_request(request("long", 4, 40));
+  step();  // its prompt
+  step();
+  EXPECT_GT(drafted(), 0) << "one sequence: drafts are free";
+  const int64_t declined = scheduler->stats().spec_decode.num_steps_declined;
+  for (int i = 0; i < 24; ++i) scheduler->add_request(request(str_cat("crowd", i), 4, 3));
+  step();  // the crowd's prompts; the first sequence decodes
+  step();
+  EXPECT_EQ(drafted(), 0) << "25 sequences: drafts do not pay";
+  EXPECT_GT(scheduler->stats().spec_decode.num_steps_declined, declined);
+  for (int i = 0; i < 6; ++i) step();  // the crowd finishes (3 tokens each)
+  ASSERT_EQ(scheduler->num_running(), 1u);
+  step();
+  EXPECT_GT(drafted(), 0) << "alone again: drafts are back";
   run_to_completion();
 }
 

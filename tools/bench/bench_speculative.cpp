@@ -1,0 +1,166 @@
+// Speculative decoding against plain decoding, on the same engine, prompts
+// and weights, in one run.
+//
+//   bench_speculative --model DIR --draft DIR [--max-tokens T] [--gamma G]
+//                     [--batches 1,16] [--rounds R] [--json FILE]
+//
+// For each batch size B: B text prompts (a fixed list, cycled), greedy, T
+// tokens each (end-of-sequence ignored), all submitted at once to an
+// LLMEngine with max_num_seqs B. Modes: off, draft (the draft model
+// proposes G tokens), ngram (prompt lookup, G tokens). The rounds alternate
+// the modes; each mode's time is the median. Every mode must give off's
+// tokens (greedy is exact), or the program fails. Reported per batch and
+// mode: generated tokens/s, the ratio to off, the acceptance rate and the
+// tokens a verifying step adds per sequence.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "kernels/backend_select.hpp"
+#include "kernels/error.hpp"
+#include "runtime/engine/llm_engine.hpp"
+#include "runtime/text/tokenizer/tokenizer.hpp"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::string flag(int argc, char** argv, const std::string& name, const std::string& fallback) {
+  for (int i = 1; i + 1 < argc; ++i)
+    if (argv[i] == name) return argv[i + 1];
+  return fallback;
+}
+
+const std::vector<std::string> kPrompts = {
+    "Once upon a time",
+    "The king of Israel said",
+    "In the beginning",
+    "The little cat sat on the mat and",
+    "And the LORD spake unto Moses, saying,",
+    "There was a man in the land",
+    "The old man and the sea",
+    "Tell me a story about a dragon.",
+};
+
+struct Mode {
+  std::string name;
+  hive::SpeculativeConfig speculative;
+};
+
+struct Result {
+  std::vector<double> seconds;
+  int64_t generated = 0;
+  hive::SpecDecodeStats spec;
+  std::vector<std::vector<int32_t>> outputs;
+};
+
+Result run_once(hive::Model& model, const Mode& mode, const std::vector<hive::Request>& requests,
+                int batch) {
+  hive::EngineConfig config;
+  config.scheduler.max_num_seqs = batch;
+  config.speculative = mode.speculative;
+  hive::LLMEngine engine(model, config);
+  const auto start = Clock::now();
+  const std::vector<hive::RequestOutput> outputs = engine.generate(requests);
+  Result r;
+  r.seconds.push_back(std::chrono::duration<double>(Clock::now() - start).count());
+  for (const hive::RequestOutput& out : outputs) {
+    r.outputs.push_back(out.samples.at(0).token_ids);
+    r.generated += static_cast<int64_t>(out.samples.at(0).token_ids.size());
+  }
+  r.spec = engine.stats().scheduler.spec_decode;
+  return r;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    const std::string model_dir = flag(argc, argv, "--model", "");
+    const std::string draft_dir = flag(argc, argv, "--draft", "");
+    hive::check(!model_dir.empty() && !draft_dir.empty(),
+                "usage: bench_speculative --model DIR --draft DIR [--max-tokens T] [--gamma G] "
+                "[--batches 1,16] [--rounds R] [--json FILE]");
+    const int64_t max_tokens = std::stoll(flag(argc, argv, "--max-tokens", "128"));
+    const int gamma = std::stoi(flag(argc, argv, "--gamma", "4"));
+    const int rounds = std::stoi(flag(argc, argv, "--rounds", "3"));
+    std::vector<int> batches;
+    std::stringstream list(flag(argc, argv, "--batches", "1,16"));
+    for (std::string item; std::getline(list, item, ',');) batches.push_back(std::stoi(item));
+
+    hive::BackendChoice choice = hive::select_backend("cpu", hive::Model::required_ops());
+    hive::Model model(model_dir, *choice.backend);
+    const hive::Tokenizer tokenizer = hive::Tokenizer::from_directory(model_dir);
+    std::vector<Mode> modes(3);
+    modes[0].name = "off";
+    modes[1].name = "draft";
+    modes[1].speculative = {hive::SpeculativeMethod::draft_model, gamma, {}, draft_dir};
+    modes[2].name = "ngram";
+    modes[2].speculative = {hive::SpeculativeMethod::ngram, gamma, {}, {}};
+
+    nlohmann::json json = {{"model", model_dir}, {"draft", draft_dir}, {"max_tokens", max_tokens},
+                           {"gamma", gamma}, {"rounds", rounds}, {"rows", nlohmann::json::array()}};
+    std::printf("%-6s %-6s %10s %8s %11s %14s\n", "batch", "mode", "tok/s", "vs off",
+                "acceptance", "tokens/verify");
+    bool exact = true;
+    for (const int batch : batches) {
+      std::vector<hive::Request> requests;
+      for (int i = 0; i < batch; ++i) {
+        hive::Request r;
+        r.id = hive::str_cat("p", i);
+        r.prompt_token_ids = tokenizer.encode(kPrompts[static_cast<size_t>(i) % kPrompts.size()], false);
+        r.stop.max_tokens = max_tokens;
+        r.stop.ignore_eos = true;
+        requests.push_back(std::move(r));
+      }
+      std::map<std::string, Result> results;
+      for (int round = 0; round < rounds; ++round)
+        for (const Mode& mode : modes) {
+          Result r = run_once(model, mode, requests, batch);
+          auto [it, fresh] = results.try_emplace(mode.name, r);
+          if (!fresh) it->second.seconds.push_back(r.seconds[0]);
+        }
+      const double off_rate =
+          static_cast<double>(results["off"].generated) / median(results["off"].seconds);
+      for (const Mode& mode : modes) {
+        const Result& r = results[mode.name];
+        const double rate = static_cast<double>(r.generated) / median(r.seconds);
+        if (r.outputs != results["off"].outputs) {
+          std::fprintf(stderr, "bench_speculative: batch %d, %s: outputs differ from off\n", batch,
+                       mode.name.c_str());
+          exact = false;
+        }
+        std::printf("%-6d %-6s %10.1f %7.2fx %10.1f%% %14.2f\n", batch, mode.name.c_str(), rate,
+                    rate / off_rate, 100.0 * r.spec.acceptance_rate(),
+                    r.spec.mean_accepted_length());
+        json["rows"].push_back({{"batch", batch},
+                                {"mode", mode.name},
+                                {"tokens_per_second", rate},
+                                {"ratio_to_off", rate / off_rate},
+                                {"seconds", r.seconds},
+                                {"acceptance_rate", r.spec.acceptance_rate()},
+                                {"tokens_per_verifying_step", r.spec.mean_accepted_length()},
+                                {"accepted_per_position", r.spec.accepted_per_position},
+                                {"drafts_per_position", r.spec.drafts_per_position}});
+      }
+    }
+    const std::string json_path = flag(argc, argv, "--json", "");
+    if (!json_path.empty()) std::ofstream(json_path) << json.dump(2) << "\n";
+    return exact ? 0 : 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "bench_speculative: %s\n", e.what());
+    return 1;
+  }
+}
