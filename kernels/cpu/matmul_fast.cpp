@@ -22,8 +22,11 @@ namespace {
 // worth, and a 0.35B model's smallest projection still makes 64 tasks.
 constexpr int64_t kColumnsPerTask = 16;
 // Above this many rows a bf16/f16 block is widened once into scratch rather
-// than at each row tile (the kernels' row tile is at most 4).
+// than at each row tile (the kernels' row tile is at most 4), unless the
+// widened block would not stay in L2 (a long reduction, as a down
+// projection's): then each row tile widens it again from the bf16 rows.
 constexpr int64_t kMaxRowsWidenedInPlace = 4;
+constexpr int64_t kMaxWidenedBytes = 256 << 10;
 
 GemmWeights gemm_weights(DType dtype) {
   switch (dtype) {
@@ -70,7 +73,8 @@ void matmul(const Tensor& x, const Tensor& w, const Tensor* bias, const Tensor& 
   // hold f32 models to 1e-4 of transformers, and bf16 dot products (or AMX
   // tiles) would round activations to bf16 (see docs/benchmarks.md).
   const auto kernel = path >= CpuPath::avx512 ? gemm_columns_avx512 : gemm_columns_avx2;
-  const bool widen_once = w.dtype != DType::f32 && m > kMaxRowsWidenedInPlace;
+  const bool widen_once = w.dtype != DType::f32 && m > kMaxRowsWidenedInPlace &&
+                          kColumnsPerTask * k * static_cast<int64_t>(sizeof(float)) <= kMaxWidenedBytes;
   const size_t scratch_floats = widen_once ? static_cast<size_t>(kColumnsPerTask * k) : 0;
   for_each_task(
       (n + kColumnsPerTask - 1) / kColumnsPerTask, m * n * k,

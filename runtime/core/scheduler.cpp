@@ -381,17 +381,15 @@ bool Scheduler::control_drafts(std::vector<DraftQuery>& queries) const {
   for (const Sequence* seq : running_) step_tokens += seq->num_uncomputed_tokens();
   step_tokens = std::clamp<int64_t>(step_tokens, 1, config_.max_num_batched_tokens);
   std::vector<double> alphas;
-  std::vector<int> gammas;
-  for (DraftQuery& q : queries) {
-    const double alpha = estimated_acceptance(q.seq->spec_draft_tokens, q.seq->spec_accepted_tokens);
-    q.max_tokens = adaptive_gamma(spec_cost_, alpha, step_tokens, q.max_tokens);
-    alphas.push_back(alpha);
-    gammas.push_back(q.max_tokens);
+  std::vector<int> caps;
+  for (const DraftQuery& q : queries) {
+    alphas.push_back(estimated_acceptance(q.seq->spec_draft_tokens, q.seq->spec_accepted_tokens));
+    caps.push_back(q.max_tokens);
   }
-  const bool pays = drafts_pay(spec_cost_, alphas, gammas, step_tokens,
-                               static_cast<int64_t>(queries.size()));
+  const std::vector<int> lengths = plan_draft_lengths(spec_cost_, alphas, caps, step_tokens);
+  for (size_t i = 0; i < queries.size(); ++i) queries[i].max_tokens = lengths[i];
   std::erase_if(queries, [](const DraftQuery& q) { return q.max_tokens == 0; });
-  return pays;
+  return !queries.empty();
 }
 
 std::unordered_map<SequenceId, Draft> Scheduler::propose_drafts() {

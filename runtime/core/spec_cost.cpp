@@ -20,45 +20,35 @@ double estimated_acceptance(int64_t drafted, int64_t accepted) {
   return static_cast<double>(accepted + 1) / static_cast<double>(drafted + 2);
 }
 
-int adaptive_gamma(const SpecCostModel& cost, double alpha, int64_t step_tokens, int max_gamma) {
-  const double step = cost.target.seconds(step_tokens);
-  if (step <= 0.0) return max_gamma;
-  // One more draft token: one more token to verify, and one more draft pass
-  // (a draft model's passes are batched over the sequences: its cost per
-  // sequence is at most the pass's).
-  const double marginal = (cost.target.seconds(step_tokens + 1) - step) +
-                          (cost.draft.empty() ? 0.0 : cost.draft.seconds(1));
-  const double relative = marginal / step;
-  int gamma = 0;
-  double gain = alpha;
-  while (gamma < max_gamma && gain >= relative) {
-    ++gamma;
-    gain *= alpha;
+std::vector<int> plan_draft_lengths(const SpecCostModel& cost, const std::vector<double>& alphas,
+                                    const std::vector<int>& caps, int64_t step_tokens) {
+  std::vector<int> lengths(caps.size(), 0);
+  if (cost.target.empty()) return caps;
+  const auto seqs = static_cast<int64_t>(caps.size());
+  // A draft model's pass runs over every drafting sequence: its cost per
+  // draft token is its share of the pass.
+  const double draft_share =
+      cost.draft.empty() ? 0.0 : cost.draft.seconds(seqs) / static_cast<double>(seqs);
+  double expected = static_cast<double>(seqs);  // tokens the step adds without drafts
+  double seconds = cost.target.seconds(step_tokens);
+  int64_t tokens = step_tokens;
+  std::vector<double> gain(alphas);  // of each sequence's next draft token
+  for (int position = 1; position <= *std::max_element(caps.begin(), caps.end()); ++position) {
+    bool added = false;
+    for (size_t s = 0; s < caps.size(); ++s) {
+      if (lengths[s] != position - 1 || position > caps[s]) continue;
+      const double extra = cost.target.seconds(tokens + 1) - cost.target.seconds(tokens) + draft_share;
+      if (gain[s] * seconds <= expected * extra) continue;  // gain / extra <= expected / seconds
+      lengths[s] = position;
+      expected += gain[s];
+      seconds += extra;
+      ++tokens;
+      gain[s] *= alphas[s];
+      added = true;
+    }
+    if (!added) break;
   }
-  return gamma;
-}
-
-bool drafts_pay(const SpecCostModel& cost, const std::vector<double>& alphas,
-                const std::vector<int>& gammas, int64_t step_tokens, int64_t num_seqs) {
-  if (cost.target.empty()) return true;
-  int64_t draft_tokens = 0;
-  int max_gamma = 0;
-  double expected = 0.0;  // extra tokens
-  for (size_t i = 0; i < gammas.size(); ++i) {
-    draft_tokens += gammas[i];
-    max_gamma = std::max(max_gamma, gammas[i]);
-    double power = 1.0;
-    for (int g = 0; g < gammas[i]; ++g) expected += power *= alphas[i];
-  }
-  if (draft_tokens == 0) return false;
-  const double without = cost.target.seconds(step_tokens);
-  // The draft model runs max_gamma passes over the drafting sequences.
-  const double drafting =
-      cost.draft.empty() ? 0.0
-                         : max_gamma * cost.draft.seconds(static_cast<int64_t>(gammas.size()));
-  const double with = cost.target.seconds(step_tokens + draft_tokens) + drafting;
-  const auto seqs = static_cast<double>(num_seqs);
-  return (seqs + expected) / with > seqs / without;
+  return lengths;
 }
 
 }  // namespace hive

@@ -7,14 +7,15 @@
 // measures at start what a forward pass of n tokens takes (the target's, and
 // the draft model's if there is one) and the scheduler plans with it:
 //
-//   per sequence, from its acceptance so far α (counted with one accepted
-//   and one rejected draft as a prior): γ_s = the largest g <= γ with
-//   α^g >= the measured cost of one more token relative to a step, so the
-//   expected gain of the g-th draft (α^g tokens) covers its cost;
-//   per step: drafts are planned only if the expected tokens per second with
-//   them, (N + Σ E_s) / (t(N + Σ γ_s) + draft time), beats N / t(N), where
-//   E_s = α + α² + ... + α^γ_s; otherwise this step runs without, and the
-//   next step decides again.
+//   a sequence's g-th draft token is expected to add α^g tokens, α its
+//   acceptance so far (counted with one accepted and one rejected draft as
+//   a prior), and costs what one more token adds to the step, t(T + 1) -
+//   t(T), plus its share of a draft model pass. Starting from the step
+//   without drafts (its decoding sequences' tokens E over its time T), draft
+//   tokens are added, first positions first, while each one's gain per
+//   second beats the step's E / T so far: what maximises tokens per second.
+//   Where none does (a large batch, bound by compute), the step runs
+//   without drafts, and the next step decides again.
 #include <cstdint>
 #include <utility>
 #include <vector>
@@ -38,13 +39,10 @@ struct SpecCostModel {
 // The acceptance rate estimate from a sequence's counts, with the prior.
 double estimated_acceptance(int64_t drafted, int64_t accepted);
 
-// γ_s for a sequence with acceptance `alpha` in a step of `step_tokens`
-// tokens, at most max_gamma.
-int adaptive_gamma(const SpecCostModel& cost, double alpha, int64_t step_tokens, int max_gamma);
-
-// Whether drafting `gammas` (with acceptances `alphas`) pays in a step that
-// decodes `num_seqs` sequences among `step_tokens` tokens.
-bool drafts_pay(const SpecCostModel& cost, const std::vector<double>& alphas,
-                const std::vector<int>& gammas, int64_t step_tokens, int64_t num_seqs);
+// The draft tokens for each of the step's decoding sequences (acceptances
+// `alphas`, at most `caps` each) in a step of `step_tokens` tokens without
+// drafts; all zero when drafts do not pay.
+std::vector<int> plan_draft_lengths(const SpecCostModel& cost, const std::vector<double>& alphas,
+                                    const std::vector<int>& caps, int64_t step_tokens);
 
 }  // namespace hive

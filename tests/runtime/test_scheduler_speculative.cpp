@@ -250,18 +250,27 @@ TEST(SpecCost, GammaFollowsAcceptanceAndCost) {
   EXPECT_DOUBLE_EQ(cost.target.seconds(128), 31.0);  // the last segment, extended
   EXPECT_DOUBLE_EQ(estimated_acceptance(0, 0), 0.5);  // the prior
   EXPECT_DOUBLE_EQ(estimated_acceptance(8, 8), 0.9);
-  // Free drafts: all of γ.
-  EXPECT_EQ(adaptive_gamma(cost, 0.1, 2, 4), 4);
-  // At 16 tokens one more costs 0.25 / 3: a draft position pays while
-  // α^g >= 1/12.
-  EXPECT_EQ(adaptive_gamma(cost, 0.9, 16, 8), 8);
-  EXPECT_EQ(adaptive_gamma(cost, 0.5, 16, 8), 3);
-  EXPECT_EQ(adaptive_gamma(cost, 0.05, 16, 8), 0);
-  // Two sequences, free drafts: pays. Twenty at α 0.5: 60 draft tokens
-  // make the step 19 s for 17.5 expected tokens more: does not.
-  EXPECT_TRUE(drafts_pay(cost, {0.5, 0.5}, {3, 3}, 2, 2));
-  EXPECT_FALSE(drafts_pay(cost, std::vector<double>(20, 0.5), std::vector<int>(20, 3), 20, 20));
-  EXPECT_FALSE(drafts_pay(cost, {0.9}, {0}, 1, 1));  // nothing to draft
+  using Lengths = std::vector<int>;
+  // Free drafts (the step stays under 8 tokens): all of γ, however poor.
+  EXPECT_EQ(plan_draft_lengths(cost, {0.1}, {4}, 2), Lengths{4});
+  EXPECT_EQ(plan_draft_lengths(cost, {0.5, 0.5}, {3, 3}, 2), (Lengths{3, 3}));
+  // Free up to 8 tokens, then 0.25 s each: one sequence in a step of 4
+  // tokens drafts 4 for free, and a fifth only if it gains enough: at α
+  // 0.9 (0.9^5 = 0.59 tokens for 0.25 s against 4.1 tokens in 1 s) no,
+  // the same at α 0.99 and a 16-token step (3 s for one token so far) yes.
+  EXPECT_EQ(plan_draft_lengths(cost, {0.9}, {8}, 4), Lengths{4});
+  EXPECT_EQ(plan_draft_lengths(cost, {0.99}, {8}, 16), Lengths{8});
+  // Twenty sequences at α 0.5, in a step of 20 tokens (4 s): a draft token
+  // gains 0.5 tokens for 0.25 s, less than the step's 5 tokens a second.
+  EXPECT_EQ(plan_draft_lengths(cost, std::vector<double>(20, 0.5), Lengths(20, 3), 20),
+            Lengths(20, 0));
+  // A poor sequence beside a good one in a 16-token step (3 s, 2 tokens):
+  // the good one drafts, the poor one (0.05 tokens for 0.25 s) does not.
+  const Lengths mixed = plan_draft_lengths(cost, {0.95, 0.05}, {4, 4}, 16);
+  EXPECT_GT(mixed[0], 0);
+  EXPECT_EQ(mixed[1], 0);
+  // Without a cost model, every cap.
+  EXPECT_EQ(plan_draft_lengths(SpecCostModel{}, {0.1, 0.2}, {3, 2}, 64), (Lengths{3, 2}));
 }
 
 // The control in the scheduler: one sequence speculates, a crowd of them

@@ -26,6 +26,7 @@
 #include "kernels/backend_select.hpp"
 #include "kernels/error.hpp"
 #include "runtime/engine/llm_engine.hpp"
+#include "runtime/engine/step_cost_probe.hpp"
 #include "runtime/text/tokenizer/tokenizer.hpp"
 
 namespace {
@@ -110,6 +111,17 @@ int main(int argc, char** argv) {
     modes[2].name = "ngram";
     modes[2].speculative = {hive::SpeculativeMethod::ngram, gamma, {}, {}};
 
+    // What the load-aware control sees: the step costs the engine measures.
+    {
+      hive::Model draft(draft_dir, *choice.backend);
+      const hive::SpecCostModel cost =
+          hive::measure_spec_cost(model, &draft, hive::kDefaultKVCacheDType);
+      std::printf("step cost (ms) by tokens:");
+      for (size_t i = 0; i < cost.target.points.size(); ++i)
+        std::printf(" %lld: %.2f / %.2f", static_cast<long long>(cost.target.points[i].first),
+                    1e3 * cost.target.points[i].second, 1e3 * cost.draft.points[i].second);
+      std::printf("  (target / draft)\n");
+    }
     nlohmann::json json = {{"model", model_dir}, {"draft", draft_dir}, {"max_tokens", max_tokens},
                            {"gamma", gamma}, {"rounds", rounds}, {"rows", nlohmann::json::array()}};
     std::printf("%-6s %-6s %10s %8s %11s %14s\n", "batch", "mode", "tok/s", "vs off",
