@@ -395,6 +395,7 @@ LaunchConfig parse_launch_config(const std::string& yaml_text, const std::string
     s.optional("num_speculative_tokens", [&](auto& n, auto& k) {
       spec.num_speculative_tokens = static_cast<int>(r.integer(n, k, 1, kMaxSpeculativeTokens));
     });
+    s.optional("adaptive", [&](auto& n, auto& k) { spec.adaptive = r.boolean(n, k); });
     s.optional("ngram", [&](auto& ngram_node, auto& ngram_name) {
       Section g(ngram_node, ngram_name, source);
       g.optional("min_n", [&](auto& n, auto& k) {

@@ -74,6 +74,20 @@ TEST(CliRun, RunsPromptsFromAYamlLaunchFile) {
 
 // As configs/ep_cpu4.yaml, on the fixture: 4 data-parallel ranks, experts
 // spread round-robin, the hottest one replicated.
+TEST(CliRun, RunsWithSpeculationFromTheLaunchFile) {
+  for (const std::string& spec :
+       {std::string("speculative: {method: ngram, num_speculative_tokens: 3, adaptive: false}\n"),
+        std::string("speculative: {draft_model: ") + HIVE_TEST_DATA +
+            "/models/qwen3_moe, num_speculative_tokens: 2, adaptive: false}\n"}) {
+    const std::string out = expect_runs_like_offline("hive_cli_run_spec", spec);
+    // The fixture drafting for itself always has drafts; n-gram lookup
+    // may find none in these short sequences.
+    if (spec.find("draft_model") != std::string::npos) {
+      EXPECT_NE(out.find("speculation: "), std::string::npos) << out;
+    }
+  }
+}
+
 TEST(CliRun, RunsExpertParallelOverFourRanks) {
   const std::string out = expect_runs_like_offline(
       "hive_cli_run_ep",

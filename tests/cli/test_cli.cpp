@@ -49,6 +49,39 @@ TEST(Cli, GreedyGenerateMatchesTransformers) {
   }
 }
 
+// Speculative decoding from the command line: n-gram lookup and a draft
+// model (the fixture drafting for itself) give transformers' greedy tokens;
+// bad combinations are errors.
+TEST(Cli, SpeculativeFlagsKeepTheGreedyTokens) {
+  for (const char* name : {"qwen3_moe", "llama"}) {
+    const std::string model = (kModels / name).string();
+    const SafetensorsFile golden(kModels / name / "golden.safetensors");
+    const Tensor& prompt = golden.tensors().at("prompt_1");
+    const Tensor& greedy = golden.tensors().at("greedy_1");
+    for (const std::string& spec :
+         {std::string("--speculative ngram --num-speculative-tokens 3"),
+          "--draft-model " + model + " --num-speculative-tokens 2"}) {
+      const Result r = run("generate --model " + model + " --prompt-ids " + join(prompt, ",") +
+                           " --max-tokens 16 --ignore-eos --device cpu " + spec);
+      ASSERT_EQ(r.status, 0) << r.out;
+      // Whether drafts ran is the load-aware control's choice (a model
+      // drafting for itself never pays); the tokens are the same either way.
+      EXPECT_EQ(first_line(r.out), join(greedy, " ") + " ") << name << " " << spec;
+    }
+  }
+  const std::string model = (kModels / "llama").string();
+  for (const auto& [flags, error] : std::vector<std::pair<std::string, std::string>>{
+           {"--speculative medusa", "--speculative: expected ngram or draft_model"},
+           {"--speculative draft_model", "--speculative draft_model needs --draft-model DIR"},
+           {"--speculative ngram --draft-model " + model, "two ways to draft; give one"},
+           {"--num-speculative-tokens 3", "--num-speculative-tokens needs --speculative"},
+           {"--speculative ngram --num-speculative-tokens 17", "--num-speculative-tokens"}}) {
+    const Result r = run("generate --model " + model + " --prompt-ids 5,6 " + flags);
+    EXPECT_NE(r.status, 0) << flags;
+    EXPECT_NE(r.out.find(error), std::string::npos) << flags << ": " << r.out;
+  }
+}
+
 // The KV cache stores bf16 unless told f32; greedy decoding gives
 // transformers' tokens either way, alone and batched.
 TEST(Cli, KVCacheDtypeFlag) {
