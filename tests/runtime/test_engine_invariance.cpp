@@ -158,6 +158,15 @@ class EngineInvariance : public ::testing::TestWithParam<std::string> {
     if (!cache.count(GetParam())) cache[GetParam()] = run(*model, EngineSetup{}, requests, true);
     alone = cache[GetParam()];
   }
+  // The outputs of the greedy requests: speculation keeps those exactly (a
+  // sampled one follows another stream of draws).
+  std::vector<RequestOutput> only_greedy(const std::vector<RequestOutput>& all) const {
+    std::vector<RequestOutput> out;
+    for (size_t i = 0; i < requests.size(); ++i)
+      if (requests[i].sampling.temperature == 0.0f) out.push_back(all.at(i));
+    return out;
+  }
+
   CpuBackend cpu;
   std::unique_ptr<Model> model;
   std::vector<Request> requests;
@@ -432,14 +441,6 @@ TEST(LLMEngineFaults, AFreshRunnerMidStreamCountsTheWholeHistoryAgain) {
 // and rejected, or the test proves nothing.
 TEST_P(EngineInvariance, SpeculationKeepsGreedyOutputs) {
   SCOPED_TRACE(testing::Message() << GetParam() << ", seed " << test::test_seed());
-  std::vector<size_t> greedy;
-  for (size_t i = 0; i < requests.size(); ++i)
-    if (requests[i].sampling.temperature == 0.0f) greedy.push_back(i);
-  const auto only_greedy = [&](const std::vector<RequestOutput>& all) {
-    std::vector<RequestOutput> out;
-    for (const size_t i : greedy) out.push_back(all.at(i));
-    return out;
-  };
   const std::vector<RequestOutput> expected = only_greedy(alone);
   SpecDecodeStats total;
   for (const auto& [setup, one_at_a_time] :
@@ -462,19 +463,11 @@ TEST_P(EngineInvariance, SpeculationKeepsGreedyOutputs) {
               static_cast<long long>(total.num_draft_tokens));
 }
 
-// A draft model keeps them too: the target itself as its own draft (every
-// greedy draft accepted but where batching changes nothing) and another
-// model (most rejected), batched with prefix caching and in the tiny pool.
+// A draft model keeps them too: the target itself as its own draft (most
+// drafts accepted) and another model (most rejected), batched with prefix
+// caching and in the tiny pool.
 TEST_P(EngineInvariance, DraftModelSpeculationKeepsGreedyOutputs) {
   SCOPED_TRACE(testing::Message() << GetParam() << ", seed " << test::test_seed());
-  std::vector<size_t> greedy;
-  for (size_t i = 0; i < requests.size(); ++i)
-    if (requests[i].sampling.temperature == 0.0f) greedy.push_back(i);
-  const auto only_greedy = [&](const std::vector<RequestOutput>& all) {
-    std::vector<RequestOutput> out;
-    for (const size_t i : greedy) out.push_back(all.at(i));
-    return out;
-  };
   const std::vector<RequestOutput> expected = only_greedy(alone);
   const bool bundled = GetParam().rfind("bundled/", 0) == 0;
   const std::string other = bundled ? (GetParam() == "bundled/hive-draft" ? "bundled/hive-moe-target"
