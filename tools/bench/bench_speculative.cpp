@@ -7,12 +7,16 @@
 // For each batch size B: B text prompts (a fixed list, cycled), greedy, T
 // tokens each (end-of-sequence ignored), all submitted at once to an
 // LLMEngine with max_num_seqs B. Modes: off, draft (the draft model
-// proposes G tokens), ngram (prompt lookup, G tokens). The rounds alternate
-// the modes; each mode's time is the median. Every mode must give off's
-// tokens (greedy is exact), or the program fails. Reported per batch and
-// mode: generated tokens/s, the ratio to off, the acceptance rate and the
-// tokens a verifying step adds per sequence.
+// proposes up to G tokens), ngram (prompt lookup, up to G tokens), each with
+// the load-aware control and, as draft-fixed and ngram-fixed, without it
+// (always G when there is a draft). The rounds alternate the modes; each
+// mode's time is the median. Every mode must give off's tokens (greedy is
+// exact), or the program fails. Reported per batch and mode: generated
+// tokens/s, the ratio to off, the acceptance rate α, the tokens a verifying
+// step adds per sequence, and next to it the formula (1 - α^(γ+1)) / (1 - α)
+// for independent acceptances at the mean draft length γ.
 #include <algorithm>
+#include <cmath>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -104,12 +108,18 @@ int main(int argc, char** argv) {
     hive::BackendChoice choice = hive::select_backend("cpu", hive::Model::required_ops());
     hive::Model model(model_dir, *choice.backend);
     const hive::Tokenizer tokenizer = hive::Tokenizer::from_directory(model_dir);
-    std::vector<Mode> modes(3);
+    std::vector<Mode> modes(5);
     modes[0].name = "off";
     modes[1].name = "draft";
     modes[1].speculative = {hive::SpeculativeMethod::draft_model, gamma, {}, draft_dir};
     modes[2].name = "ngram";
     modes[2].speculative = {hive::SpeculativeMethod::ngram, gamma, {}, {}};
+    modes[3] = modes[1];
+    modes[3].name = "draft-fixed";
+    modes[3].speculative.adaptive = false;
+    modes[4] = modes[2];
+    modes[4].name = "ngram-fixed";
+    modes[4].speculative.adaptive = false;
 
     // What the load-aware control sees: the step costs the engine measures.
     {
@@ -124,8 +134,8 @@ int main(int argc, char** argv) {
     }
     nlohmann::json json = {{"model", model_dir}, {"draft", draft_dir}, {"max_tokens", max_tokens},
                            {"gamma", gamma}, {"rounds", rounds}, {"rows", nlohmann::json::array()}};
-    std::printf("%-6s %-6s %10s %8s %11s %14s\n", "batch", "mode", "tok/s", "vs off",
-                "acceptance", "tokens/verify");
+    std::printf("%-6s %-12s %10s %8s %11s %14s %9s\n", "batch", "mode", "tok/s", "vs off",
+                "acceptance", "tokens/verify", "formula");
     bool exact = true;
     for (const int batch : batches) {
       std::vector<hive::Request> requests;
@@ -154,9 +164,17 @@ int main(int argc, char** argv) {
                        mode.name.c_str());
           exact = false;
         }
-        std::printf("%-6d %-6s %10.1f %7.2fx %10.1f%% %14.2f\n", batch, mode.name.c_str(), rate,
-                    rate / off_rate, 100.0 * r.spec.acceptance_rate(),
-                    r.spec.mean_accepted_length());
+        // (1 - α^(γ+1)) / (1 - α) at the mean draft length.
+        const double alpha = r.spec.acceptance_rate();
+        const double mean_gamma = r.spec.num_drafts > 0
+                                      ? static_cast<double>(r.spec.num_draft_tokens) /
+                                            static_cast<double>(r.spec.num_drafts)
+                                      : 0.0;
+        const double formula =
+            alpha < 1.0 ? (1.0 - std::pow(alpha, mean_gamma + 1.0)) / (1.0 - alpha) : mean_gamma + 1;
+        std::printf("%-6d %-12s %10.1f %7.2fx %10.1f%% %14.2f %9.2f\n", batch, mode.name.c_str(),
+                    rate, rate / off_rate, 100.0 * alpha, r.spec.mean_accepted_length(),
+                    r.spec.num_drafts > 0 ? formula : 0.0);
         json["rows"].push_back({{"batch", batch},
                                 {"mode", mode.name},
                                 {"tokens_per_second", rate},
@@ -164,6 +182,8 @@ int main(int argc, char** argv) {
                                 {"seconds", r.seconds},
                                 {"acceptance_rate", r.spec.acceptance_rate()},
                                 {"tokens_per_verifying_step", r.spec.mean_accepted_length()},
+                                {"formula_tokens_per_step", r.spec.num_drafts > 0 ? formula : 0.0},
+                                {"mean_draft_length", mean_gamma},
                                 {"accepted_per_position", r.spec.accepted_per_position},
                                 {"drafts_per_position", r.spec.drafts_per_position}});
       }
