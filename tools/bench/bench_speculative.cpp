@@ -32,16 +32,11 @@
 #include "runtime/engine/llm_engine.hpp"
 #include "runtime/engine/step_cost_probe.hpp"
 #include "runtime/text/tokenizer/tokenizer.hpp"
+#include "tools/cli/args.hpp"
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-std::string flag(int argc, char** argv, const std::string& name, const std::string& fallback) {
-  for (int i = 1; i + 1 < argc; ++i)
-    if (argv[i] == name) return argv[i + 1];
-  return fallback;
-}
 
 const std::vector<std::string> kPrompts = {
     "Once upon a time",
@@ -93,16 +88,16 @@ double median(std::vector<double> v) {
 
 int main(int argc, char** argv) {
   try {
-    const std::string model_dir = flag(argc, argv, "--model", "");
-    const std::string draft_dir = flag(argc, argv, "--draft", "");
-    hive::check(!model_dir.empty() && !draft_dir.empty(),
-                "usage: bench_speculative --model DIR --draft DIR [--max-tokens T] [--gamma G] "
-                "[--batches 1,16] [--rounds R] [--json FILE]");
-    const int64_t max_tokens = std::stoll(flag(argc, argv, "--max-tokens", "128"));
-    const int gamma = std::stoi(flag(argc, argv, "--gamma", "4"));
-    const int rounds = std::stoi(flag(argc, argv, "--rounds", "3"));
+    const hive::cli::Args args(
+        std::vector<std::string>(argv + 1, argv + argc),
+        {"--model", "--draft", "--max-tokens", "--gamma", "--batches", "--rounds", "--json"}, {});
+    const std::string model_dir = args.require("--model");
+    const std::string draft_dir = args.require("--draft");
+    const int64_t max_tokens = args.get_int("--max-tokens", 128, 1);
+    const auto gamma = static_cast<int>(args.get_int("--gamma", 4, 1, hive::kMaxSpeculativeTokens));
+    const auto rounds = static_cast<int>(args.get_int("--rounds", 3, 1, 1000));
     std::vector<int> batches;
-    std::stringstream list(flag(argc, argv, "--batches", "1,16"));
+    std::stringstream list(args.get("--batches", "1,16"));
     for (std::string item; std::getline(list, item, ',');) batches.push_back(std::stoi(item));
 
     hive::BackendChoice choice = hive::select_backend("cpu", hive::Model::required_ops());
@@ -188,7 +183,7 @@ int main(int argc, char** argv) {
                                 {"drafts_per_position", r.spec.drafts_per_position}});
       }
     }
-    const std::string json_path = flag(argc, argv, "--json", "");
+    const std::string json_path = args.get("--json", "");
     if (!json_path.empty()) std::ofstream(json_path) << json.dump(2) << "\n";
     return exact ? 0 : 1;
   } catch (const std::exception& e) {
