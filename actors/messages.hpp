@@ -59,6 +59,32 @@ struct WorkerResult {
   std::vector<int64_t> expert_remote;  // of those, sent to another rank
 };
 
+// Draft tokens wanted for one sequence, from the draft actor: the draft
+// model follows `token_ids` and proposes up to max_tokens after them,
+// drawing with `sampling` (its argmax when greedy).
+struct DraftJob {
+  int64_t seq_id = 0;
+  int32_t sample_index = 0;
+  SamplingParams sampling;
+  std::vector<int32_t> token_ids;
+  int32_t max_tokens = 0;
+};
+
+// A planning rank's draft jobs, and the sequences the draft actor may forget
+// (ended, or their KV lost).
+struct DraftWork {
+  int32_t rank = 0;
+  std::vector<DraftJob> jobs;
+  std::vector<int64_t> released;
+};
+
+// The draft actor's answer: per job, in order, its tokens and (when it drew
+// them from a distribution) the distributions.
+struct DraftAnswer {
+  std::vector<std::vector<int32_t>> token_ids;
+  std::vector<std::vector<std::vector<float>>> probs;
+};
+
 // What a request's owner receives: new tokens of one sample, and once, the
 // end of that sample (finish reason, all generated ids, or an error).
 struct TokenEvent {
@@ -139,6 +165,11 @@ struct EngineMetrics {
   int64_t spec_num_accepted_tokens = 0;
   std::vector<int64_t> spec_drafts_per_position;
   std::vector<int64_t> spec_accepted_per_position;
+  // The draft actor: proposals made a window ahead (while the target
+  // verified the drafts before them), and those a step then used.
+  int64_t spec_proposed_ahead = 0;
+  int64_t spec_used_ahead = 0;
+  std::string spec_draft_error;  // why the draft actor stopped; empty while it drafts
 };
 
 // The expert actor's statistics (see expert_actor.hpp).
@@ -237,6 +268,22 @@ typename Inspector::result_type inspect(Inspector& f, WorkerResult& x) {
 }
 
 template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, DraftJob& x) {
+  return f(caf::meta::type_name("DraftJob"), x.seq_id, x.sample_index, x.sampling, x.token_ids,
+           x.max_tokens);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, DraftWork& x) {
+  return f(caf::meta::type_name("DraftWork"), x.rank, x.jobs, x.released);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, DraftAnswer& x) {
+  return f(caf::meta::type_name("DraftAnswer"), x.token_ids, x.probs);
+}
+
+template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, TokenEvent& x) {
   return f(caf::meta::type_name("TokenEvent"), x.request_id, x.sample_index, x.token_ids,
            x.finished, x.finish_reason, x.error, x.logits, x.logprobs);
@@ -255,7 +302,8 @@ typename Inspector::result_type inspect(Inspector& f, EngineMetrics& x) {
            x.prefix_queried_tokens, x.num_preemptions, x.step_seconds, x.compute_seconds,
            x.world_size, x.num_experts, x.expert_load, x.expert_remote, x.expert_imbalance,
            x.replicated_experts, x.expert_replans, x.spec_num_drafts, x.spec_num_draft_tokens,
-           x.spec_num_accepted_tokens, x.spec_drafts_per_position, x.spec_accepted_per_position);
+           x.spec_num_accepted_tokens, x.spec_drafts_per_position, x.spec_accepted_per_position,
+           x.spec_proposed_ahead, x.spec_used_ahead, x.spec_draft_error);
 }
 
 template <class Inspector>

@@ -8,15 +8,17 @@
 #include <caf/sec.hpp>
 
 #include "actors/error_text.hpp"
+#include "actors/scheduler_drafts.hpp"
 #include "kernels/error.hpp"
 
 namespace hive {
 
 namespace {
 
-using Self = scheduler_actor::stateful_pointer<SchedulerState>;
-
-void maybe_step(Self self);
+using scheduler_detail::drafts_ready;
+using scheduler_detail::maybe_step;
+using scheduler_detail::propose_ahead;
+using scheduler_detail::Self;
 
 void build_core(SchedulerState& st) {
   EngineCoreConfig config;
@@ -27,8 +29,6 @@ void build_core(SchedulerState& st) {
   config.speculative = st.setup.speculative;
   config.spec_cost = st.setup.spec_cost;
   st.core = std::make_unique<EngineCore>(config);
-  for (size_t rank = 0; rank < st.setup.drafters.size(); ++rank)
-    st.core->set_drafter(static_cast<int>(rank), st.setup.drafters[rank].get());
   st.encoders = std::vector<PlanEncoder>(static_cast<size_t>(config.num_ranks));
 }
 
@@ -276,18 +276,23 @@ bool send_step(Self self) {
                 });
   }
   st.replicas_sent = true;  // like the rest of a step, a diff: sent once
+  propose_ahead(self, *planned);
   return true;
 }
 
-void maybe_step(Self self) {
+}  // namespace
+
+void scheduler_detail::maybe_step(Self self) {
   SchedulerState& st = self->state;
   // No step goes out before every worker has started: loading a shard or
   // allocating a large KV cache can take longer than a step's deadline.
   const bool started = !st.workers.empty() && st.num_ready == st.workers.size();
-  while (started && send_step(self)) {
+  while (started && drafts_ready(self) && send_step(self)) {
   }
   check_drained(self);
 }
+
+namespace {
 
 void submit(Self self, Submission& submission) {
   SchedulerState& st = self->state;
@@ -356,6 +361,7 @@ EngineMetrics snapshot(const SchedulerState& st) {
       m.spec_accepted_per_position[i] += spec.accepted_per_position[i];
     }
   }
+  for (const auto& book : st.proposals) m.spec_used_ahead += book->num_served_ahead();
   return m;
 }
 
@@ -365,6 +371,7 @@ scheduler_actor::behavior_type scheduler(Self self, SchedulerSetup setup) {
   self->state.setup = std::move(setup);
   self->state.metrics.num_experts = self->state.setup.num_experts;
   build_core(self->state);
+  scheduler_detail::start_drafts(self);
   spawn_workers(self);
   self->set_down_handler([self](caf::down_msg& down) {
     const std::vector<worker_actor>& workers = self->state.workers;

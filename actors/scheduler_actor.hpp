@@ -25,6 +25,10 @@
 // flight and the worker of a single-rank engine shares this actor's thread.
 // (docs/architecture.md, "Async scheduling".)
 //
+// Speculation with a draft model: the draft actor (draft_actor.hpp) runs the
+// draft on its own thread, a window ahead; scheduler_drafts.hpp asks it and
+// holds a step back until every sequence to speculate has its proposal.
+//
 // Ranks are data parallel: each request is assigned to one rank (the one
 // with the fewest unfinished requests) and lives in that rank's KV cache.
 // All ranks step together, even with nothing to run, because an MoE model's
@@ -68,9 +72,11 @@
 
 #include <caf/response_promise.hpp>
 
+#include "actors/draft_actor.hpp"
 #include "actors/expert_actor.hpp"
 #include "actors/worker_actor.hpp"
 #include "runtime/core/kv_cache_manager.hpp"
+#include "runtime/core/proposal_book.hpp"
 #include "runtime/core/scheduler.hpp"
 #include "runtime/engine/engine_core.hpp"
 
@@ -117,7 +123,7 @@ struct SchedulerSetup {
   PlacementKind placement = PlacementKind::contiguous;
   expert_actor expert;  // optional: receives each step's expert load
   // Speculative decoding. A draft model's drafters (one per planning rank,
-  // sharing the draft) run on this actor's thread, between the steps.
+  // sharing the draft) run in the draft actor (draft_actor.hpp).
   SpeculativeConfig speculative;
   SpecCostModel spec_cost;  // measured at setup, for its load-aware control
   std::shared_ptr<Model> draft_model;
@@ -157,6 +163,12 @@ struct SchedulerState {
   bool shutting_down = false;
   std::vector<caf::typed_response_promise<int64_t>> shutdown_promises;
   int64_t num_failed_at_shutdown = 0;
+
+  // Speculation with a draft model: the draft actor, per planning rank the
+  // proposals it made (the core's drafters), and its answers awaited.
+  draft_actor draft;
+  std::vector<std::unique_ptr<ProposalBook>> proposals;
+  int draft_work_pending = 0;
 
   EngineMetrics metrics;
   static inline const char* name = "hive.scheduler";

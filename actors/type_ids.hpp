@@ -17,6 +17,9 @@ CAF_ADD_TYPE_ID(hive, (hive::TokenEvent))
 CAF_ADD_TYPE_ID(hive, (hive::Submission))
 CAF_ADD_TYPE_ID(hive, (hive::EngineMetrics))
 CAF_ADD_TYPE_ID(hive, (hive::ExpertStats))
+CAF_ADD_TYPE_ID(hive, (hive::DraftJob))
+CAF_ADD_TYPE_ID(hive, (hive::DraftWork))
+CAF_ADD_TYPE_ID(hive, (hive::DraftAnswer))
 
 CAF_ADD_ATOM(hive, hive, step_atom, "step")
 CAF_ADD_ATOM(hive, hive, submit_atom, "submit")
@@ -29,6 +32,7 @@ CAF_ADD_ATOM(hive, hive, replicas_atom, "replicas")
 CAF_ADD_ATOM(hive, hive, watchdog_atom, "watchdog")
 CAF_ADD_ATOM(hive, hive, ready_atom, "ready")
 CAF_ADD_ATOM(hive, hive, start_due_atom, "startdue")
+CAF_ADD_ATOM(hive, hive, propose_atom, "propose")
 
 CAF_END_TYPE_ID_BLOCK(hive)
 
@@ -43,6 +47,9 @@ inline void register_message_types(caf::actor_system_config& config) {
   config.add_message_type<Submission>("hive::Submission");
   config.add_message_type<EngineMetrics>("hive::EngineMetrics");
   config.add_message_type<ExpertStats>("hive::ExpertStats");
+  config.add_message_type<DraftJob>("hive::DraftJob");
+  config.add_message_type<DraftWork>("hive::DraftWork");
+  config.add_message_type<DraftAnswer>("hive::DraftAnswer");
 }
 
 }  // namespace hive

@@ -222,6 +222,11 @@ class Scheduler {
   void set_spec_cost(SpecCostModel cost) { spec_cost_ = std::move(cost); }
 
   StepPlan schedule();
+  // The drafts the next schedule() asks its drafter for, if nothing changes
+  // before it: the running sequences that may speculate, each with the
+  // length the load-aware control allows. `declined`: the control allowed
+  // none of those there were.
+  std::vector<DraftQuery> draft_queries(bool* declined = nullptr) const;
   // Takes back the last plan, which must run nothing: a caller that does not
   // send such a plan says so, as it will never update() it. Its finished
   // sequences go out with the next plan.

@@ -33,10 +33,10 @@ bool Scheduler::control_drafts(std::vector<DraftQuery>& queries) const {
   return !queries.empty();
 }
 
-std::unordered_map<SequenceId, Draft> Scheduler::propose_drafts() {
-  std::unordered_map<SequenceId, Draft> drafts;
-  if (!drafter_ || config_.num_speculative_tokens == 0) return drafts;
+std::vector<DraftQuery> Scheduler::draft_queries(bool* declined) const {
   std::vector<DraftQuery> queries;
+  if (declined) *declined = false;
+  if (!drafter_ || config_.num_speculative_tokens == 0) return queries;
   for (const Sequence* seq : running_) {
     if (!may_speculate(*seq)) continue;
     // The accepted drafts and the token after them must fit in max_tokens
@@ -48,10 +48,18 @@ std::unordered_map<SequenceId, Draft> Scheduler::propose_drafts() {
         std::min<int64_t>(room, config_.num_speculative_tokens));
     if (max_tokens >= 1) queries.push_back({seq, max_tokens});
   }
-  if (!spec_cost_.target.empty() && !queries.empty() && !control_drafts(queries)) {
-    ++stats_.spec_decode.num_steps_declined;
-    return drafts;
+  if (!spec_cost_.target.empty() && !queries.empty()) {
+    const bool none = !control_drafts(queries);
+    if (declined) *declined = none;
   }
+  return queries;
+}
+
+std::unordered_map<SequenceId, Draft> Scheduler::propose_drafts() {
+  std::unordered_map<SequenceId, Draft> drafts;
+  bool declined = false;
+  const std::vector<DraftQuery> queries = draft_queries(&declined);
+  if (declined) ++stats_.spec_decode.num_steps_declined;
   if (queries.empty()) return drafts;
   std::vector<Draft> proposed = drafter_->propose(queries);
   check(proposed.size() == queries.size(), "scheduler: the drafter answered ", proposed.size(),

@@ -143,6 +143,11 @@ class EngineCore {
   const CoreCounters& counters() const { return counters_; }
   // A draft model's drafter for `rank`'s scheduler; it must outlive the core.
   void set_drafter(int rank, Drafter* drafter);
+  // The drafts rank's next step will ask its drafter for, unless requests
+  // come or go first (Scheduler::draft_queries).
+  std::vector<DraftQuery> draft_queries(int rank) const {
+    return scheduler(rank).draft_queries();
+  }
 
  private:
   struct Rank {

@@ -289,6 +289,14 @@ TEST_P(EngineSpeculation, GreedySamplesAreThoseWithout) {
   EXPECT_GT(m.spec_num_accepted_tokens, 0);
   EXPECT_GE(m.spec_num_draft_tokens, m.spec_num_accepted_tokens);
   ASSERT_EQ(m.spec_accepted_per_position.size(), 3u);
+  if (GetParam() == SpeculativeMethod::draft_model) {
+    // The draft actor proposed windows ahead, and the greedy samples (the
+    // draft is the target) took their guesses.
+    EXPECT_GT(m.spec_proposed_ahead, 0);
+    EXPECT_GT(m.spec_used_ahead, 0);
+    EXPECT_LE(m.spec_used_ahead, m.spec_proposed_ahead);
+    EXPECT_EQ(m.spec_draft_error, "");
+  }
   EXPECT_EQ(m.num_free_blocks, m.num_blocks);
   EXPECT_EQ(engine.shutdown(ShutdownMode::drain), 0);
 }
