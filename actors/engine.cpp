@@ -131,7 +131,7 @@ token_sink::behavior_type callback_sink(token_sink::stateful_pointer<CallbackSta
 EngineOptions engine_options(const LaunchConfig& config) {
   EngineOptions options;
   options.model = config.model;
-  options.device = config.device;  // "auto": select_backend decides, as for the CLI
+  options.device = config.device;
   const ParallelConfig& parallel = config.parallel;
   const int tp = parallel.tensor_parallel_size;
   check_parallel_layout(parallel, "parallel: ");
@@ -145,7 +145,7 @@ EngineOptions engine_options(const LaunchConfig& config) {
   e.kv_budget =
       KVBudget{config.kv_cache.memory_budget_bytes.value_or(0), config.kv_cache.memory_fraction};
   e.swap_space_bytes = config.kv_cache.swap_space_bytes;
-  e.kv_cache_dtype = parse_kv_cache_dtype(config.kv_cache.dtype, "kv_cache.dtype");
+  e.kv_cache_dtype = config.kv_cache.dtype;
   e.enable_prefix_caching = config.kv_cache.enable_prefix_caching;
   e.speculative = config.speculative;
   SchedulerConfig& s = e.scheduler;
@@ -156,12 +156,8 @@ EngineOptions engine_options(const LaunchConfig& config) {
   options.worker_timeout = std::chrono::milliseconds(config.scheduler.worker_timeout_ms);
   options.worker_start_timeout =
       std::chrono::milliseconds(config.scheduler.worker_start_timeout_ms);
-  s.policy =
-      config.scheduler.policy == "priority" ? SchedulingPolicy::priority : SchedulingPolicy::fcfs;
-  const std::string& mode = config.scheduler.preemption_mode;
-  s.preemption_mode = mode == "swap"        ? PreemptionMode::swap
-                      : mode == "recompute" ? PreemptionMode::recompute
-                                            : PreemptionMode::by_cost;
+  s.policy = config.scheduler.policy;
+  s.preemption_mode = config.scheduler.preemption_mode;
   return options;
 }
 
@@ -260,7 +256,7 @@ Engine::Engine(const EngineOptions& options)
     max_sequence_tokens_ = std::min(max_sequence_tokens_, setup.scheduler.max_model_len);
   setup.worker_timeout = options.worker_timeout;
   setup.worker_start_timeout = options.worker_start_timeout;
-  setup.placement = parse_placement_kind(options.expert_placement);
+  setup.placement = options.expert_placement;
   rt.config = std::make_unique<caf::actor_system_config>();
   // One scheduler thread, work sharing: the scheduler actor, the expert
   // actor and callback sinks take turns on it. CAF's default work stealing

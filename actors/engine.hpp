@@ -42,13 +42,13 @@ struct LiveCallbacks;
 
 struct EngineOptions {
   std::filesystem::path model;
-  std::string device = "auto";  // auto | cpu | cuda, resolved by select_backend as in the CLI
+  DeviceChoice device = DeviceChoice::automatic;  // resolved by select_backend, as in the CLI
   EngineConfig engine;          // block size, KV budget, swap space, prefix caching, scheduler
   int world_size = 1;           // CPU ranks in this process (in-process communicator)
   // 1: the ranks are data parallel (MoE layers expert-parallel over them);
   // world_size: the ranks hold one tensor-parallel model (tensor_parallel.hpp).
   int tensor_parallel_size = 1;
-  std::string expert_placement = "contiguous";  // contiguous | round_robin
+  PlacementKind expert_placement = PlacementKind::contiguous;
   int replicate_hot_experts = 0;                // hottest experts copied onto every rank
   // Live replica balancing (period_steps > 0; replaces replicate_hot_experts).
   BalancerConfig rebalance_experts;

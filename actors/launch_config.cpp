@@ -135,13 +135,15 @@ struct Reader {
     if (text == "false") return false;
     fail(at(node), key, ": expected true or false (got '", text, "')");
   }
-  std::string choice(const YAML::Node& node, const std::string& key,
-                     std::initializer_list<const char*> options) const {
+  // The value named by the node's text, one of `options`.
+  template <class E>
+  E choice(const YAML::Node& node, const std::string& key,
+           std::initializer_list<std::pair<const char*, E>> options) const {
     const std::string text = scalar(node, key, "a string");
     std::string listed;
-    for (const char* option : options) {
-      if (text == option) return text;
-      listed += str_cat(listed.empty() ? "" : ", ", option);
+    for (const auto& [name, value] : options) {
+      if (text == name) return value;
+      listed += str_cat(listed.empty() ? "" : ", ", name);
     }
     fail(at(node), key, ": expected one of ", listed, " (got '", text, "')");
   }
@@ -286,7 +288,10 @@ LaunchConfig parse_launch_config(const std::string& yaml_text, const std::string
   };
   top.required("model", [&](auto& n, auto& k) { config.model = path(n, k); });
   top.optional("device", [&](auto& n, auto& k) {
-    config.device = r.choice(n, k, {"auto", "cpu", "cuda"});
+    config.device = r.choice<DeviceChoice>(n, k,
+                                           {{"auto", DeviceChoice::automatic},
+                                            {"cpu", DeviceChoice::cpu},
+                                            {"cuda", DeviceChoice::cuda}});
   });
   top.optional("parallel", [&](auto& node, auto& name) {
     Section s(node, name, source);
@@ -301,7 +306,9 @@ LaunchConfig parse_launch_config(const std::string& yaml_text, const std::string
       p.tensor_parallel_size = static_cast<int>(r.integer(n, k, 1, 1024));
     });
     s.optional("expert_placement", [&](auto& n, auto& k) {
-      p.expert_placement = r.choice(n, k, {"contiguous", "round_robin"});
+      p.expert_placement = r.choice<PlacementKind>(
+          n, k, {{"contiguous", PlacementKind::contiguous},
+                 {"round_robin", PlacementKind::round_robin}});
     });
     s.optional("replicate_hot_experts", [&](auto& n, auto& k) {
       p.replicate_hot_experts = static_cast<int>(r.integer(n, k, 0, 1024));
@@ -330,7 +337,9 @@ LaunchConfig parse_launch_config(const std::string& yaml_text, const std::string
     s.optional("memory_budget", [&](auto& n, auto& k) { kv.memory_budget_bytes = r.bytes(n, k); });
     s.optional("memory_fraction",
                [&](auto& n, auto& k) { kv.memory_fraction = r.number(n, k, 0.01, 1.0); });
-    s.optional("dtype", [&](auto& n, auto& k) { kv.dtype = r.choice(n, k, {"f32", "bf16"}); });
+    s.optional("dtype", [&](auto& n, auto& k) { 
+      kv.dtype = r.choice<DType>(n, k, {{"f32", DType::f32}, {"bf16", DType::bf16}});
+    });
     s.optional("enable_prefix_caching",
                [&](auto& n, auto& k) { kv.enable_prefix_caching = r.boolean(n, k); });
     s.optional("swap_space", [&](auto& n, auto& k) { kv.swap_space_bytes = r.bytes(n, k); });
@@ -353,10 +362,14 @@ LaunchConfig parse_launch_config(const std::string& yaml_text, const std::string
     s.optional("async_scheduling",
                [&](auto& n, auto& k) { sc.async_scheduling = r.boolean(n, k); });
     s.optional("policy", [&](auto& n, auto& k) {
-      sc.policy = r.choice(n, k, {"fcfs", "priority"});
+      sc.policy = r.choice<SchedulingPolicy>(
+          n, k, {{"fcfs", SchedulingPolicy::fcfs}, {"priority", SchedulingPolicy::priority}});
     });
     s.optional("preemption_mode", [&](auto& n, auto& k) {
-      sc.preemption_mode = r.choice(n, k, {"by_cost", "recompute", "swap"});
+      sc.preemption_mode = r.choice<PreemptionMode>(n, k,
+                                                   {{"by_cost", PreemptionMode::by_cost},
+                                                    {"recompute", PreemptionMode::recompute},
+                                                    {"swap", PreemptionMode::swap}});
       preemption_mode_at = r.at(n);
     });
     s.optional("worker_timeout",
@@ -388,7 +401,9 @@ LaunchConfig parse_launch_config(const std::string& yaml_text, const std::string
     SpeculativeConfig& spec = config.speculative;
     std::optional<SpeculativeMethod> method;
     s.optional("method", [&](auto& n, auto& k) {
-      method = parse_speculative_method(r.choice(n, k, {"ngram", "draft_model"}));
+      method = r.choice<SpeculativeMethod>(n, k,
+                                          {{"ngram", SpeculativeMethod::ngram},
+                                           {"draft_model", SpeculativeMethod::draft_model}});
     });
     s.optional("draft_model", [&](auto& n, auto& k) { spec.draft_model = path(n, k); });
     spec.num_speculative_tokens = 4;
@@ -420,7 +435,7 @@ LaunchConfig parse_launch_config(const std::string& yaml_text, const std::string
           spec.ngram.min_n, ") must not exceed max_n (", spec.ngram.max_n, ")");
   });
   top.reject_unknown_keys();
-  check(config.scheduler.preemption_mode != "swap" || config.kv_cache.swap_space_bytes > 0,
+  check(config.scheduler.preemption_mode != PreemptionMode::swap || config.kv_cache.swap_space_bytes > 0,
         preemption_mode_at,
         "scheduler.preemption_mode: swap needs kv_cache.swap_space (a host pool to swap to)");
   return config;

@@ -23,7 +23,11 @@
 #include <optional>
 #include <string>
 
+#include "kernels/backend_select.hpp"
+#include "kernels/dtype.hpp"
+#include "moe/expert_placement.hpp"
 #include "moe/replica_balancer.hpp"
+#include "runtime/core/scheduler.hpp"
 #include "runtime/core/speculative_config.hpp"
 
 namespace hive {
@@ -32,7 +36,7 @@ struct ParallelConfig {
   int world_size = 1;                           // ranks (devices, or CPU ranks in one process)
   int expert_parallel_size = 0;                 // ranks the experts are spread over; 0: default
   int tensor_parallel_size = 1;                 // ranks attention and dense layers are split over
-  std::string expert_placement = "contiguous";  // contiguous | round_robin
+  PlacementKind expert_placement = PlacementKind::contiguous;
   int replicate_hot_experts = 0;  // copies of the most-loaded experts kept on every rank
   // Live replica balancing: rebalance_period_steps > 0 turns it on.
   BalancerConfig rebalance_experts;
@@ -45,7 +49,7 @@ struct KVCacheSettings {  // not runtime/core/kv_cache_manager.hpp's KVCacheConf
   // weights are loaded, capped at what max_num_seqs x max_model_len can use;
   // CPU ranks share host memory.
   double memory_fraction = 0.9;  // = kDefaultKVMemoryFraction (runtime/model/kv_budget.hpp)
-  std::string dtype = "bf16";    // f32 | bf16: what the cache stores
+  DType dtype = DType::bf16;     // f32 | bf16: what the cache stores
   bool enable_prefix_caching = true;
   int64_t swap_space_bytes = 0;  // host pool for swapped-out blocks
 };
@@ -55,8 +59,8 @@ struct SchedulerLimits {
   int max_num_batched_tokens = 512;
   bool enable_chunked_prefill = true;
   bool async_scheduling = true;              // plan step t+1 while step t runs
-  std::string policy = "fcfs";               // fcfs | priority
-  std::string preemption_mode = "by_cost";   // by_cost | recompute | swap
+  SchedulingPolicy policy = SchedulingPolicy::fcfs;
+  PreemptionMode preemption_mode = PreemptionMode::by_cost;
   int64_t worker_timeout_ms = 60000;         // a step not answered by then is a fault
   int64_t worker_start_timeout_ms = 600000;  // so are workers not started by then
 };
@@ -72,7 +76,7 @@ struct ServerConfig {
 
 struct LaunchConfig {
   std::filesystem::path model;
-  std::string device = "auto";  // auto | cpu | cuda
+  DeviceChoice device = DeviceChoice::automatic;
   ParallelConfig parallel;
   KVCacheSettings kv_cache;
   SchedulerLimits scheduler;

@@ -21,17 +21,34 @@ std::string missing_ops(const Backend& backend, std::span<const Op> needed) {
 
 }  // namespace
 
-BackendChoice select_backend(std::string_view device, std::span<const Op> needed) {
-  check(device == "auto" || device == "cpu" || device == "cuda",
-        "device must be auto, cpu or cuda (got '", device, "')");
+DeviceChoice parse_device_choice(std::string_view name, std::string_view what) {
+  if (name == "auto") return DeviceChoice::automatic;
+  if (name == "cpu") return DeviceChoice::cpu;
+  check(name == "cuda", what, ": expected auto, cpu or cuda (got '", name, "')");
+  return DeviceChoice::cuda;
+}
+
+std::string_view device_choice_name(DeviceChoice device) {
+  switch (device) {
+    case DeviceChoice::cpu:
+      return "cpu";
+    case DeviceChoice::cuda:
+      return "cuda";
+    case DeviceChoice::automatic:
+      break;
+  }
+  return "auto";
+}
+
+BackendChoice select_backend(DeviceChoice device, std::span<const Op> needed) {
   BackendChoice choice;
-  if (device == "cpu") {
+  if (device == DeviceChoice::cpu) {
     choice.backend = std::make_unique<CpuBackend>();
     return choice;
   }
 #ifdef HIVE_HAVE_CUDA
   if (cuda_device_count() == 0) {
-    check(device != "cuda", "device cuda: no CUDA device found");
+    check(device != DeviceChoice::cuda, "device cuda: no CUDA device found");
     choice.note = "hive: no CUDA device found; using the CPU backend";
   } else {
     auto cuda = std::make_unique<CudaBackend>(0);
@@ -40,13 +57,13 @@ BackendChoice select_backend(std::string_view device, std::span<const Op> needed
       choice.backend = std::move(cuda);
       return choice;
     }
-    check(device != "cuda", "device cuda: the CUDA backend does not implement ", missing, " yet");
+    check(device != DeviceChoice::cuda, "device cuda: the CUDA backend does not implement ", missing, " yet");
     choice.note = str_cat("hive: the CUDA backend does not implement ", missing,
                           " yet; using the CPU backend");
   }
 #else
   (void)needed;
-  check(device != "cuda", "device cuda: this build of hive has no CUDA backend");
+  check(device != DeviceChoice::cuda, "device cuda: this build of hive has no CUDA backend");
   choice.note = "hive: built without CUDA; using the CPU backend";
 #endif
   choice.backend = std::make_unique<CpuBackend>();

@@ -236,11 +236,11 @@ TEST(EngineLaunchOptions, DeviceAutoMeansWhatItMeansOnTheCommandLine) {
   // does (a CUDA device when one is there), instead of meaning the CPU.
   LaunchConfig launch;
   launch.model = std::string(HIVE_TEST_DATA) + "/models/qwen3_moe";
-  EXPECT_EQ(launch.device, "auto");
-  EXPECT_EQ(engine_options(launch).device, "auto");
-  EXPECT_EQ(EngineOptions{}.device, "auto");
-  launch.device = "cpu";
-  EXPECT_EQ(engine_options(launch).device, "cpu");
+  EXPECT_EQ(launch.device, DeviceChoice::automatic);
+  EXPECT_EQ(engine_options(launch).device, DeviceChoice::automatic);
+  EXPECT_EQ(EngineOptions{}.device, DeviceChoice::automatic);
+  launch.device = DeviceChoice::cpu;
+  EXPECT_EQ(engine_options(launch).device, DeviceChoice::cpu);
 }
 
 INSTANTIATE_TEST_SUITE_P(Scheduling, EngineAsync, ::testing::Bool(),

@@ -35,7 +35,7 @@ EngineOptions options(const std::string& model, int world, const std::string& pl
   o.engine.block_size = 4;
   o.engine.kv_budget = KVBudget{int64_t{1} << 20, 0.0};
   o.world_size = world;
-  o.expert_placement = placement;
+  o.expert_placement = parse_placement_kind(placement);
   o.replicate_hot_experts = replicate;
   return o;
 }

@@ -47,7 +47,7 @@ TEST(TextPrompt, PlainAndChatPromptsTokenizeAsTransformersDoes) {
 TEST(TextPrompt, GreedyContinuationStreamsTheTextTransformersDecodes) {
   const nlohmann::json want = expected()["plain_prompt"];
   const Tokenizer tokenizer = Tokenizer::from_directory(kTarget.string());
-  BackendChoice choice = select_backend("cpu", Model::required_ops());
+  BackendChoice choice = select_backend(DeviceChoice::cpu, Model::required_ops());
   Model model(kTarget, *choice.backend);
   const std::vector<int32_t> prompt =
       cli::encode_prompt(tokenizer, kTarget, want["text"].get<std::string>(), false);

@@ -4,6 +4,7 @@
 
 #include <filesystem>
 
+#include "actors/engine.hpp"
 #include "actors/launch_config.hpp"
 #include "kernels/error.hpp"
 
@@ -30,7 +31,7 @@ void expect_error(const std::string& text, const std::string& message) {
 TEST(LaunchConfig, BundledConfigsParse) {
   const LaunchConfig cpu = load_launch_config(kConfigs / "cpu.yaml");
   EXPECT_EQ(cpu.model.filename(), "hive-moe-target");
-  EXPECT_EQ(cpu.device, "cpu");
+  EXPECT_EQ(cpu.device, DeviceChoice::cpu);
   EXPECT_EQ(cpu.kv_cache.memory_budget_bytes, 256 * 1024 * 1024);
   EXPECT_EQ(cpu.scheduler.max_num_batched_tokens, 256);
   EXPECT_TRUE(cpu.scheduler.async_scheduling);
@@ -38,7 +39,7 @@ TEST(LaunchConfig, BundledConfigsParse) {
       parse("model: m\nscheduler:\n  async_scheduling: false\n").scheduler.async_scheduling);
   const LaunchConfig ep = load_launch_config(kConfigs / "ep_cpu4.yaml");
   EXPECT_EQ(ep.parallel.world_size, 4);
-  EXPECT_EQ(ep.parallel.expert_placement, "round_robin");
+  EXPECT_EQ(ep.parallel.expert_placement, PlacementKind::round_robin);
   EXPECT_EQ(ep.parallel.replicate_hot_experts, 1);
   EXPECT_EQ(ep.parallel.rebalance_experts.period_steps, 0);  // live balancing: off unless asked
   const LaunchConfig ep_live = load_launch_config(kConfigs / "ep_cpu4_live.yaml");
@@ -65,14 +66,35 @@ TEST(LaunchConfig, BundledConfigsParse) {
   EXPECT_EQ(ngram.speculative.num_speculative_tokens, 4);
 }
 
+TEST(LaunchConfig, NamedChoicesAreEnums) {
+  const LaunchConfig c = parse(
+      "model: m\ndevice: cpu\nscheduler: {policy: priority, preemption_mode: recompute}\n"
+      "parallel: {world_size: 2, expert_placement: round_robin}\nkv_cache: {dtype: f32}\n");
+  EXPECT_EQ(c.device, DeviceChoice::cpu);
+  EXPECT_EQ(c.scheduler.policy, SchedulingPolicy::priority);
+  EXPECT_EQ(c.scheduler.preemption_mode, PreemptionMode::recompute);
+  EXPECT_EQ(c.parallel.expert_placement, PlacementKind::round_robin);
+  EXPECT_EQ(c.kv_cache.dtype, DType::f32);
+  const LaunchConfig d = parse("model: m\n");
+  EXPECT_EQ(d.scheduler.policy, SchedulingPolicy::fcfs);
+  EXPECT_EQ(d.scheduler.preemption_mode, PreemptionMode::by_cost);
+  // The engine gets them as they are.
+  const EngineOptions options = engine_options(c);
+  EXPECT_EQ(options.device, DeviceChoice::cpu);
+  EXPECT_EQ(options.engine.scheduler.policy, SchedulingPolicy::priority);
+  EXPECT_EQ(options.engine.scheduler.preemption_mode, PreemptionMode::recompute);
+  EXPECT_EQ(options.expert_placement, PlacementKind::round_robin);
+  EXPECT_EQ(options.engine.kv_cache_dtype, DType::f32);
+}
+
 TEST(LaunchConfig, DefaultsAndRelativePaths) {
   const LaunchConfig c = parse("model: models/m\n");
   EXPECT_EQ(c.model, fs::path("/base/models/m"));
-  EXPECT_EQ(c.device, "auto");
+  EXPECT_EQ(c.device, DeviceChoice::automatic);
   EXPECT_EQ(c.kv_cache.block_size, 16);
   EXPECT_FALSE(c.kv_cache.memory_budget_bytes.has_value());
-  EXPECT_EQ(c.kv_cache.dtype, "bf16");
-  EXPECT_EQ(parse("model: m\nkv_cache: {dtype: f32}\n").kv_cache.dtype, "f32");
+  EXPECT_EQ(c.kv_cache.dtype, DType::bf16);
+  EXPECT_EQ(parse("model: m\nkv_cache: {dtype: f32}\n").kv_cache.dtype, DType::f32);
   EXPECT_EQ(c.server.host, "127.0.0.1");
   EXPECT_EQ(c.speculative.method, SpeculativeMethod::none);
   EXPECT_EQ(parse("model: /abs/m\n").model, fs::path("/abs/m"));

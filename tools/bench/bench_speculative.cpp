@@ -2,11 +2,14 @@
 // and weights, in one run.
 //
 //   bench_speculative --model DIR --draft DIR [--max-tokens T] [--gamma G]
-//                     [--batches 1,16] [--rounds R] [--json FILE]
+//                     [--batches 1,16] [--rounds R] [--engine actor|offline]
+//                     [--modes off,draft,...] [--json FILE]
 //
 // For each batch size B: B text prompts (a fixed list, cycled), greedy, T
 // tokens each (end-of-sequence ignored), all submitted at once to an
-// LLMEngine with max_num_seqs B. Modes: off, draft (the draft model
+// engine with max_num_seqs B: hive::Engine (actor, the default: the draft
+// model runs in the draft actor, a window ahead) or the offline LLMEngine
+// (the draft runs inline, between steps). Modes: off, draft (the draft model
 // proposes up to G tokens), ngram (prompt lookup, up to G tokens), each with
 // the load-aware control and, as draft-fixed and ngram-fixed, without it
 // (always G when there is a draft). The rounds alternate the modes; each
@@ -23,10 +26,12 @@
 #include <map>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "actors/engine.hpp"
 #include "kernels/backend_select.hpp"
 #include "kernels/error.hpp"
 #include "runtime/engine/llm_engine.hpp"
@@ -59,6 +64,7 @@ struct Result {
   int64_t generated = 0;
   hive::SpecDecodeStats spec;
   std::vector<std::vector<int32_t>> outputs;
+  int64_t proposed_ahead = 0, used_ahead = 0;  // the draft actor's windows
 };
 
 Result run_once(hive::Model& model, const Mode& mode, const std::vector<hive::Request>& requests,
@@ -79,6 +85,39 @@ Result run_once(hive::Model& model, const Mode& mode, const std::vector<hive::Re
   return r;
 }
 
+// The same through hive::Engine; the clock starts once its workers are up.
+Result run_actor(const std::string& model_dir, const Mode& mode,
+                 const std::vector<hive::Request>& requests, int batch) {
+  hive::EngineOptions options;
+  options.model = model_dir;
+  options.device = hive::DeviceChoice::cpu;
+  options.engine.scheduler.max_num_seqs = batch;
+  options.engine.speculative = mode.speculative;
+  hive::Engine engine(options);
+  while (!engine.metrics().ready) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  const auto start = Clock::now();
+  std::vector<hive::TokenStream> streams;
+  for (const hive::Request& request : requests) streams.push_back(engine.submit(request));
+  Result r;
+  for (hive::TokenStream& stream : streams)
+    for (const hive::TokenEvent& e : stream) {
+      hive::check(e.error.empty(), "request ", e.request_id, ": ", e.error);
+      if (e.finished) r.outputs.push_back(e.token_ids);
+    }
+  r.seconds.push_back(std::chrono::duration<double>(Clock::now() - start).count());
+  for (const auto& out : r.outputs) r.generated += static_cast<int64_t>(out.size());
+  const hive::EngineMetrics m = engine.metrics();
+  r.spec.num_drafts = m.spec_num_drafts;
+  r.spec.num_draft_tokens = m.spec_num_draft_tokens;
+  r.spec.num_accepted_tokens = m.spec_num_accepted_tokens;
+  r.spec.drafts_per_position = m.spec_drafts_per_position;
+  r.spec.accepted_per_position = m.spec_accepted_per_position;
+  r.proposed_ahead = m.spec_proposed_ahead;
+  r.used_ahead = m.spec_used_ahead;
+  engine.shutdown(hive::ShutdownMode::drain);
+  return r;
+}
+
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
@@ -90,17 +129,22 @@ int main(int argc, char** argv) {
   try {
     const hive::cli::Args args(
         std::vector<std::string>(argv + 1, argv + argc),
-        {"--model", "--draft", "--max-tokens", "--gamma", "--batches", "--rounds", "--json"}, {});
+        {"--model", "--draft", "--max-tokens", "--gamma", "--batches", "--rounds", "--engine",
+         "--modes", "--json"},
+        {});
     const std::string model_dir = args.require("--model");
     const std::string draft_dir = args.require("--draft");
     const int64_t max_tokens = args.get_int("--max-tokens", 128, 1);
     const auto gamma = static_cast<int>(args.get_int("--gamma", 4, 1, hive::kMaxSpeculativeTokens));
     const auto rounds = static_cast<int>(args.get_int("--rounds", 3, 1, 1000));
+    const std::string engine_kind = args.get("--engine", "actor");
+    hive::check(engine_kind == "actor" || engine_kind == "offline",
+                "--engine: expected actor or offline (got '", engine_kind, "')");
     std::vector<int> batches;
     std::stringstream list(args.get("--batches", "1,16"));
     for (std::string item; std::getline(list, item, ',');) batches.push_back(std::stoi(item));
 
-    hive::BackendChoice choice = hive::select_backend("cpu", hive::Model::required_ops());
+    hive::BackendChoice choice = hive::select_backend(hive::DeviceChoice::cpu, hive::Model::required_ops());
     hive::Model model(model_dir, *choice.backend);
     const hive::Tokenizer tokenizer = hive::Tokenizer::from_directory(model_dir);
     std::vector<Mode> modes(5);
@@ -115,6 +159,19 @@ int main(int argc, char** argv) {
     modes[4] = modes[2];
     modes[4].name = "ngram-fixed";
     modes[4].speculative.adaptive = false;
+    if (args.has("--modes")) {
+      std::vector<Mode> chosen;
+      std::stringstream names(args.get("--modes", ""));
+      for (std::string name; std::getline(names, name, ',');) {
+        const auto it = std::find_if(modes.begin(), modes.end(),
+                                     [&](const Mode& m) { return m.name == name; });
+        hive::check(it != modes.end(), "--modes: no mode '", name,
+                    "' (off, draft, ngram, draft-fixed, ngram-fixed)");
+        chosen.push_back(*it);
+      }
+      hive::check(!chosen.empty() && chosen[0].name == "off", "--modes: must start with off");
+      modes = std::move(chosen);
+    }
 
     // What the load-aware control sees: the step costs the engine measures.
     {
@@ -127,10 +184,11 @@ int main(int argc, char** argv) {
                     1e3 * cost.target.points[i].second, 1e3 * cost.draft.points[i].second);
       std::printf("  (target / draft)\n");
     }
-    nlohmann::json json = {{"model", model_dir}, {"draft", draft_dir}, {"max_tokens", max_tokens},
+    nlohmann::json json = {{"model", model_dir}, {"draft", draft_dir}, {"engine", engine_kind},
+                           {"max_tokens", max_tokens},
                            {"gamma", gamma}, {"rounds", rounds}, {"rows", nlohmann::json::array()}};
-    std::printf("%-6s %-12s %10s %8s %11s %14s %9s\n", "batch", "mode", "tok/s", "vs off",
-                "acceptance", "tokens/verify", "formula");
+    std::printf("%-6s %-12s %10s %8s %11s %14s %9s %12s\n", "batch", "mode", "tok/s", "vs off",
+                "acceptance", "tokens/verify", "formula", "ahead used");
     bool exact = true;
     for (const int batch : batches) {
       std::vector<hive::Request> requests;
@@ -145,7 +203,8 @@ int main(int argc, char** argv) {
       std::map<std::string, Result> results;
       for (int round = 0; round < rounds; ++round)
         for (const Mode& mode : modes) {
-          Result r = run_once(model, mode, requests, batch);
+          Result r = engine_kind == "actor" ? run_actor(model_dir, mode, requests, batch)
+                                            : run_once(model, mode, requests, batch);
           auto [it, fresh] = results.try_emplace(mode.name, r);
           if (!fresh) it->second.seconds.push_back(r.seconds[0]);
         }
@@ -167,9 +226,10 @@ int main(int argc, char** argv) {
                                       : 0.0;
         const double formula =
             alpha < 1.0 ? (1.0 - std::pow(alpha, mean_gamma + 1.0)) / (1.0 - alpha) : mean_gamma + 1;
-        std::printf("%-6d %-12s %10.1f %7.2fx %10.1f%% %14.2f %9.2f\n", batch, mode.name.c_str(),
-                    rate, rate / off_rate, 100.0 * alpha, r.spec.mean_accepted_length(),
-                    r.spec.num_drafts > 0 ? formula : 0.0);
+        std::printf("%-6d %-12s %10.1f %7.2fx %10.1f%% %14.2f %9.2f %5lld/%-6lld\n", batch,
+                    mode.name.c_str(), rate, rate / off_rate, 100.0 * alpha,
+                    r.spec.mean_accepted_length(), r.spec.num_drafts > 0 ? formula : 0.0,
+                    static_cast<long long>(r.used_ahead), static_cast<long long>(r.proposed_ahead));
         json["rows"].push_back({{"batch", batch},
                                 {"mode", mode.name},
                                 {"tokens_per_second", rate},
@@ -180,7 +240,9 @@ int main(int argc, char** argv) {
                                 {"formula_tokens_per_step", r.spec.num_drafts > 0 ? formula : 0.0},
                                 {"mean_draft_length", mean_gamma},
                                 {"accepted_per_position", r.spec.accepted_per_position},
-                                {"drafts_per_position", r.spec.drafts_per_position}});
+                                {"drafts_per_position", r.spec.drafts_per_position},
+                                {"proposed_ahead", r.proposed_ahead},
+                                {"used_ahead", r.used_ahead}});
       }
     }
     const std::string json_path = args.get("--json", "");

@@ -90,7 +90,8 @@ int run_agree(const std::vector<std::string>& argv) {
       read_prompt_file(args.require("--prompts"), kAgreePromptKeys);
   const int64_t max_tokens = args.get_int("--max-tokens", 32, 1, int64_t{1} << 20);
 
-  BackendChoice choice = select_backend(args.get("--device", "auto"), Model::required_ops());
+  BackendChoice choice = select_backend(parse_device_choice(args.get("--device", "auto"), "--device"),
+                                        Model::required_ops());
   if (!choice.note.empty()) std::fprintf(stderr, "%s\n", choice.note.c_str());
   Progress loading = Progress::on_stderr("loading " + target_dir + " and " + draft_dir);
   Model target(target_dir, *choice.backend);

@@ -291,7 +291,7 @@ int run_bench_serve(const std::vector<std::string>& argv) {
   } else {
     LaunchConfig config;
     config.model = model_dir_or_default(args);
-    config.device = "cpu";
+    config.device = DeviceChoice::cpu;
     config.kv_cache.memory_budget_bytes = int64_t{256} << 20;
     config.scheduler.max_num_seqs = std::max(load.max_concurrency, 1);
     config.scheduler.max_num_batched_tokens = 512;

@@ -72,7 +72,8 @@ int run_eval_ppl(const std::vector<std::string>& argv) {
   const std::string text_path = args.require("--text");
   const std::string text = read_text_file(text_path);
 
-  BackendChoice choice = select_backend(args.get("--device", "auto"), Model::required_ops());
+  BackendChoice choice = select_backend(parse_device_choice(args.get("--device", "auto"), "--device"),
+                                        Model::required_ops());
   if (!choice.note.empty()) std::fprintf(stderr, "%s\n", choice.note.c_str());
   Progress loading = Progress::on_stderr("loading " + model_dir);
   Model model(model_dir, *choice.backend);

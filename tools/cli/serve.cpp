@@ -25,14 +25,12 @@ namespace {
 LaunchConfig config_for_model(const std::string& model_dir, const Args& args) {
   LaunchConfig config;
   config.model = model_dir;
-  config.device = args.get("--device", "auto");
+  config.device = parse_device_choice(args.get("--device", "auto"), "--device");
   if (args.has("--kv-budget-mb"))  // else kv_cache.memory_fraction of the free memory
     config.kv_cache.memory_budget_bytes = args.get_int("--kv-budget-mb", 0, 1, int64_t{1} << 30)
                                           << 20;
-  if (args.has("--kv-cache-dtype")) {
-    config.kv_cache.dtype = args.get("--kv-cache-dtype", "");
-    parse_kv_cache_dtype(config.kv_cache.dtype, "--kv-cache-dtype");  // fails early on a typo
-  }
+  if (args.has("--kv-cache-dtype"))
+    config.kv_cache.dtype = parse_kv_cache_dtype(args.get("--kv-cache-dtype", ""), "--kv-cache-dtype");
   config.scheduler.max_num_seqs = 32;
   config.scheduler.max_num_batched_tokens = 256;
   return config;

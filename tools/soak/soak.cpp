@@ -120,7 +120,7 @@ int64_t resident_kib() {
 EngineOptions engine_options(const std::string& model, int64_t kv_budget_bytes) {
   EngineOptions o;
   o.model = model;
-  o.device = "cpu";
+  o.device = DeviceChoice::cpu;
   o.engine.block_size = 16;
   o.engine.kv_budget = KVBudget{kv_budget_bytes, 0.0};
   o.engine.enable_prefix_caching = true;
