@@ -39,8 +39,7 @@ DraftAnswer propose(DraftState& st, DraftWork& work) {
 
 }  // namespace
 
-draft_actor::behavior_type draft(draft_actor::stateful_pointer<DraftState> self,
-                                 DraftSetup setup) {
+draft_actor::behavior_type draft(draft_actor::stateful_pointer<DraftState> self, DraftSetup setup) {
   self->state.sequences.resize(setup.drafters.size());
   self->state.setup = std::move(setup);
   return {

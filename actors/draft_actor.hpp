@@ -44,7 +44,6 @@ struct DraftState {
   static inline const char* name = "hive.draft";
 };
 
-draft_actor::behavior_type draft(draft_actor::stateful_pointer<DraftState> self,
-                                 DraftSetup setup);
+draft_actor::behavior_type draft(draft_actor::stateful_pointer<DraftState> self, DraftSetup setup);
 
 }  // namespace hive

@@ -127,7 +127,7 @@ struct SchedulerSetup {
   SpeculativeConfig speculative;
   SpecCostModel spec_cost;  // measured at setup, for its load-aware control
   std::shared_ptr<Model> draft_model;
-  std::vector<std::shared_ptr<Drafter>> drafters;
+  std::vector<std::shared_ptr<DraftModelDrafter>> drafters;
 };
 
 // A step sent to the workers and not yet answered by all of them.

@@ -5,7 +5,6 @@
 #include <caf/event_based_actor.hpp>
 
 #include "actors/error_text.hpp"
-#include "kernels/error.hpp"
 
 namespace hive::scheduler_detail {
 
@@ -58,13 +57,7 @@ void ask(Self self, int rank, std::vector<Proposal> proposals, std::vector<Draft
 void start_drafts(Self self) {
   SchedulerState& st = self->state;
   if (st.setup.drafters.empty()) return;
-  DraftSetup setup{st.setup.draft_model, {}};
-  for (const std::shared_ptr<Drafter>& d : st.setup.drafters) {
-    auto drafter = std::dynamic_pointer_cast<DraftModelDrafter>(d);
-    check(drafter != nullptr, "scheduler: a draft model's drafter is expected");
-    setup.drafters.push_back(std::move(drafter));
-  }
-  st.draft = self->spawn<caf::detached>(draft, std::move(setup));
+  st.draft = self->spawn<caf::detached>(draft, DraftSetup{st.setup.draft_model, st.setup.drafters});
   // Whatever ends this actor ends the draft actor too: its thread would
   // otherwise keep the actor system alive.
   self->attach_functor([d = st.draft](const caf::error&) {
@@ -91,7 +84,9 @@ bool drafts_ready(Self self) {
     for (const DraftQuery& q : missing) {
       const Sequence& seq = *q.seq;
       proposals.push_back({seq.id, seq.num_known_tokens(), seq.num_known_tokens(), {}, {}});
-      jobs.push_back({seq.id, seq.sample_index, seq.request->sampling,
+      jobs.push_back({seq.id,
+                      seq.sample_index,
+                      seq.request->sampling,
                       {seq.token_ids.begin(), seq.token_ids.begin() + seq.num_known_tokens()},
                       q.max_tokens});
     }
@@ -116,7 +111,10 @@ void propose_ahead(Self self, const CoreStep& step) {
       const auto tokens = seq.token_ids.begin();
       proposals.push_back({seq.id, context, known, {tokens + known, tokens + context}, {}});
       // The target's next token (guessed) and then a window like this one.
-      jobs.push_back({seq.id, seq.sample_index, seq.request->sampling, {tokens, tokens + context},
+      jobs.push_back({seq.id,
+                      seq.sample_index,
+                      seq.request->sampling,
+                      {tokens, tokens + context},
                       s.num_draft_tokens + 1});
     }
     if (!jobs.empty())

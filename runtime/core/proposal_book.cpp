@@ -29,8 +29,7 @@ std::vector<DraftQuery> ProposalBook::missing(std::span<const DraftQuery> querie
     const auto it = proposals_.find(q.seq->id);
     const int64_t skip = it == proposals_.end() ? -1 : skipped(it->second, *q.seq);
     // A proposal made ahead whose tokens the target all took has no more.
-    const bool spent =
-        skip > 0 && skip == static_cast<int64_t>(it->second.draft.token_ids.size());
+    const bool spent = skip > 0 && skip == static_cast<int64_t>(it->second.draft.token_ids.size());
     if (skip < 0 || spent) out.push_back(q);
   }
   return out;
@@ -48,7 +47,8 @@ std::vector<Draft> ProposalBook::propose(std::span<const DraftQuery> queries) {
     const size_t end =
         std::min(proposed.token_ids.size(), begin + static_cast<size_t>(queries[i].max_tokens));
     if (begin >= end) continue;
-    drafts[i].token_ids.assign(proposed.token_ids.begin() + begin, proposed.token_ids.begin() + end);
+    drafts[i].token_ids.assign(proposed.token_ids.begin() + begin,
+                               proposed.token_ids.begin() + end);
     if (!proposed.probs.empty())
       drafts[i].probs.assign(proposed.probs.begin() + begin, proposed.probs.begin() + end);
     if (skip > 0) ++num_served_ahead_;
