@@ -43,14 +43,17 @@ void route_grouped(const float* scores, const float* bias, const RouterConfig& c
   std::vector<float> choice(static_cast<size_t>(experts));
   for (int e = 0; e < experts; ++e)
     choice[static_cast<size_t>(e)] = scores[e] + (bias ? bias[e] : 0.0f);
-  // A group's score: the sum of its two best biased scores.
+  // A group's score: the sum of its two best biased scores (V3), or its
+  // best probability (V2).
+  const bool best_two = config.rule == RoutingRule::grouped_sigmoid;
   std::vector<float> group_scores(static_cast<size_t>(config.n_group));
   for (int g = 0; g < config.n_group; ++g) {
     const std::vector<float> members(choice.begin() + g * per_group,
                                      choice.begin() + (g + 1) * per_group);
-    const std::vector<int32_t> best = top_indices(members, 2);
-    group_scores[static_cast<size_t>(g)] =
-        members[static_cast<size_t>(best[0])] + members[static_cast<size_t>(best[1])];
+    const std::vector<int32_t> best = top_indices(members, best_two ? 2 : 1);
+    float group_score = 0.0f;
+    for (const int32_t e : best) group_score += members[static_cast<size_t>(e)];
+    group_scores[static_cast<size_t>(g)] = group_score;
   }
   std::vector<bool> kept(static_cast<size_t>(config.n_group), false);
   for (const int32_t g : top_indices(group_scores, config.topk_group))
@@ -76,22 +79,31 @@ void route_tokens(Backend& backend, const Tensor& router_logits, const RouterCon
   check(router_logits.ndim == 2 && router_logits.shape[1] == config.num_experts,
         "route_tokens: logits ", router_logits.shape_text(), " for ", config.num_experts,
         " experts");
-  if (!config.grouped_sigmoid) {
+  if (config.rule == RoutingRule::softmax) {
     backend.softmax(router_logits);
     backend.topk(router_logits, config.top_k, weights, expert_ids);
     if (config.normalize_top_k) backend.normalize_rows(weights);
     return;
   }
+  const bool sigmoid = config.rule == RoutingRule::grouped_sigmoid;
+  // A V3 group is scored by its two best experts, so it needs two.
+  const int min_per_group = sigmoid ? 2 : 1;
   check(config.n_group >= 1 && config.num_experts % config.n_group == 0 &&
-            config.num_experts / config.n_group >= 2 && config.topk_group >= 1 &&
-            config.topk_group <= config.n_group,
-        "route_tokens: ", config.num_experts, " experts in ", config.n_group, " groups, keeping ",
-        config.topk_group);
-  check(!score_bias || score_bias->numel() == config.num_experts, "route_tokens: correction bias ",
+            config.num_experts / config.n_group >= min_per_group && config.topk_group >= 1 &&
+            config.topk_group <= config.n_group &&
+            config.top_k <= config.topk_group * (config.num_experts / config.n_group),
+        "route_tokens: top ", config.top_k, " of ", config.num_experts, " experts in ",
+        config.n_group, " groups, keeping ", config.topk_group);
+  check(!score_bias || (sigmoid && score_bias->numel() == config.num_experts),
+        "route_tokens: correction bias ",
         score_bias ? score_bias->shape_text() : Tensor{}.shape_text(), " for ", config.num_experts,
-        " experts");
+        " experts", sigmoid ? "" : " (grouped softmax takes none)");
   // A few numbers per token: chosen on the host, like the dispatch plan.
-  backend.sigmoid(router_logits);
+  if (sigmoid) {
+    backend.sigmoid(router_logits);
+  } else {
+    backend.softmax(router_logits);
+  }
   const int64_t n = router_logits.shape[0];
   const int k = config.top_k;
   const std::vector<float> scores = download<float>(backend, router_logits);

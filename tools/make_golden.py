@@ -81,6 +81,27 @@ MODELS["deepseek_v3_yarn"] = ("DeepseekV3Config", "DeepseekV3ForCausalLM",
                                                         mscale=0.9, mscale_all_dim=0.7)),
                               torch.bfloat16, {"min_gap": 0.01})
 
+# DeepSeek-V2: the same MLA and experts with softmax routing and no
+# correction bias. The first keeps the topk_group groups (of n_group) with
+# the best single probability (group_limited_greedy), with q_lora_rank and
+# YaRN (mscale != mscale_all_dim), as DeepSeek-V2 itself; the second is
+# V2-Lite's shape: plain top-k (greedy, n_group unset), no q_lora_rank, bf16.
+# Both scale the weights by routed_scaling_factor, unnormalised.
+MODELS["deepseek_v2"] = ("DeepseekV2Config", "DeepseekV2ForCausalLM",
+                         dict(DEEPSEEK, q_lora_rank=48, n_routed_experts=12, n_group=4, topk_group=2,
+                              num_experts_per_tok=3, n_shared_experts=2, norm_topk_prob=False,
+                              topk_method="group_limited_greedy",
+                              rope_parameters=dict(rope_type="yarn", rope_theta=10000.0,
+                                                   factor=4.0, original_max_position_embeddings=64,
+                                                   beta_fast=32.0, beta_slow=1.0, mscale=1.0,
+                                                   mscale_all_dim=0.8)),
+                         torch.float32, {"min_gap": 0.025, "stable_routing": True})
+MODELS["deepseek_v2_lite"] = ("DeepseekV2Config", "DeepseekV2ForCausalLM",
+                              dict(DEEPSEEK, q_lora_rank=None, n_routed_experts=8,
+                                   num_experts_per_tok=2, n_shared_experts=1, norm_topk_prob=False,
+                                   topk_method="greedy"),
+                              torch.bfloat16, {"min_gap": 0.01})
+
 PROMPT_LENGTHS = [5, 19]
 
 
@@ -119,6 +140,29 @@ def greedy_with_margin(model, prompt):
     return ids[len(prompt):], logits, min_gap
 
 
+def chosen_experts(model, ids, round_kv):
+    """Each router's chosen experts for every token of `ids`; with round_kv,
+    the cached latent and rope key rounded to bf16 first, as a bf16 KV cache
+    holds them (rounded before the rope here: an error of the same size)."""
+    picks, hooks = [], []
+    for layer in model.model.layers:
+        attn = layer.self_attn
+        rope = attn.qk_rope_head_dim
+        if round_kv:
+            hooks.append(attn.kv_a_layernorm.register_forward_hook(
+                lambda m, i, o: o.bfloat16().float()))
+            hooks.append(attn.kv_a_proj_with_mqa.register_forward_hook(
+                lambda m, i, o, r=rope: torch.cat([o[..., :-r], o[..., -r:].bfloat16().float()], -1)))
+        if hasattr(layer.mlp, "gate"):
+            hooks.append(layer.mlp.gate.register_forward_hook(
+                lambda m, i, o: picks.append(o[2].sort(-1).values)))
+    with torch.no_grad():
+        model(torch.tensor([ids]))
+    for h in hooks:
+        h.remove()
+    return picks
+
+
 def make(name, spec):
     config_cls, model_cls, extra, dtype, options = spec
     config = getattr(transformers, config_cls)(**{**COMMON, **extra})
@@ -144,7 +188,13 @@ def make(name, spec):
             # No near-ties: greedy must be stable under 1e-4 error (and, with
             # min_gap, under the bf16 KV cache's error: MLA's latent rows
             # in bf16 moved a 0.006 gap).
-            if gap > options.get("min_gap", 1e-3):
+            # With stable_routing, no expert choice flips under the bf16 KV
+            # cache's rounding either: a flip moves the logits far more than
+            # the rounding itself (group-limited routing flips whole groups).
+            stable = not options.get("stable_routing") or all(
+                torch.equal(a, b) for a, b in zip(chosen_experts(reference, prompt + tokens, False),
+                                                  chosen_experts(reference, prompt + tokens, True)))
+            if gap > options.get("min_gap", 1e-3) and stable:
                 break
         else:
             sys.exit(f"{name}: no prompt of length {length} without near-tied logits")

@@ -1,6 +1,7 @@
 #pragma once
-// The DeepSeek-V3 keys of config.json: MLA sizes, routed and shared experts,
-// grouped (noaux_tc) routing, dense first layers.
+// The DeepSeek-V2/V3 keys of config.json: MLA sizes, routed and shared
+// experts, grouped routing (V3's noaux_tc, V2's greedy and
+// group_limited_greedy), dense first layers.
 #include <string>
 
 #include "runtime/model/model_config.hpp"

@@ -9,8 +9,8 @@ namespace hive {
 
 namespace {
 
-// kv_a_layernorm and q_a_layernorm use DeepseekV3RMSNorm's default eps, not
-// the config's rms_norm_eps.
+// kv_a_layernorm and q_a_layernorm use DeepSeek-V2/V3's RMSNorm default eps,
+// not the config's rms_norm_eps.
 constexpr float kLatentNormEps = 1e-6f;
 
 // A checkpoint tensor's values as f32 on the host (the model's weights are

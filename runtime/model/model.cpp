@@ -122,7 +122,7 @@ RouterConfig router_config(const ModelConfig& config) {
   RouterConfig r{static_cast<int>(config.num_experts),
                  static_cast<int>(config.num_experts_per_token), config.norm_topk_prob};
   if (const auto& g = config.grouped_routing) {
-    r.grouped_sigmoid = true;
+    r.rule = g->softmax ? RoutingRule::grouped_softmax : RoutingRule::grouped_sigmoid;
     r.n_group = static_cast<int>(g->n_group);
     r.topk_group = static_cast<int>(g->topk_group);
     r.routed_scaling_factor = static_cast<float>(g->routed_scaling_factor);

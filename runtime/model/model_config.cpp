@@ -33,6 +33,7 @@ constexpr ArchitectureName kArchitectures[] = {
     {"MixtralForCausalLM", Architecture::mixtral},
     {"Qwen2MoeForCausalLM", Architecture::qwen2_moe},
     {"Qwen3MoeForCausalLM", Architecture::qwen3_moe},
+    {"DeepseekV2ForCausalLM", Architecture::deepseek_v2},
     {"DeepseekV3ForCausalLM", Architecture::deepseek_v3},
 };
 
@@ -118,6 +119,7 @@ ModelConfig parse_model_config(const json& j, const std::string& source) {
   const Architecture a = c.architecture;
   const bool qwen2_family = a == Architecture::qwen2 || a == Architecture::qwen2_moe;
   const bool qwen3_family = a == Architecture::qwen3 || a == Architecture::qwen3_moe;
+  const bool deepseek = a == Architecture::deepseek_v2 || a == Architecture::deepseek_v3;
   c.vocab_size = config.integer("vocab_size");
   c.hidden_size = config.integer("hidden_size");
   c.num_layers = config.integer("num_hidden_layers");
@@ -133,7 +135,7 @@ ModelConfig parse_model_config(const json& j, const std::string& source) {
         c.num_heads, ")");
   if (config.has("head_dim")) {
     c.head_dim = config.integer("head_dim");
-  } else if (a == Architecture::deepseek_v3) {
+  } else if (deepseek) {
     c.head_dim = config.integer("qk_rope_head_dim");  // checked with the MLA sizes
   } else if (a == Architecture::qwen3) {
     c.head_dim = 128;  // Qwen3Config's default (Qwen3-MoE's is hidden / heads)
@@ -165,10 +167,10 @@ ModelConfig parse_model_config(const json& j, const std::string& source) {
   c.o_bias = !qwen2_family && config.boolean_or("attention_bias", false);
   c.qk_norm = qwen3_family;
   check(!config.boolean_or("mlp_bias", false), source, ": mlp_bias is not supported");
-  if (a == Architecture::deepseek_v3) {
+  if (deepseek) {
     parse_deepseek(config, source, c);
-    // head_dim is the roped part (DeepseekV3Config sets it so): the rope
-    // tables are that wide.
+    // head_dim is the roped part (DeepseekV2Config and DeepseekV3Config set
+    // it so): the rope tables are that wide.
     c.head_dim = c.mla->qk_rope_head_dim;
   }
 
@@ -186,7 +188,7 @@ ModelConfig parse_model_config(const json& j, const std::string& source) {
 
   const bool moe =
       a == Architecture::mixtral || a == Architecture::qwen2_moe || a == Architecture::qwen3_moe;
-  if (a == Architecture::deepseek_v3) {
+  if (deepseek) {
     // parse_deepseek read the experts.
   } else if (moe) {
     c.num_experts = config.has("num_local_experts") ? config.integer("num_local_experts")

@@ -1,7 +1,7 @@
 #pragma once
 // A model's config.json, parsed and validated once. Covers the Llama family
 // (Llama, Mistral, Qwen2, Qwen3) and its MoE relatives (Mixtral, Qwen2-MoE,
-// Qwen3-MoE) and DeepSeek-V3 (MLA, grouped sigmoid routing); keys follow
+// Qwen3-MoE) and DeepSeek-V2/V3 (MLA, grouped routing); keys follow
 // transformers 4.x and 5.x spellings.
 #include <cstdint>
 #include <filesystem>
@@ -23,6 +23,7 @@ enum class Architecture {
   mixtral,
   qwen2_moe,
   qwen3_moe,
+  deepseek_v2,
   deepseek_v3
 };
 
@@ -58,9 +59,13 @@ struct MlaConfig {
   int64_t latent_dim() const { return kv_lora_rank + qk_rope_head_dim; }  // one cache row
 };
 
-// DeepSeek-V3's noaux_tc router: sigmoid scores, a bias added for choosing
-// only, the experts of the topk_group best of n_group groups.
+// DeepSeek's grouped routers: the experts of the topk_group best of n_group
+// groups, weights times routed_scaling_factor. V3 (noaux_tc): sigmoid
+// scores, a bias added for choosing only, a group scored by its two best.
+// V2 (group_limited_greedy; greedy is one group): softmax probabilities, no
+// bias, a group scored by its best.
 struct GroupedRouting {
+  bool softmax = false;  // V2's rule
   int64_t n_group = 1;
   int64_t topk_group = 1;
   double routed_scaling_factor = 1.0;
@@ -114,7 +119,7 @@ struct ModelConfig {
   int64_t moe_intermediate_size = 0;
   int64_t shared_expert_intermediate_size = 0;  // 0: none
   bool shared_expert_gated = true;  // Qwen2-MoE's sigmoid gate; DeepSeek's shared experts have none
-  std::optional<GroupedRouting> grouped_routing;  // DeepSeek-V3's noaux_tc
+  std::optional<GroupedRouting> grouped_routing;  // DeepSeek-V2/V3
   int64_t first_k_dense_replace = 0;              // DeepSeek: the first layers are dense
   bool norm_topk_prob = true;
   int64_t decoder_sparse_step = 1;

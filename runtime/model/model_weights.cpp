@@ -61,7 +61,7 @@ MoeWeights bind_moe(const ModelConfig& c, const WeightStore& store, const std::s
   const bool mixtral = c.architecture == Architecture::mixtral;
   const std::string prefix = layer + (mixtral ? "block_sparse_moe." : "mlp.");
   moe.router = store.get(prefix + "gate.weight", {c.num_experts, c.hidden_size});
-  if (c.grouped_routing)
+  if (c.grouped_routing && !c.grouped_routing->softmax)  // V3's noaux_tc; V2 has no bias
     moe.score_correction_bias = store.get(prefix + "gate.e_score_correction_bias", {c.num_experts});
   for (int64_t e = 0; e < c.num_experts; ++e) {
     const std::string expert = prefix + "experts." + std::to_string(e) + ".";

@@ -188,7 +188,7 @@ TEST_P(EngineParallel, LiveBalancingSwitchesPlacementWithoutChangingAToken) {
 }
 
 INSTANTIATE_TEST_SUITE_P(MoeFixtures, EngineParallel,
-                         ::testing::Values("qwen3_moe", "mixtral", "deepseek_v3"));
+                         ::testing::Values("qwen3_moe", "mixtral", "deepseek_v3", "deepseek_v2"));
 
 // Two workers holding one tensor-parallel model: the same tokens as one rank.
 TEST(EngineTensorParallel, TwoRanksMatchTheOfflineEngine) {

@@ -316,8 +316,8 @@ TEST(Cli, StopStringsEndTheText) {
 }
 
 TEST(Cli, InspectReportsTransformersCounts) {
-  for (const char* name :
-       {"qwen3", "mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v3", "deepseek_v3_yarn"}) {
+  for (const char* name : {"qwen3", "mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v3",
+                           "deepseek_v3_yarn", "deepseek_v2", "deepseek_v2_lite"}) {
     const auto expected = nlohmann::json::parse(std::ifstream(kModels / name / "expected.json"));
     const Result r = run("inspect --model " + (kModels / name).string());
     ASSERT_EQ(r.status, 0) << r.out;

@@ -132,6 +132,9 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, ExpertParallelTest,
                                            Case{"deepseek_v3", 2, PlacementKind::contiguous, false},
                                            Case{"deepseek_v3", 4, PlacementKind::round_robin, true},
                                            Case{"deepseek_v3_yarn", 3, PlacementKind::round_robin,
+                                                false},
+                                           Case{"deepseek_v2", 4, PlacementKind::round_robin, true},
+                                           Case{"deepseek_v2_lite", 2, PlacementKind::contiguous,
                                                 false}),
                          [](const auto& param_info) {
                            const Case& c = param_info.param;

@@ -178,7 +178,7 @@ TEST_P(ModelExpertParallel, SplitsAcrossRanksLikeOneRank) {
 INSTANTIATE_TEST_SUITE_P(MoeFixtures, ModelExpertParallel,
                          ::testing::Values("qwen3_moe", "mixtral", "qwen2_moe",
                                            "bundled/hive-moe-target", "deepseek_v3",
-                                           "deepseek_v3_yarn"));
+                                           "deepseek_v3_yarn", "deepseek_v2", "deepseek_v2_lite"));
 
 }  // namespace
 }  // namespace hive

@@ -96,7 +96,7 @@ TEST(MoeForward, TopOneEqualsTheChosenExpert) {
 TEST(Router, GroupedSigmoidKeepsTheBestGroupsAndWeighsUnbiasedScores) {
   const std::vector<float> scores = {0.9f, 0.1f, 0.5f, 0.45f, 0.2f, 0.7f, 0.3f, 0.35f};
   const std::vector<float> bias = {0, 0, 0, 0, 0, 0, 0, 0.5f};
-  RouterConfig config{8, 2, true, true, 4, 2, 2.5f};
+  RouterConfig config{8, 2, true, RoutingRule::grouped_sigmoid, 4, 2, 2.5f};
   int32_t ids[2];
   float weights[2];
   route_grouped(scores.data(), bias.data(), config, ids, weights);
@@ -135,12 +135,86 @@ TEST(Router, RouteTokensAppliesTheSigmoidBeforeChoosing) {
   std::vector<int32_t> ids(2);
   const Tensor bias_tensor = Tensor::view(bias.data(), DType::f32, {8});
   route_tokens(cpu, Tensor::view(logits.data(), DType::f32, {1, 8}),
-               RouterConfig{8, 2, true, true, 4, 2, 2.5f},
+               RouterConfig{8, 2, true, RoutingRule::grouped_sigmoid, 4, 2, 2.5f},
                Tensor::view(weights.data(), DType::f32, {1, 2}),
                Tensor::view(ids.data(), DType::i32, {1, 2}), &bias_tensor);
   EXPECT_EQ(ids, (std::vector<int32_t>{0, 7}));
   EXPECT_NEAR(weights[0], 1.8f, 1e-5f);
   EXPECT_NEAR(weights[1], 0.7f, 1e-5f);
+}
+
+// DeepSeek-V2's group_limited_greedy, worked by hand: 8 experts in 4 groups
+// of 2, 2 groups kept, top 3, weights times 16, not normalised. Softmax
+// probabilities (they sum to 1):
+//   group 0: 0.30 0.01 (best 0.30)   group 1: 0.20 0.19 (best 0.20)
+//   group 2: 0.22 0.015 (best 0.22)  group 3: 0.045 0.02 (best 0.045)
+// A group is scored by its best: groups 0 and 2 are kept, so the top three
+// are experts 0, 4 and 5. Without group limiting expert 2 (0.20) would
+// beat expert 5; scored by their two best (V3's rule) groups 1 and 0 would
+// be kept (experts 0, 2, 3).
+const std::vector<float> kV2Probabilities = {0.30f, 0.01f,  0.20f,  0.19f,
+                                             0.22f, 0.015f, 0.045f, 0.02f};
+
+TEST(Router, GroupedSoftmaxKeepsTheGroupsWithTheBestProbability) {
+  RouterConfig config{8, 3, false, RoutingRule::grouped_softmax, 4, 2, 16.0f};
+  int32_t ids[3];
+  float weights[3];
+  route_grouped(kV2Probabilities.data(), nullptr, config, ids, weights);
+  EXPECT_EQ(std::vector<int32_t>(ids, ids + 3), (std::vector<int32_t>{0, 4, 5}));
+  EXPECT_FLOAT_EQ(weights[0], 0.30f * 16.0f);
+  EXPECT_FLOAT_EQ(weights[1], 0.22f * 16.0f);
+  EXPECT_FLOAT_EQ(weights[2], 0.015f * 16.0f);
+
+  // Every group kept: plain top-k, which takes expert 2 instead of 5.
+  config.topk_group = 4;
+  route_grouped(kV2Probabilities.data(), nullptr, config, ids, weights);
+  EXPECT_EQ(std::vector<int32_t>(ids, ids + 3), (std::vector<int32_t>{0, 4, 2}));
+  // V3's group score (two best) on the same numbers keeps groups 1 and 0.
+  config.topk_group = 2;
+  config.rule = RoutingRule::grouped_sigmoid;
+  route_grouped(kV2Probabilities.data(), nullptr, config, ids, weights);
+  EXPECT_EQ(std::vector<int32_t>(ids, ids + 3), (std::vector<int32_t>{0, 2, 3}));
+}
+
+// route_tokens runs the softmax on the backend, then the grouped choice;
+// greedy (one group) is plain top-k over the softmax, scaled.
+TEST(Router, RouteTokensGroupedSoftmaxAndGreedy) {
+  CpuBackend cpu;
+  std::vector<float> logits;
+  for (const float p : kV2Probabilities) logits.push_back(std::log(p) + 3.0f);  // softmax: p
+  const auto route = [&](const RouterConfig& config) {
+    auto scratch = logits;
+    std::vector<float> weights(3);
+    std::vector<int32_t> ids(3);
+    route_tokens(cpu, Tensor::view(scratch.data(), DType::f32, {1, 8}), config,
+                 Tensor::view(weights.data(), DType::f32, {1, 3}),
+                 Tensor::view(ids.data(), DType::i32, {1, 3}));
+    return std::pair{ids, weights};
+  };
+  const auto [limited, limited_weights] =
+      route(RouterConfig{8, 3, false, RoutingRule::grouped_softmax, 4, 2, 16.0f});
+  EXPECT_EQ(limited, (std::vector<int32_t>{0, 4, 5}));
+  EXPECT_NEAR(limited_weights[0], 0.30f * 16.0f, 1e-5f);
+  EXPECT_NEAR(limited_weights[1], 0.22f * 16.0f, 1e-5f);
+  EXPECT_NEAR(limited_weights[2], 0.015f * 16.0f, 1e-5f);
+  const auto [greedy, greedy_weights] =
+      route(RouterConfig{8, 3, false, RoutingRule::grouped_softmax, 1, 1, 2.5f});
+  EXPECT_EQ(greedy, (std::vector<int32_t>{0, 4, 2}));
+  EXPECT_NEAR(greedy_weights[2], 0.20f * 2.5f, 1e-6f);
+  // Normalised, then scaled (the rule the router shares with V3).
+  const auto [normalised, normalised_weights] =
+      route(RouterConfig{8, 3, true, RoutingRule::grouped_softmax, 4, 2, 16.0f});
+  EXPECT_NEAR(normalised_weights[0], 0.30f / 0.535f * 16.0f, 1e-4f);
+
+  // V2 has no correction bias; one given is a mistake, not ignored.
+  std::vector<float> bias(8, 0.0f), scratch = logits, weights(3);
+  std::vector<int32_t> ids(3);
+  const Tensor bias_tensor = Tensor::view(bias.data(), DType::f32, {8});
+  EXPECT_THROW(route_tokens(cpu, Tensor::view(scratch.data(), DType::f32, {1, 8}),
+                            RouterConfig{8, 3, false, RoutingRule::grouped_softmax, 4, 2, 1.0f},
+                            Tensor::view(weights.data(), DType::f32, {1, 3}),
+                            Tensor::view(ids.data(), DType::i32, {1, 3}), &bias_tensor),
+               Error);
 }
 
 }  // namespace

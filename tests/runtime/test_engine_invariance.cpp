@@ -496,8 +496,8 @@ TEST_P(EngineInvariance, DraftModelSpeculationKeepsGreedyOutputs) {
 INSTANTIATE_TEST_SUITE_P(Fixtures, EngineInvariance,
                          ::testing::Values("mistral", "qwen3_moe", "llama", "qwen2", "qwen3",
                                            "mixtral", "qwen2_moe", "bundled/hive-moe-target",
-                                           "bundled/hive-draft", "deepseek_v3",
-                                           "deepseek_v3_yarn"));
+                                           "bundled/hive-draft", "deepseek_v3", "deepseek_v3_yarn",
+                                           "deepseek_v2", "deepseek_v2_lite"));
 
 }  // namespace
 }  // namespace hive

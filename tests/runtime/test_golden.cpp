@@ -192,7 +192,7 @@ TEST(ModelForward, RejectsAnInconsistentBatch) {
 INSTANTIATE_TEST_SUITE_P(Architectures, GoldenTest,
                          ::testing::Values("llama", "mistral", "qwen2", "qwen3", "mixtral",
                                            "qwen2_moe", "qwen3_moe", "deepseek_v3",
-                                           "deepseek_v3_yarn"));
+                                           "deepseek_v3_yarn", "deepseek_v2", "deepseek_v2_lite"));
 
 }  // namespace
 }  // namespace hive

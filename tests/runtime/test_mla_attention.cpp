@@ -4,8 +4,11 @@
 // de-interleaved rope part, softmax over every earlier position. The
 // absorbed form runs over a paged cache whose block table runs backwards
 // through the pool: a prefill of 7 tokens, then 6 tokens one at a time.
-// Random hidden states (seed printed); every layer of both DeepSeek
+// Random hidden states (seed printed); every layer of the DeepSeek
 // fixtures (with and without q_lora_rank, YaRN, plain and interleaved rope).
+// DeepseekV2Attention ropes the same interleaved pairs as complex numbers and
+// leaves them interleaved; a dot product does not see the order, so the
+// interleaved form here is V2's too.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -196,7 +199,8 @@ TEST_P(MlaAbsorbedTest, MatchesThePlainFormOverAPagedCache) {
 }
 
 INSTANTIATE_TEST_SUITE_P(DeepSeek, MlaAbsorbedTest,
-                         ::testing::Values("deepseek_v3", "deepseek_v3_yarn"));
+                         ::testing::Values("deepseek_v3", "deepseek_v3_yarn", "deepseek_v2",
+                                           "deepseek_v2_lite"));
 
 }  // namespace
 }  // namespace hive

@@ -47,10 +47,10 @@ int run_inspect(const std::vector<std::string>& argv) {
                 static_cast<long long>(config.num_experts_per_token));
   if (const auto& g = config.grouped_routing)
     std::printf(
-        "routing:              %lld groups, top-%lld groups, scaled by %g; %lld shared, "
+        "routing:              %s, %lld groups, top-%lld groups, scaled by %g; %lld shared, "
         "first %lld layers dense\n",
-        static_cast<long long>(g->n_group), static_cast<long long>(g->topk_group),
-        g->routed_scaling_factor,
+        g->softmax ? "softmax" : "sigmoid + correction bias", static_cast<long long>(g->n_group),
+        static_cast<long long>(g->topk_group), g->routed_scaling_factor,
         static_cast<long long>(config.shared_expert_intermediate_size /
                                config.moe_intermediate_size),
         static_cast<long long>(config.first_k_dense_replace));
