@@ -1,8 +1,14 @@
 // The AVX2 GEMM kernel (gemm_kernels.hpp): the AVX-512 kernel's tiles at
 // half the width. A 16-lane accumulator is two ymm registers (lanes 0-7 and
 // 8-15), so the reduction order, and the bits, are the AVX-512 kernel's.
-// Register tiles of 2 rows by 2 weight rows (8 accumulators of the 16
-// registers); a last partial chunk goes through zero-padded stack copies.
+// Below 4 rows: register tiles of 2 rows by 2 weight rows (8 accumulators
+// of the 16 registers); a last partial chunk goes through zero-padded stack
+// copies. From 4 rows (x_halves given): x and the block's weights are in the
+// halves layout (gemm_kernels.hpp), and each half of the 16-lane
+// accumulator is its own pass over k with tiles of 4 rows by 3 weight rows
+// (12 accumulators, 3 weight and 1 x register): 12 FMAs per 7 loads instead
+// of 8 per 8, and every load contiguous. The halves are then added lane by
+// lane and folded as before, so the order, and the bits, are unchanged.
 //
 // Moves: as the AVX-512 kernel; its peak is half (2 x 8 FMAs per cycle).
 //
@@ -135,6 +141,89 @@ void columns(const GemmArgs& a, const typename W::Element* w, int64_t begin, int
   }
 }
 
+// The halves path (x_halves): one pass over a half of k16 for a tile of R x
+// rows and C weight rows, each in the halves layout with stride k16.
+// The accumulators are locals, copied out once: written through `result`
+// in the loop, they would be stored at every step (result may alias x or w).
+template <int R, int C>
+void half_pass(const float* x, const float* w, int64_t k16, int64_t half, __m256 (&result)[R][C]) {
+  __m256 acc[R][C];
+  for (int r = 0; r < R; ++r)
+    for (int c = 0; c < C; ++c) acc[r][c] = _mm256_setzero_ps();
+  for (int64_t t = 0; t < half; t += 8) {
+    __m256 wv[C];
+    for (int c = 0; c < C; ++c) wv[c] = _mm256_loadu_ps(w + c * k16 + t);
+    for (int r = 0; r < R; ++r) {
+      const __m256 xv = _mm256_loadu_ps(x + r * k16 + t);
+      for (int c = 0; c < C; ++c) acc[r][c] = _mm256_fmadd_ps(xv, wv[c], acc[r][c]);
+    }
+  }
+  for (int r = 0; r < R; ++r)
+    for (int c = 0; c < C; ++c) result[r][c] = acc[r][c];
+}
+
+template <int R, int C>
+void halves_tile(const float* x, const float* w, int64_t k16, const float* bias, float* out,
+                 int64_t out_stride) {
+  const int64_t half = k16 / 2;
+  __m256 lo[R][C], hi[R][C];
+  half_pass<R, C>(x, w, k16, half, lo);
+  half_pass<R, C>(x + half, w + half, k16, half, hi);
+  for (int r = 0; r < R; ++r)
+    for (int c = 0; c < C; ++c)
+      out[r * out_stride + c] = fold({lo[r][c], hi[r][c]}) + (bias ? bias[c] : 0.0f);
+}
+
+using HalvesTile = void (*)(const float*, const float*, int64_t, const float*, float*, int64_t);
+constexpr int kHalvesRows = 4, kHalvesColumns = 3;
+constexpr HalvesTile kHalvesTiles[kHalvesRows][kHalvesColumns] = {
+    {halves_tile<1, 1>, halves_tile<1, 2>, halves_tile<1, 3>},
+    {halves_tile<2, 1>, halves_tile<2, 2>, halves_tile<2, 3>},
+    {halves_tile<3, 1>, halves_tile<3, 2>, halves_tile<3, 3>},
+    {halves_tile<4, 1>, halves_tile<4, 2>, halves_tile<4, 3>}};
+
+// Rows of x_halves per pass over the block's columns: with the block's
+// weights (16 columns), they stay in L2 while every 3-column strip reads them.
+constexpr int64_t kHalvesRowBytes = 192 << 10;
+
+// The block's weights [begin, end) widened into the halves layout.
+template <class W>
+void widen_halves(const typename W::Element* w, int64_t k, int64_t columns, float* dst) {
+  const int64_t k16 = (k + 15) / 16 * 16, half = k16 / 2;
+  for (int64_t c = 0; c < columns; ++c, w += k, dst += k16) {
+    int64_t p = 0;
+    for (; p + kLanes <= k; p += kLanes) {
+      const Half16 v = W::load(w + p);
+      _mm256_storeu_ps(dst + p / 2, v.lo);
+      _mm256_storeu_ps(dst + half + p / 2, v.hi);
+    }
+    for (int64_t q = p; q < k16; ++q) {  // the last chunk, zero-padded
+      const float value = q < k ? W::scalar(w[q]) : 0.0f;
+      const int64_t lane = q - p;
+      (lane < 8 ? dst[p / 2 + lane] : dst[half + p / 2 + lane - 8]) = value;
+    }
+  }
+}
+
+void halves_columns(const GemmArgs& a, const float* w, int64_t begin, int64_t end) {
+  const int64_t k16 = (a.k + 15) / 16 * 16;
+  // No <algorithm> here: only intrinsics are included (see the top).
+  const int64_t fitting = kHalvesRowBytes / (k16 * 4) / kHalvesRows * kHalvesRows;
+  const int64_t block_rows = fitting > kHalvesRows ? fitting : kHalvesRows;
+  for (int64_t i0 = 0; i0 < a.m; i0 += block_rows) {
+    const int64_t i1 = i0 + block_rows < a.m ? i0 + block_rows : a.m;
+    for (int64_t j = begin; j < end; j += kHalvesColumns) {
+      const int64_t columns = end - j < kHalvesColumns ? end - j : kHalvesColumns;
+      for (int64_t i = i0; i < i1; i += kHalvesRows) {
+        const int64_t rows = i1 - i < kHalvesRows ? i1 - i : kHalvesRows;
+        kHalvesTiles[rows - 1][columns - 1](a.x_halves + i * k16, w + (j - begin) * k16, k16,
+                                            a.bias ? a.bias + j : nullptr, a.out + i * a.n + j,
+                                            a.n);
+      }
+    }
+  }
+}
+
 template <class W>
 void widen(const typename W::Element* src, int64_t count, float* dst) {
   int64_t p = 0;
@@ -149,6 +238,10 @@ void widen(const typename W::Element* src, int64_t count, float* dst) {
 template <class W>
 void run(const GemmArgs& a, int64_t begin, int64_t end, float* scratch) {
   const auto* w = static_cast<const typename W::Element*>(a.w) + begin * a.k;
+  if (a.x_halves != nullptr) {
+    widen_halves<W>(w, a.k, end - begin, scratch);
+    return halves_columns(a, scratch, begin, end);
+  }
   if (scratch != nullptr) {
     widen<W>(w, (end - begin) * a.k, scratch);
     return columns<F32Weights>(a, scratch, begin, end);
@@ -162,7 +255,8 @@ void gemm_columns_avx2(const GemmArgs& args, int64_t column_begin, int64_t colum
                        float* scratch) {
   switch (args.weights) {
     case GemmWeights::f32:
-      return run<F32Weights>(args, column_begin, column_end, nullptr);
+      return run<F32Weights>(args, column_begin, column_end,
+                             args.x_halves != nullptr ? scratch : nullptr);
     case GemmWeights::bf16:
       return run<Bf16Weights>(args, column_begin, column_end, scratch);
     case GemmWeights::f16:

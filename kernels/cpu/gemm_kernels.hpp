@@ -13,6 +13,12 @@
 // onto l, then + 4, + 2, + 1), then + bias[j]. It is the reference's order
 // (dot.cpp: 16 partial sums folded in halves), so on a machine where the
 // reference's AVX2 clone fuses its multiply-adds the bits are the same.
+//
+// The halves layout (the AVX2 kernel's for m >= 4, gemm_avx2.cpp): a row of
+// k values, zero-padded to k16 (k rounded up to 16), as the lanes 0-7 of
+// every 16-value chunk (k16 / 2 floats) followed by its lanes 8-15 (k16 / 2
+// floats). An 8-wide register then walks one half of the 16-lane
+// accumulator contiguously, in the same order.
 #include <cstdint>
 
 namespace hive::cpu {
@@ -26,12 +32,16 @@ struct GemmArgs {
   const float* bias = nullptr;  // [n] or null
   float* out = nullptr;         // [m, n]
   int64_t m = 0, k = 0, n = 0;
+  // x in the halves layout, [m, k16], or null. The AVX2 kernel takes
+  // it (with scratch for the block's weights in the same layout) in place of x.
+  const float* x_halves = nullptr;
 };
 
 // Output columns [column_begin, column_end) for every row of x. scratch is
 // null, or room for (column_end - column_begin) * k floats: the block's
 // bf16/f16 weights are then widened into it once (exactly: the same bits)
-// instead of at every row tile.
+// instead of at every row tile. With x_halves, scratch has room for
+// (column_end - column_begin) * k16 floats (AVX2 only).
 void gemm_columns_avx2(const GemmArgs& args, int64_t column_begin, int64_t column_end,
                        float* scratch);
 void gemm_columns_avx512(const GemmArgs& args, int64_t column_begin, int64_t column_end,

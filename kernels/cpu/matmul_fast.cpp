@@ -27,6 +27,25 @@ constexpr int64_t kColumnsPerTask = 16;
 // projection's): then each row tile widens it again from the bf16 rows.
 constexpr int64_t kMaxRowsWidenedInPlace = 4;
 constexpr int64_t kMaxWidenedBytes = 256 << 10;
+// From this many rows the AVX2 kernel takes x and the weights in the halves
+// layout (gemm_kernels.hpp); below, re-laying out x costs more than it saves.
+constexpr int64_t kMinRowsInHalves = 4;
+
+// x [m, k] -> the halves layout [m, k16], zero-padded.
+void to_halves(const float* x, int64_t m, int64_t k, std::vector<float>& out) {
+  const int64_t k16 = (k + 15) / 16 * 16, half = k16 / 2;
+  out.assign(static_cast<size_t>(m * k16), 0.0f);
+  for (int64_t i = 0; i < m; ++i) {
+    const float* row = x + i * k;
+    float* lo = out.data() + i * k16;
+    float* hi = lo + half;
+    for (int64_t p = 0; p < k; p += 16) {
+      const int64_t count = std::min<int64_t>(16, k - p);
+      std::copy_n(row + p, std::min<int64_t>(8, count), lo + p / 2);
+      if (count > 8) std::copy_n(row + p + 8, count - 8, hi + p / 2);
+    }
+  }
+}
 
 GemmWeights gemm_weights(DType dtype) {
   switch (dtype) {
@@ -73,9 +92,17 @@ void matmul(const Tensor& x, const Tensor& w, const Tensor* bias, const Tensor& 
   // hold f32 models to 1e-4 of transformers, and bf16 dot products (or AMX
   // tiles) would round activations to bf16 (see docs/benchmarks.md).
   const auto kernel = path >= CpuPath::avx512 ? gemm_columns_avx512 : gemm_columns_avx2;
-  const bool widen_once = w.dtype != DType::f32 && m > kMaxRowsWidenedInPlace &&
-                          kColumnsPerTask * k * static_cast<int64_t>(sizeof(float)) <= kMaxWidenedBytes;
-  const size_t scratch_floats = widen_once ? static_cast<size_t>(kColumnsPerTask * k) : 0;
+  size_t scratch_floats = 0;
+  // The calling thread's: kept between calls, so a step's layers reuse it.
+  thread_local std::vector<float> x_halves;
+  if (path < CpuPath::avx512 && m >= kMinRowsInHalves) {
+    to_halves(args.x, m, k, x_halves);
+    args.x_halves = x_halves.data();
+    scratch_floats = static_cast<size_t>(kColumnsPerTask * ((k + 15) / 16 * 16));
+  } else if (w.dtype != DType::f32 && m > kMaxRowsWidenedInPlace &&
+             kColumnsPerTask * k * static_cast<int64_t>(sizeof(float)) <= kMaxWidenedBytes) {
+    scratch_floats = static_cast<size_t>(kColumnsPerTask * k);  // widened once per block
+  }
   for_each_task(
       (n + kColumnsPerTask - 1) / kColumnsPerTask, m * n * k,
       [&] { return std::vector<float>(scratch_floats); },
