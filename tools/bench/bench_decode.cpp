@@ -3,16 +3,11 @@
 //
 //   bench_decode --model DIR [--tokens N] [--prompt-len P] [--json FILE]
 //
-// Roofline: a decode step at batch 1 reads every active weight once (plus
-// the KV cache, small here), so tokens/s <= bandwidth / bytes per token.
-// Bandwidth is probed by summing a buffer far larger than the caches with the
-// same threads the model uses.
+// The roofline: tools/bench/roofline.hpp.
 #include <omp.h>
 
-#include <chrono>
 #include <cstdio>
 #include <fstream>
-#include <numeric>
 #include <string>
 #include <vector>
 
@@ -22,28 +17,9 @@
 #include "kernels/error.hpp"
 #include "runtime/engine/generate.hpp"
 #include "runtime/model/model_stats.hpp"
+#include "tools/bench/roofline.hpp"
 
 namespace {
-
-using Clock = std::chrono::steady_clock;
-
-// Best of several passes of a parallel read of `bytes` bytes; returns bytes/s.
-double probe_read_bandwidth(size_t bytes) {
-  std::vector<uint64_t> buffer(bytes / sizeof(uint64_t));
-  std::iota(buffer.begin(), buffer.end(), 0);  // touch every page
-  double best = 0;
-  volatile uint64_t sink = 0;
-  for (int pass = 0; pass < 5; ++pass) {
-    const auto start = Clock::now();
-    uint64_t total = 0;
-#pragma omp parallel for reduction(+ : total) schedule(static)
-    for (size_t i = 0; i < buffer.size(); ++i) total += buffer[i];
-    const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
-    sink = sink + total;
-    best = std::max(best, static_cast<double>(bytes) / seconds);
-  }
-  return best;
-}
 
 std::string flag(int argc, char** argv, const std::string& name, const std::string& fallback) {
   for (int i = 1; i + 1 < argc; ++i)
@@ -64,7 +40,7 @@ int main(int argc, char** argv) try {
   hive::CpuBackend backend;
   hive::Model model(model_dir, backend);
   const hive::ModelStats stats = hive::model_stats(model.config(), model.weights());
-  const double bandwidth = probe_read_bandwidth(size_t{1} << 30);
+  const double bandwidth = hive::bench::probe_read_bandwidth();
 
   std::vector<int32_t> prompt(static_cast<size_t>(prompt_len));
   for (size_t i = 0; i < prompt.size(); ++i)
@@ -76,13 +52,7 @@ int main(int argc, char** argv) try {
   const double tokens_per_s = static_cast<double>(tokens) / result.decode_seconds;
 
   const hive::ModelConfig& c = model.config();
-  // Weights touched per token: the active parameters at their stored width,
-  // minus the embedding table (one row is read, not the table) unless tied.
-  const double bytes_per_param =
-      static_cast<double>(stats.weight_bytes) / static_cast<double>(stats.total_parameters);
-  double weight_bytes = static_cast<double>(stats.active_parameters) * bytes_per_param;
-  if (!c.tie_word_embeddings)
-    weight_bytes -= static_cast<double>(c.vocab_size * c.hidden_size) * bytes_per_param;
+  const double weight_bytes = hive::bench::decode_weight_bytes_per_token(model);
   const double kv_bytes =
       static_cast<double>(c.kv_bytes_per_token(4)) * static_cast<double>(prompt_len + tokens / 2);
   const double roofline = bandwidth / (weight_bytes + kv_bytes);

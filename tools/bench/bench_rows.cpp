@@ -1,0 +1,160 @@
+// The rows of the llama.cpp side-by-side (tools/bench/llama_cpp_side_by_side.py),
+// measured the way llama-bench and llama-batched-bench measure them, through
+// the offline engine (scheduler, paged KV, batched step):
+//
+//   bench_rows --model DIR [--prefill P] [--decode N] [--batches 16,64]
+//              [--batch-prompt P] [--batch-decode N] [--json FILE]
+//
+//   prefill P        one prompt of P tokens in one step (llama-bench pp P): P / s
+//   decode N         one sequence, N tokens one step each after a 1-token
+//                    prompt (llama-bench tg N): N / s
+//   batch B          B prompts of --batch-prompt tokens prefilled, then
+//                    --batch-decode steps of B tokens each (llama-batched-bench
+//                    S_TG): B x N / s of the decode steps alone
+//
+// Each row runs once to warm up (as llama-bench does) and once measured. The
+// read bandwidth and the weight bytes of a decode token are reported with
+// them, for the roofline (tools/bench/roofline.hpp).
+// Prompt tokens are fixed pseudo-random ids; end-of-sequence is ignored.
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "kernels/cpu/cpu_backend.hpp"
+#include "kernels/cpu/thread_pool.hpp"
+#include "kernels/error.hpp"
+#include "runtime/engine/llm_engine.hpp"
+#include "tools/bench/roofline.hpp"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::string flag(int argc, char** argv, const std::string& name, const std::string& fallback) {
+  for (int i = 1; i + 1 < argc; ++i)
+    if (argv[i] == name) return argv[i + 1];
+  return fallback;
+}
+
+std::vector<int64_t> numbers(const std::string& text) {
+  std::vector<int64_t> out;
+  std::stringstream in(text);
+  for (std::string item; std::getline(in, item, ',');) out.push_back(std::stoll(item));
+  return out;
+}
+
+hive::Request request(int64_t index, int64_t prompt_len, int64_t max_tokens, int64_t vocab) {
+  hive::Request r;
+  r.id = std::to_string(index);
+  for (int64_t t = 0; t < prompt_len; ++t)
+    r.prompt_token_ids.push_back(static_cast<int32_t>((7919 * index + 104729 * t + 13) % vocab));
+  r.stop.max_tokens = max_tokens;
+  r.stop.ignore_eos = true;
+  return r;
+}
+
+hive::EngineConfig engine_config(int64_t max_seqs, int64_t step_tokens) {
+  hive::EngineConfig config;  // KV budget: the default share of free memory
+  config.scheduler.max_num_seqs = max_seqs;
+  config.scheduler.max_num_batched_tokens = step_tokens;
+  return config;
+}
+
+// Seconds of the decode steps of `requests`, all running together: every
+// step after the first, which prefills them all (its token budget holds all
+// prompts) and gives each its first token.
+double timed_decode(hive::LLMEngine& engine, const std::vector<hive::Request>& requests) {
+  for (const hive::Request& r : requests) engine.add_request(r);
+  engine.step();
+  hive::check(
+      engine.scheduler().num_waiting() == 0 && engine.scheduler().num_running() == requests.size(),
+      "bench_rows: the first step did not prefill every prompt");
+  const auto start = Clock::now();
+  while (engine.has_unfinished()) engine.step();
+  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  hive::check(engine.stats().scheduler.num_steps == requests.front().stop.max_tokens,
+              "bench_rows: the sequences did not decode in lockstep");
+  return seconds;
+}
+
+double prefill_tokens_per_s(hive::Model& model, int64_t prompt_len, int64_t vocab) {
+  double seconds = 0;
+  for (int pass = 0; pass < 2; ++pass) {  // the first warms up
+    hive::LLMEngine engine(model, engine_config(1, prompt_len));
+    engine.add_request(request(pass, prompt_len, 1, vocab));
+    const auto start = Clock::now();
+    while (engine.has_unfinished()) engine.step();
+    seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  }
+  return static_cast<double>(prompt_len) / seconds;
+}
+
+double decode_tokens_per_s(hive::Model& model, int64_t batch, int64_t prompt_len, int64_t tokens,
+                           int64_t vocab) {
+  double seconds = 0;
+  for (int pass = 0; pass < 2; ++pass) {
+    std::vector<hive::Request> requests;
+    for (int64_t i = 0; i < batch; ++i)
+      requests.push_back(request(pass * batch + i, prompt_len, tokens + 1, vocab));
+    hive::LLMEngine engine(model, engine_config(batch, std::max<int64_t>(512, batch * prompt_len)));
+    seconds = timed_decode(engine, requests);
+  }
+  return static_cast<double>(batch * tokens) / seconds;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) try {
+  const std::string model_dir = flag(argc, argv, "--model", "");
+  hive::check(!model_dir.empty(),
+              "usage: bench_rows --model DIR [--prefill P] [--decode N] [--batches 16,64] "
+              "[--batch-prompt P] [--batch-decode N] [--json FILE]");
+  const int64_t prefill = std::stoll(flag(argc, argv, "--prefill", "512"));
+  const int64_t decode = std::stoll(flag(argc, argv, "--decode", "64"));
+  const std::vector<int64_t> batches = numbers(flag(argc, argv, "--batches", "16,64"));
+  const int64_t batch_prompt = std::stoll(flag(argc, argv, "--batch-prompt", "64"));
+  const int64_t batch_decode = std::stoll(flag(argc, argv, "--batch-decode", "16"));
+  const std::string json_path = flag(argc, argv, "--json", "");
+
+  hive::CpuBackend backend;
+  hive::Model model(model_dir, backend);
+  const int64_t vocab = model.config().vocab_size;
+
+  nlohmann::json rows = nlohmann::json::array();
+  const auto add = [&](const std::string& row, double tokens_per_s) {
+    std::printf("| %s | %.2f |\n", row.c_str(), tokens_per_s);
+    std::fflush(stdout);
+    rows.push_back({{"row", row}, {"tokens_per_s", tokens_per_s}});
+  };
+  const double bandwidth = hive::bench::probe_read_bandwidth();
+  const double bytes_per_token = hive::bench::decode_weight_bytes_per_token(model);
+  std::printf("%s, %d threads, read %.1f GB/s, %.0f MB of weights per decode token\n\n",
+              model_dir.c_str(), hive::cpu::cpu_threads(), bandwidth / 1e9, bytes_per_token / 1e6);
+  std::printf("| row | tok/s |\n|---|---|\n");
+  if (prefill > 0) add("pp" + std::to_string(prefill), prefill_tokens_per_s(model, prefill, vocab));
+  if (decode > 0)
+    add("tg" + std::to_string(decode), decode_tokens_per_s(model, 1, 1, decode, vocab));
+  for (const int64_t b : batches)
+    add("batch" + std::to_string(b),
+        decode_tokens_per_s(model, b, batch_prompt, batch_decode, vocab));
+  if (!json_path.empty()) {
+    const nlohmann::json out = {{"engine", "hive"},
+                                {"model", model_dir},
+                                {"threads", hive::cpu::cpu_threads()},
+                                {"read_bandwidth_bytes_per_s", bandwidth},
+                                {"weight_bytes_per_decode_token", bytes_per_token},
+                                {"batch_prompt_tokens", batch_prompt},
+                                {"batch_decode_tokens", batch_decode},
+                                {"rows", rows}};
+    std::ofstream(json_path) << out.dump(2) << "\n";
+  }
+  return 0;
+} catch (const std::exception& e) {
+  std::fprintf(stderr, "bench_rows: error: %s\n", e.what());
+  return 1;
+}

@@ -1,0 +1,138 @@
+#!/usr/bin/env python3
+"""Hive against llama.cpp on identical weights, in one run (docs/benchmarks.md).
+
+  .venv/bin/python tools/bench/llama_cpp_side_by_side.py --llama-bin DIR
+      [--build build] [--models dense,moe] [--rounds 3] [--threads N]
+      [--prefill 512] [--decode 64] [--batches 16,64] [--batch-prompt 64]
+      [--batch-decode 16] [--json FILE]
+
+DIR holds llama.cpp's `llama-bench` and `llama-batched-bench`, built from its
+source outside this repository. The models are tools/make_gguf_pair.py's
+(written first when missing): the same bf16 weights as a Hugging Face
+directory for Hive and as GGUF for llama.cpp.
+
+Rows, each as tokens/s, the median of the rounds, and Hive / llama.cpp:
+  ppP       a P-token prompt in one batch (llama-bench -p P; Hive: bench_rows)
+  tgN       N tokens at batch 1 (llama-bench -n N), with the fraction of the
+            bandwidth roofline (read GB/s probed in the same run by bench_rows)
+  batchB    B sequences decoding together after --batch-prompt tokens each:
+            the decode steps' tokens/s (llama-batched-bench's S_TG)
+The engines alternate (Hive first in odd rounds, llama.cpp first in even
+ones), with the same thread count.
+"""
+import argparse
+import json
+import os
+import pathlib
+import statistics
+import subprocess
+import sys
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+
+def run(cmd, env=None):
+    result = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    if result.returncode != 0:
+        sys.exit(f"side_by_side: {' '.join(map(str, cmd))} failed ({result.returncode}):\n"
+                 f"{result.stderr[-2000:]}")
+    return result.stdout
+
+
+def hive_rows(args, model_dir):
+    out = pathlib.Path(args.work) / "hive.json"
+    env = dict(os.environ, OMP_NUM_THREADS=str(args.threads))
+    run([args.build + "/bin/bench_rows", "--model", model_dir, "--prefill", str(args.prefill),
+         "--decode", str(args.decode), "--batches", args.batches,
+         "--batch-prompt", str(args.batch_prompt), "--batch-decode", str(args.batch_decode),
+         "--json", out], env)
+    report = json.loads(out.read_text())
+    rows = {r["row"]: r["tokens_per_s"] for r in report["rows"]}
+    return rows, report["read_bandwidth_bytes_per_s"], report["weight_bytes_per_decode_token"]
+
+
+def llama_rows(args, gguf):
+    rows = {}
+    bench = run([args.llama_bin + "/llama-bench", "-m", gguf, "-t", str(args.threads),
+                 "-p", str(args.prefill), "-n", str(args.decode), "-r", "1", "-o", "json"])
+    for test in json.loads(bench):
+        if test["n_prompt"] > 0:
+            rows[f"pp{test['n_prompt']}"] = test["avg_ts"]
+        else:
+            rows[f"tg{test['n_gen']}"] = test["avg_ts"]
+    batches = [int(b) for b in args.batches.split(",")]
+    context = max(batches) * (args.batch_prompt + args.batch_decode) + 64
+    batched = run([args.llama_bin + "/llama-batched-bench", "-m", gguf, "-t", str(args.threads),
+                   "-c", str(context), "-b", "2048", "-ub", "512",
+                   "-npp", str(args.batch_prompt), "-ntg", str(args.batch_decode),
+                   "-npl", args.batches, "--output-format", "jsonl"])
+    for line in batched.splitlines():
+        if line.startswith('{"n_kv_max"'):
+            result = json.loads(line)
+            rows[f"batch{result['pl']}"] = result["speed_tg"]
+    return rows
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--llama-bin", required=True)
+    parser.add_argument("--build", default=str(ROOT / "build"))
+    parser.add_argument("--models", default="dense,moe")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--threads", type=int, default=os.cpu_count())
+    parser.add_argument("--prefill", type=int, default=512)
+    parser.add_argument("--decode", type=int, default=64)
+    parser.add_argument("--batches", default="16,64")
+    parser.add_argument("--batch-prompt", type=int, default=64)
+    parser.add_argument("--batch-decode", type=int, default=16)
+    parser.add_argument("--work", default=str(ROOT / "bench_models"))
+    parser.add_argument("--json")
+    args = parser.parse_args()
+
+    report = {"threads": args.threads, "rounds": args.rounds, "models": {}}
+    for shape in args.models.split(","):
+        pair = pathlib.Path(args.work) / f"pair-{shape}"
+        if not (pair / "model.gguf").exists():
+            run([sys.executable, str(ROOT / "tools" / "make_gguf_pair.py"), shape, str(pair)])
+        hive, llama, bandwidths = [], [], []
+        for r in range(args.rounds):
+            order = ("hive", "llama") if r % 2 == 0 else ("llama", "hive")
+            for engine in order:
+                if engine == "hive":
+                    rows, bandwidth, bytes_per_token = hive_rows(args, str(pair / "hf"))
+                    hive.append(rows)
+                    bandwidths.append(bandwidth)
+                else:
+                    rows = llama_rows(args, str(pair / "model.gguf"))
+                    llama.append(rows)
+                print(f"{shape} round {r + 1} {engine}: {json.dumps(rows)}", file=sys.stderr)
+        bandwidth = statistics.median(bandwidths)
+        roofline = bandwidth / bytes_per_token
+        table = {}
+        for row in hive[0]:
+            h = statistics.median(x[row] for x in hive)
+            lc = statistics.median(x[row] for x in llama)
+            table[row] = {"hive": h, "llama_cpp": lc, "ratio": h / lc,
+                          "hive_runs": [x[row] for x in hive],
+                          "llama_cpp_runs": [x[row] for x in llama]}
+            if row.startswith("tg"):
+                table[row]["hive_of_roofline"] = h / roofline
+                table[row]["llama_cpp_of_roofline"] = lc / roofline
+        report["models"][shape] = {"read_bandwidth_bytes_per_s": bandwidth,
+                                   "weight_bytes_per_decode_token": bytes_per_token,
+                                   "roofline_tokens_per_s": roofline, "rows": table}
+        print(f"\n{shape}: read {bandwidth / 1e9:.1f} GB/s, {bytes_per_token / 1e6:.0f} MB per "
+              f"decode token, roofline {roofline:.1f} tok/s, {args.threads} threads, "
+              f"median of {args.rounds} rounds\n")
+        print("| row | Hive tok/s | llama.cpp tok/s | Hive / llama.cpp | of roofline (Hive, llama.cpp) |")
+        print("|---|---|---|---|---|")
+        for row, t in table.items():
+            roof = (f"{t['hive_of_roofline']:.0%}, {t['llama_cpp_of_roofline']:.0%}"
+                    if "hive_of_roofline" in t else "")
+            print(f"| {row} | {t['hive']:.2f} | {t['llama_cpp']:.2f} | {t['ratio']:.2f}x | {roof} |")
+    if args.json:
+        pathlib.Path(args.json).write_text(json.dumps(report, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()
