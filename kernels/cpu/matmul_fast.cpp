@@ -21,6 +21,8 @@ namespace {
 // Output columns per task: 16 bf16 rows of k = 1024 are 32 KiB, an L1's
 // worth, and a 0.35B model's smallest projection still makes 64 tasks.
 constexpr int64_t kColumnsPerTask = 16;
+// The AVX2 halves tiles are 3 columns wide: 15 leaves no 1-column strip.
+constexpr int64_t kHalvesColumnsPerTask = 15;
 // Above this many rows a bf16/f16 block is widened once into scratch rather
 // than at each row tile (the kernels' row tile is at most 4), unless the
 // widened block would not stay in L2 (a long reduction, as a down
@@ -93,22 +95,24 @@ void matmul(const Tensor& x, const Tensor& w, const Tensor* bias, const Tensor& 
   // tiles) would round activations to bf16 (see docs/benchmarks.md).
   const auto kernel = path >= CpuPath::avx512 ? gemm_columns_avx512 : gemm_columns_avx2;
   size_t scratch_floats = 0;
+  int64_t columns_per_task = kColumnsPerTask;
   // The calling thread's: kept between calls, so a step's layers reuse it.
   thread_local std::vector<float> x_halves;
   if (path < CpuPath::avx512 && m >= kMinRowsInHalves) {
     to_halves(args.x, m, k, x_halves);
     args.x_halves = x_halves.data();
-    scratch_floats = static_cast<size_t>(kColumnsPerTask * ((k + 15) / 16 * 16));
+    columns_per_task = kHalvesColumnsPerTask;
+    scratch_floats = static_cast<size_t>(columns_per_task * ((k + 15) / 16 * 16));
   } else if (w.dtype != DType::f32 && m > kMaxRowsWidenedInPlace &&
              kColumnsPerTask * k * static_cast<int64_t>(sizeof(float)) <= kMaxWidenedBytes) {
     scratch_floats = static_cast<size_t>(kColumnsPerTask * k);  // widened once per block
   }
   for_each_task(
-      (n + kColumnsPerTask - 1) / kColumnsPerTask, m * n * k,
+      (n + columns_per_task - 1) / columns_per_task, m * n * k,
       [&] { return std::vector<float>(scratch_floats); },
       [&](int64_t task, std::vector<float>& scratch) {
-        const int64_t begin = task * kColumnsPerTask;
-        kernel(args, begin, std::min(n, begin + kColumnsPerTask),
+        const int64_t begin = task * columns_per_task;
+        kernel(args, begin, std::min(n, begin + columns_per_task),
                scratch.empty() ? nullptr : scratch.data());
       });
 #endif

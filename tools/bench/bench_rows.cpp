@@ -117,7 +117,7 @@ int main(int argc, char** argv) try {
   const int64_t prefill = std::stoll(flag(argc, argv, "--prefill", "512"));
   const int64_t decode = std::stoll(flag(argc, argv, "--decode", "64"));
   const std::vector<int64_t> batches = numbers(flag(argc, argv, "--batches", "16,64"));
-  const int64_t batch_prompt = std::stoll(flag(argc, argv, "--batch-prompt", "64"));
+  const int64_t batch_prompt = std::stoll(flag(argc, argv, "--batch-prompt", "32"));
   const int64_t batch_decode = std::stoll(flag(argc, argv, "--batch-decode", "16"));
   const std::string json_path = flag(argc, argv, "--json", "");
 

@@ -3,7 +3,7 @@
 
   .venv/bin/python tools/bench/llama_cpp_side_by_side.py --llama-bin DIR
       [--build build] [--models dense,moe] [--rounds 3] [--threads N]
-      [--prefill 512] [--decode 64] [--batches 16,64] [--batch-prompt 64]
+      [--prefill 512] [--decode 64] [--batches 16,64] [--batch-prompt 32]
       [--batch-decode 16] [--json FILE]
 
 DIR holds llama.cpp's `llama-bench` and `llama-batched-bench`, built from its
@@ -83,7 +83,7 @@ def main():
     parser.add_argument("--prefill", type=int, default=512)
     parser.add_argument("--decode", type=int, default=64)
     parser.add_argument("--batches", default="16,64")
-    parser.add_argument("--batch-prompt", type=int, default=64)
+    parser.add_argument("--batch-prompt", type=int, default=32)
     parser.add_argument("--batch-decode", type=int, default=16)
     parser.add_argument("--work", default=str(ROOT / "bench_models"))
     parser.add_argument("--json")
