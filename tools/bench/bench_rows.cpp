@@ -19,7 +19,6 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -30,23 +29,11 @@
 #include "kernels/error.hpp"
 #include "runtime/engine/llm_engine.hpp"
 #include "tools/bench/roofline.hpp"
+#include "tools/cli/args.hpp"
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-std::string flag(int argc, char** argv, const std::string& name, const std::string& fallback) {
-  for (int i = 1; i + 1 < argc; ++i)
-    if (argv[i] == name) return argv[i + 1];
-  return fallback;
-}
-
-std::vector<int64_t> numbers(const std::string& text) {
-  std::vector<int64_t> out;
-  std::stringstream in(text);
-  for (std::string item; std::getline(in, item, ',');) out.push_back(std::stoll(item));
-  return out;
-}
 
 hive::Request request(int64_t index, int64_t prompt_len, int64_t max_tokens, int64_t vocab) {
   hive::Request r;
@@ -110,16 +97,20 @@ double decode_tokens_per_s(hive::Model& model, int64_t batch, int64_t prompt_len
 }  // namespace
 
 int main(int argc, char** argv) try {
-  const std::string model_dir = flag(argc, argv, "--model", "");
-  hive::check(!model_dir.empty(),
-              "usage: bench_rows --model DIR [--prefill P] [--decode N] [--batches 16,64] "
-              "[--batch-prompt P] [--batch-decode N] [--json FILE]");
-  const int64_t prefill = std::stoll(flag(argc, argv, "--prefill", "512"));
-  const int64_t decode = std::stoll(flag(argc, argv, "--decode", "64"));
-  const std::vector<int64_t> batches = numbers(flag(argc, argv, "--batches", "16,64"));
-  const int64_t batch_prompt = std::stoll(flag(argc, argv, "--batch-prompt", "32"));
-  const int64_t batch_decode = std::stoll(flag(argc, argv, "--batch-decode", "16"));
-  const std::string json_path = flag(argc, argv, "--json", "");
+  const hive::cli::Args args(std::vector<std::string>(argv + 1, argv + argc),
+                             {"--model", "--prefill", "--decode", "--batches", "--batch-prompt",
+                              "--batch-decode", "--json"},
+                             {});
+  const std::string model_dir = args.require("--model");
+  const int64_t prefill = args.get_int("--prefill", 512, 0);
+  const int64_t decode = args.get_int("--decode", 64, 0);
+  const std::string batch_list = args.get("--batches", "16,64");
+  const std::vector<int32_t> batches = batch_list.empty()
+                                           ? std::vector<int32_t>{}
+                                           : hive::cli::parse_id_list(batch_list, "--batches");
+  const int64_t batch_prompt = args.get_int("--batch-prompt", 32, 1);
+  const int64_t batch_decode = args.get_int("--batch-decode", 16, 1);
+  const std::string json_path = args.get("--json", "");
 
   hive::CpuBackend backend;
   hive::Model model(model_dir, backend);
@@ -139,7 +130,7 @@ int main(int argc, char** argv) try {
   if (prefill > 0) add("pp" + std::to_string(prefill), prefill_tokens_per_s(model, prefill, vocab));
   if (decode > 0)
     add("tg" + std::to_string(decode), decode_tokens_per_s(model, 1, 1, decode, vocab));
-  for (const int64_t b : batches)
+  for (const int32_t b : batches)
     add("batch" + std::to_string(b),
         decode_tokens_per_s(model, b, batch_prompt, batch_decode, vocab));
   if (!json_path.empty()) {
