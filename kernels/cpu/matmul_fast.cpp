@@ -23,14 +23,15 @@ namespace {
 constexpr int64_t kColumnsPerTask = 16;
 // The AVX2 halves tiles are 3 columns wide: 15 leaves no 1-column strip.
 constexpr int64_t kHalvesColumnsPerTask = 15;
-// Above this many rows a bf16/f16 block is widened once into scratch rather
-// than at each row tile (the kernels' row tile is at most 4), unless the
+// AVX-512: above this many rows a bf16/f16 block is widened once into scratch
+// rather than at each row tile (the kernel's row tile is at most 4), unless the
 // widened block would not stay in L2 (a long reduction, as a down
 // projection's): then each row tile widens it again from the bf16 rows.
 constexpr int64_t kMaxRowsWidenedInPlace = 4;
 constexpr int64_t kMaxWidenedBytes = 256 << 10;
-// From this many rows the AVX2 kernel takes x and the weights in the halves
-// layout (gemm_kernels.hpp); below, re-laying out x costs more than it saves.
+// AVX2: from this many rows (a full 4 x 3 tile) x and each block's weights
+// are laid out in halves (gemm_kernels.hpp); below, the 2 x 2 tiles read the
+// bf16 rows as stored, which is what decode's memory-bound steps want.
 constexpr int64_t kMinRowsInHalves = 4;
 
 // x [m, k] -> the halves layout [m, k16], zero-padded.
