@@ -37,15 +37,16 @@ constexpr int64_t kMinRowsInHalves = 4;
 // x [m, k] -> the halves layout [m, k16], zero-padded.
 void to_halves(const float* x, int64_t m, int64_t k, std::vector<float>& out) {
   const int64_t k16 = (k + 15) / 16 * 16, half = k16 / 2;
-  out.assign(static_cast<size_t>(m * k16), 0.0f);
+  out.resize(static_cast<size_t>(m * k16));  // every element is written below
   for (int64_t i = 0; i < m; ++i) {
     const float* row = x + i * k;
     float* lo = out.data() + i * k16;
     float* hi = lo + half;
     for (int64_t p = 0; p < k; p += 16) {
-      const int64_t count = std::min<int64_t>(16, k - p);
-      std::copy_n(row + p, std::min<int64_t>(8, count), lo + p / 2);
-      if (count > 8) std::copy_n(row + p + 8, count - 8, hi + p / 2);
+      const int64_t in_lo = std::min<int64_t>(8, k - p);
+      const int64_t in_hi = std::clamp<int64_t>(k - p - 8, 0, 8);
+      std::fill(std::copy_n(row + p, in_lo, lo + p / 2), lo + p / 2 + 8, 0.0f);
+      std::fill(std::copy_n(row + p + 8, in_hi, hi + p / 2), hi + p / 2 + 8, 0.0f);
     }
   }
 }
