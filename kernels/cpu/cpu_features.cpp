@@ -144,6 +144,45 @@ std::string_view cpu_kernel_path_name() {
   return cpu_path_name(cpu_kernel_path());
 }
 
+namespace {
+
+MatmulPrecision initial_precision() {
+  const char* name = std::getenv("HIVE_MATMUL_PRECISION");
+  if (name == nullptr || *name == '\0') return MatmulPrecision::f32;
+  const std::optional<MatmulPrecision> precision = parse_matmul_precision(name);
+  check(precision.has_value(), "HIVE_MATMUL_PRECISION must be f32 or bf16 (got '", name, "')");
+  return *precision;
+}
+
+std::atomic<MatmulPrecision>& current_precision() {
+  static std::atomic<MatmulPrecision> precision{initial_precision()};
+  return precision;
+}
+
+}  // namespace
+
+std::string_view matmul_precision_name(MatmulPrecision precision) {
+  return precision == MatmulPrecision::bf16 ? "bf16" : "f32";
+}
+
+std::optional<MatmulPrecision> parse_matmul_precision(std::string_view name) {
+  if (name == "f32") return MatmulPrecision::f32;
+  if (name == "bf16") return MatmulPrecision::bf16;
+  return std::nullopt;
+}
+
+MatmulPrecision matmul_precision() {
+  return current_precision().load(std::memory_order_relaxed);
+}
+
+void set_matmul_precision(MatmulPrecision precision) {
+  current_precision().store(precision, std::memory_order_relaxed);
+}
+
+bool bf16_matmul_active() {
+  return matmul_precision() == MatmulPrecision::bf16 && cpu_kernel_path() >= CpuPath::avx512_bf16;
+}
+
 void set_cpu_kernel_path(CpuPath path) {
   check(path <= best_cpu_path(), "CPU kernel path ", cpu_path_name(path),
         " is not supported here (best: ", cpu_path_name(best_cpu_path()), ")");

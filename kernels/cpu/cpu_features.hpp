@@ -38,4 +38,26 @@ std::string_view cpu_kernel_path_name();
 // ops: an op reads the path once when it starts.
 void set_cpu_kernel_path(CpuPath path);
 
+// What a matmul with bf16 weights does with its f32 activations:
+//   f32   (the default) x stays f32 and each weight widens exactly: one
+//         reduction order on every path (gemm_kernels.hpp), so the bits do
+//         not depend on HIVE_CPU_ISA.
+//   bf16  x is rounded to bf16 and pairs are multiplied by vdpbf16ps, as
+//         llama.cpp does with bf16 weights: about twice the multiply-adds
+//         per instruction, at a relative error of 2^-9 per activation. Still
+//         one fixed order per output (batch- and thread-invariant), but its
+//         own: it runs on the avx512_bf16 and amx paths, and on a lower path
+//         the f32 mode runs instead.
+// HIVE_MATMUL_PRECISION=f32|bf16 sets it at start (an unknown name is an
+// error); tests and benchmarks switch it in process.
+enum class MatmulPrecision : uint8_t { f32, bf16 };
+
+std::string_view matmul_precision_name(MatmulPrecision precision);
+std::optional<MatmulPrecision> parse_matmul_precision(std::string_view name);
+MatmulPrecision matmul_precision();
+void set_matmul_precision(MatmulPrecision precision);
+// Whether a bf16-weight matmul runs the bf16 mode now: asked for, and the
+// path has vdpbf16ps.
+bool bf16_matmul_active();
+
 }  // namespace hive::cpu

@@ -35,6 +35,8 @@ struct GemmArgs {
   // x in the halves layout, [m, k16], or null. The AVX2 kernel takes
   // it (with scratch for the block's weights in the same layout) in place of x.
   const float* x_halves = nullptr;
+  // x rounded to bf16, [m, k]: the bf16 mode's kernel reads it in place of x.
+  const uint16_t* x_bf16 = nullptr;
 };
 
 // Output columns [column_begin, column_end) for every row of x. scratch is
@@ -46,5 +48,14 @@ void gemm_columns_avx2(const GemmArgs& args, int64_t column_begin, int64_t colum
                        float* scratch);
 void gemm_columns_avx512(const GemmArgs& args, int64_t column_begin, int64_t column_end,
                          float* scratch);
+
+// The bf16 mode (cpu_features.hpp, MatmulPrecision::bf16), bf16 weights only:
+// output (i, j) = sum over 16 lanes, lane l accumulating with vdpbf16ps the
+// pairs (p, p + 1) = (32c + 2l, 32c + 2l + 1) of x_bf16[i] and w[j] in
+// increasing chunk c (the last, partial chunk zero-filled), then lanes folded
+// in halves as above, then + bias[j].
+void gemm_columns_avx512_bf16(const GemmArgs& args, int64_t column_begin, int64_t column_end);
+// x -> bf16, rounded to nearest even as vcvtneps2bf16 does.
+void round_to_bf16_avx512_bf16(const float* x, int64_t count, uint16_t* out);
 
 }  // namespace hive::cpu

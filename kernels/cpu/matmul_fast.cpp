@@ -92,9 +92,23 @@ void matmul(const Tensor& x, const Tensor& w, const Tensor* bias, const Tensor& 
     }
   }
   if (m == 0 || n == 0) return;
-  // avx512_bf16 and amx run the AVX-512 f32 kernel too: the golden tests
-  // hold f32 models to 1e-4 of transformers, and bf16 dot products (or AMX
-  // tiles) would round activations to bf16 (see docs/benchmarks.md).
+  if (w.dtype == DType::bf16 && bf16_matmul_active()) {
+    // The opt-in bf16 mode (cpu_features.hpp): x rounded once, on this thread.
+    thread_local std::vector<uint16_t> x_bf16;
+    x_bf16.resize(static_cast<size_t>(m * k));
+    round_to_bf16_avx512_bf16(args.x, m * k, x_bf16.data());
+    args.x_bf16 = x_bf16.data();
+    for_each_task(
+        (n + kColumnsPerTask - 1) / kColumnsPerTask, m * n * k, [] { return 0; },
+        [&](int64_t task, int&) {
+          const int64_t begin = task * kColumnsPerTask;
+          gemm_columns_avx512_bf16(args, begin, std::min(n, begin + kColumnsPerTask));
+        });
+    return;
+  }
+  // By default avx512_bf16 and amx run the AVX-512 f32 kernel too: the golden
+  // tests hold f32 models to 1e-4 of transformers, and bf16 dot products (or
+  // AMX tiles) round activations to bf16.
   const auto kernel = path >= CpuPath::avx512 ? gemm_columns_avx512 : gemm_columns_avx2;
   size_t scratch_floats = 0;
   int64_t columns_per_task = kColumnsPerTask;

@@ -223,6 +223,103 @@ TEST(CpuPathsAgree, SimdPathsGiveTheSameBits) {
   set_cpu_kernel_path(saved);
 }
 
+// The opt-in bf16 mode (cpu_features.hpp), on each path that has vdpbf16ps:
+// every output within f32's error bound of an exact evaluation with x
+// rounded to bf16 (so it rounds the activations and nothing else), close to
+// an emulation of its documented order, and, as every path, the same bits
+// alone or in any batch, on 1 thread or 2. A run that left the f32 kernel
+// on would match the f32 path bit for bit; that fails too.
+TEST(Bf16Matmul, RoundsOnlyTheActivationsAndIgnoresTheBatch) {
+  std::vector<CpuPath> paths;
+  for (CpuPath path : supported_cpu_paths())
+    if (path >= CpuPath::avx512_bf16) paths.push_back(path);
+  if (paths.empty()) GTEST_SKIP() << "no AVX512_BF16 on this machine";
+  std::mt19937_64 rng(test::test_seed());
+  SCOPED_TRACE(testing::Message() << "seed " << test::test_seed());
+  const CpuPath saved_path = cpu_kernel_path();
+  const MatmulPrecision saved_precision = matmul_precision();
+  const int saved_threads = cpu_threads();
+  for (CpuPath path : paths) {
+    set_cpu_kernel_path(path);
+    int64_t cases = 0, same_as_f32 = 0, same_as_emulation = 0;
+    NmseSum against_emulation;
+    for (int64_t k : {1, 31, 32, 33, 64, 257})
+      for (int64_t n : {1, 15, 64})
+        for (bool with_bias : {false, true})
+          for (int64_t m : {1, 3, 4, 7, 33}) {
+            SCOPED_TRACE(testing::Message() << cpu_path_name(path) << " m=" << m << " k=" << k
+                                            << " n=" << n << (with_bias ? " bias" : ""));
+            const auto x = test::random_floats(rng, static_cast<size_t>(m * k));
+            const Weights w = random_weights(rng, DType::bf16, n, k);
+            auto bias_values = test::random_floats(rng, static_cast<size_t>(n));
+            const Tensor bias = Tensor::view(bias_values.data(), DType::f32, {n});
+            const Tensor* b = with_bias ? &bias : nullptr;
+            const Tensor xt = Tensor::view(const_cast<float*>(x.data()), DType::f32, {m, k});
+            std::vector<float> x_rounded(x.size());
+            for (size_t i = 0; i < x.size(); ++i) x_rounded[i] = bf16_to_f32(f32_to_bf16(x[i]));
+
+            // The order of gemm_kernels.hpp: lane l takes the pair (32c + 2l,
+            // 32c + 2l + 1), odd element first as Intel documents vdpbf16ps.
+            std::vector<float> emulated(static_cast<size_t>(m * n));
+            for (int64_t i = 0; i < m; ++i)
+              for (int64_t j = 0; j < n; ++j) {
+                float lanes[16] = {};
+                for (int64_t p = 0; p < k; p += 2) {
+                  float& lane = lanes[(p % 32) / 2];
+                  const auto xv = [&](int64_t q) { return q < k ? x_rounded[i * k + q] : 0.0f; };
+                  const auto wv = [&](int64_t q) {
+                    return q < k ? static_cast<float>(w.value(j * k + q)) : 0.0f;
+                  };
+                  lane = std::fma(xv(p + 1), wv(p + 1), lane);
+                  lane = std::fma(xv(p), wv(p), lane);
+                }
+                for (int half = 8; half >= 1; half /= 2)
+                  for (int l = 0; l < half; ++l) lanes[l] += lanes[l + half];
+                emulated[static_cast<size_t>(i * n + j)] =
+                    lanes[0] + (with_bias ? bias_values[static_cast<size_t>(j)] : 0.0f);
+              }
+
+            GuardedOutput f32_mode(m, n), batched(m, n), two_threads(m, n);
+            set_matmul_precision(MatmulPrecision::f32);
+            set_cpu_threads(1);
+            matmul(xt, w.tensor(), b, f32_mode.tensor());
+            set_matmul_precision(MatmulPrecision::bf16);
+            ASSERT_TRUE(bf16_matmul_active());
+            matmul(xt, w.tensor(), b, batched.tensor());
+            set_cpu_threads(2);
+            matmul(xt, w.tensor(), b, two_threads.tensor());
+            ASSERT_TRUE(batched.intact());
+            ASSERT_TRUE(two_threads.intact());
+            ASSERT_TRUE(within_error_bound(batched.data(), x_rounded, w,
+                                           with_bias ? bias_values.data() : nullptr, m));
+            ASSERT_EQ(std::memcmp(batched.data(), two_threads.data(), m * n * sizeof(float)), 0)
+                << "1 and 2 threads differ";
+            for (int64_t i = 0; i < m; ++i) {
+              GuardedOutput alone(1, n);
+              matmul(xt.rows(i, 1), w.tensor(), b, alone.tensor());
+              ASSERT_TRUE(alone.intact());
+              ASSERT_EQ(std::memcmp(alone.data(), batched.data() + i * n, n * sizeof(float)), 0)
+                  << "row " << i << " alone differs from the batch of " << m;
+            }
+            against_emulation.add(batched.data(), emulated.data(), m * n);
+            ++cases;
+            same_as_f32 += std::memcmp(batched.data(), f32_mode.data(), m * n * sizeof(float)) == 0;
+            same_as_emulation +=
+                std::memcmp(batched.data(), emulated.data(), m * n * sizeof(float)) == 0;
+          }
+    // Fused pairs or a different rounding inside vdpbf16ps would show here,
+    // far below the activations' rounding (about 1e-6).
+    EXPECT_LT(against_emulation.nmse(), kMaxNmse);
+    EXPECT_LT(same_as_f32, cases) << "the bf16 mode gave the f32 kernel's bits in every case";
+    std::printf("path %s, bf16 mode: %ld cases, %ld bit-identical to the emulation, %ld to f32\n",
+                std::string(cpu_path_name(path)).c_str(), static_cast<long>(cases),
+                static_cast<long>(same_as_emulation), static_cast<long>(same_as_f32));
+  }
+  set_cpu_kernel_path(saved_path);
+  set_matmul_precision(saved_precision);
+  set_cpu_threads(saved_threads);
+}
+
 INSTANTIATE_TEST_SUITE_P(EverySupportedPath, CpuPaths,
                          ::testing::ValuesIn(supported_cpu_paths()),
                          [](const ::testing::TestParamInfo<CpuPath>& param) {

@@ -14,6 +14,7 @@
 #include <utility>
 
 #include "kernels/cpu/cpu_backend.hpp"
+#include "kernels/cpu/cpu_features.hpp"
 #include "kernels/error.hpp"
 #include "runtime/engine/llm_engine.hpp"
 #include "tests/common/model_dirs.hpp"
@@ -154,9 +155,12 @@ class EngineInvariance : public ::testing::TestWithParam<std::string> {
     model = std::make_unique<Model>(model_dir(GetParam()), cpu);
     requests = make_requests(model->config().vocab_size);
     // Each request alone, once per model for all the tests.
+    // Keyed by the matmul precision too (Bf16MatmulInvariance below).
     static std::map<std::string, std::vector<RequestOutput>> cache;
-    if (!cache.count(GetParam())) cache[GetParam()] = run(*model, EngineSetup{}, requests, true);
-    alone = cache[GetParam()];
+    const std::string key =
+        GetParam() + "/" + std::string(cpu::matmul_precision_name(cpu::matmul_precision()));
+    if (!cache.count(key)) cache[key] = run(*model, EngineSetup{}, requests, true);
+    alone = cache[key];
   }
   // The outputs of the greedy requests: speculation keeps those exactly (a
   // sampled one follows another stream of draws).
@@ -492,6 +496,39 @@ TEST_P(EngineInvariance, DraftModelSpeculationKeepsGreedyOutputs) {
               GetParam().c_str(), static_cast<long long>(total.num_accepted_tokens),
               static_cast<long long>(total.num_draft_tokens));
 }
+
+// The opt-in bf16 matmul mode (kernels/cpu/cpu_features.hpp) keeps the
+// invariance: its order is fixed per output too. On the models with bf16
+// weights, where it applies, and on CPUs with AVX512_BF16, where it runs.
+class Bf16MatmulInvariance : public EngineInvariance {
+ protected:
+  void SetUp() override {
+    if (cpu::best_cpu_path() < cpu::CpuPath::avx512_bf16)
+      GTEST_SKIP() << "no AVX512_BF16 on this machine";
+    saved_ = cpu::matmul_precision();
+    cpu::set_matmul_precision(cpu::MatmulPrecision::bf16);
+    ASSERT_TRUE(cpu::bf16_matmul_active());
+    EngineInvariance::SetUp();
+  }
+  void TearDown() override { cpu::set_matmul_precision(saved_); }
+
+ private:
+  cpu::MatmulPrecision saved_ = cpu::MatmulPrecision::f32;
+};
+
+TEST_P(Bf16MatmulInvariance, TogetherChunkedPrefixCachedAndPreempted) {
+  SCOPED_TRACE(testing::Message() << GetParam() << ", seed " << test::test_seed());
+  for (const int64_t budget : {16, 512}) {
+    SCOPED_TRACE(testing::Message() << "max_num_batched_tokens " << budget);
+    expect_same(alone, run(*model, {budget, 256, 0, true}, requests, false));
+  }
+  EngineStats stats;
+  expect_same(alone, run(*model, {64, 12, 3, true}, requests, false, &stats));
+  EXPECT_GT(stats.scheduler.num_preemptions_swap + stats.scheduler.num_preemptions_recompute, 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(BundledBf16Models, Bf16MatmulInvariance,
+                         ::testing::Values("bundled/hive-moe-target", "bundled/hive-draft"));
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, EngineInvariance,
                          ::testing::Values("mistral", "qwen3_moe", "llama", "qwen2", "qwen3",

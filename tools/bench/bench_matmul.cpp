@@ -11,7 +11,8 @@
 // m = 1 it is the kernel's share of the read-bandwidth roofline (probed
 // here with the same thread pool). Times are the median of 5 rounds in which
 // the reference and the paths alternate; "x reference" is the ratio of the
-// reference's time to the path's, in the same run.
+// reference's time to the path's, in the same run. With bf16 weights on a
+// CPU with vdpbf16ps, "bf16 mode" rows time the opt-in HIVE_MATMUL_PRECISION=bf16.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -172,6 +173,7 @@ int main(int argc, char** argv) try {
   nlohmann::json rows = nlohmann::json::array();
   std::mt19937_64 rng(42);
   const cpu::CpuPath saved = cpu::cpu_kernel_path();
+  const cpu::MatmulPrecision saved_precision = cpu::matmul_precision();
   for (DType dtype : dtypes)
     for (const Shape& s : shapes) {
       const WeightSet weights(rng, dtype, s.n, s.k);
@@ -193,8 +195,20 @@ int main(int argc, char** argv) try {
         if (path != cpu::CpuPath::scalar)
           variants.push_back({std::string(cpu::cpu_path_name(path)), [&, path](size_t call) {
                                 cpu::set_cpu_kernel_path(path);
+                                cpu::set_matmul_precision(cpu::MatmulPrecision::f32);
                                 cpu::matmul(xt, weights.tensor(call), nullptr, ot);
                               }});
+      // The opt-in bf16 mode (cpu_features.hpp) where it runs: bf16 weights
+      // on a path with vdpbf16ps.
+      if (dtype == DType::bf16)
+        for (cpu::CpuPath path : cpu::supported_cpu_paths())
+          if (path >= cpu::CpuPath::avx512_bf16)
+            variants.push_back(
+                {std::string(cpu::cpu_path_name(path)) + " bf16 mode", [&, path](size_t call) {
+                   cpu::set_cpu_kernel_path(path);
+                   cpu::set_matmul_precision(cpu::MatmulPrecision::bf16);
+                   cpu::matmul(xt, weights.tensor(call), nullptr, ot);
+                 }});
       const std::vector<double> times = time_variants(variants, seconds);
       for (size_t v = 0; v < variants.size(); ++v) {
         const double t = times[v];
@@ -208,6 +222,7 @@ int main(int argc, char** argv) try {
                         {"gbytes_per_s", bytes / t / 1e9}, {"speedup_vs_reference", times[0] / t}});
       }
       cpu::set_cpu_kernel_path(saved);
+      cpu::set_matmul_precision(saved_precision);
     }
   if (!json_path.empty()) {
     nlohmann::json doc = {{"threads", threads},

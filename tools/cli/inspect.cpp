@@ -17,6 +17,11 @@ int run_inspect(const std::vector<std::string>& argv) {
     std::printf("devices: %s\n", describe_devices().c_str());
     std::printf("cpu kernels: %s (cap with HIVE_CPU_ISA)\n",
                 std::string(cpu::cpu_kernel_path_name()).c_str());
+    std::printf("matmul precision: %s%s (HIVE_MATMUL_PRECISION=f32|bf16)\n",
+                std::string(cpu::matmul_precision_name(cpu::matmul_precision())).c_str(),
+                cpu::matmul_precision() == cpu::MatmulPrecision::bf16 && !cpu::bf16_matmul_active()
+                    ? ", but this path has no vdpbf16ps: f32 runs"
+                    : "");
     if (!args.has("--model")) return 0;
   }
   const std::string dir = args.require("--model");

@@ -1,0 +1,142 @@
+// The bf16 matmul mode's kernel (gemm_kernels.hpp, MatmulPrecision::bf16):
+// x rounded to bf16 once per call, bf16 weights read as stored, and
+// vdpbf16ps multiplying 32 pairs per instruction into 16 f32 lanes: twice the
+// multiply-adds of an f32 FMA per instruction, and no widening of weights.
+// Register tiles of 4 rows of x by 4 weight rows, as the AVX-512 f32 kernel.
+//
+// Both operands are row-major [*, k], and vdpbf16ps pairs adjacent values,
+// so neither needs a repacked layout: lane l of a 32-value chunk takes the
+// pair (2l, 2l + 1).
+//
+// Compiled with -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx512bf16;
+// like gemm_avx512.cpp it includes nothing but intrinsics and
+// gemm_kernels.hpp and keeps its helpers internal.
+#include "kernels/cpu/gemm_kernels.hpp"
+
+#if defined(__x86_64__)
+// GCC 12's AVX-512 headers trip -Wuninitialized (gemm_avx512.cpp says why).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <immintrin.h>
+#pragma GCC diagnostic pop
+
+namespace hive::cpu {
+
+namespace {
+
+constexpr int kPairs = 32;  // bf16 values per vdpbf16ps operand
+constexpr int kTileRows = 4, kTileColumns = 4;
+
+inline __m512bh load(const uint16_t* p) {
+  return (__m512bh)_mm512_loadu_si512(p);
+}
+inline __m512bh load_partial(const uint16_t* p, __mmask32 mask) {
+  return (__m512bh)_mm512_maskz_loadu_epi16(mask, p);
+}
+
+// Lanes folded in halves: l + 8 onto l, + 4, + 2, + 1.
+inline float fold(__m512 v) {
+  const __m256 s8 = _mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1));
+  const __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(s8), _mm256_extractf128_ps(s8, 1));
+  const __m128 s2 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
+  const __m128 s1 = _mm_add_ss(s2, _mm_shuffle_ps(s2, s2, 1));
+  return _mm_cvtss_f32(s1);
+}
+
+// out[r][c] for R rows of x and C weight rows; row strides are k.
+template <int R, int C>
+void tile(const uint16_t* x, const uint16_t* w, int64_t k, const float* bias, float* out,
+          int64_t out_stride) {
+  __m512 acc[R][C];
+  for (int r = 0; r < R; ++r)
+    for (int c = 0; c < C; ++c) acc[r][c] = _mm512_setzero_ps();
+  int64_t p = 0;
+  for (; p + kPairs <= k; p += kPairs) {
+    __m512bh wv[C];
+    for (int c = 0; c < C; ++c) {
+      // The next tile's weight rows, a tile ahead (gemm_avx512.cpp says why).
+      _mm_prefetch(reinterpret_cast<const char*>(w + (C + c) * k + p), _MM_HINT_T0);
+      wv[c] = load(w + c * k + p);
+    }
+    for (int r = 0; r < R; ++r) {
+      const __m512bh xv = load(x + r * k + p);
+      for (int c = 0; c < C; ++c) acc[r][c] = _mm512_dpbf16_ps(acc[r][c], xv, wv[c]);
+    }
+  }
+  if (p < k) {
+    // Zero pairs add exactly nothing, whatever the lane.
+    const __mmask32 mask = static_cast<__mmask32>((uint64_t{1} << (k - p)) - 1);
+    __m512bh wv[C];
+    for (int c = 0; c < C; ++c) wv[c] = load_partial(w + c * k + p, mask);
+    for (int r = 0; r < R; ++r) {
+      const __m512bh xv = load_partial(x + r * k + p, mask);
+      for (int c = 0; c < C; ++c) acc[r][c] = _mm512_dpbf16_ps(acc[r][c], xv, wv[c]);
+    }
+  }
+  for (int r = 0; r < R; ++r)
+    for (int c = 0; c < C; ++c)
+      out[r * out_stride + c] = fold(acc[r][c]) + (bias ? bias[c] : 0.0f);
+}
+
+template <int R>
+void tile_rows(int columns, const uint16_t* x, const uint16_t* w, int64_t k, const float* bias,
+               float* out, int64_t out_stride) {
+  switch (columns) {
+    case 4:
+      return tile<R, 4>(x, w, k, bias, out, out_stride);
+    case 3:
+      return tile<R, 3>(x, w, k, bias, out, out_stride);
+    case 2:
+      return tile<R, 2>(x, w, k, bias, out, out_stride);
+    default:
+      return tile<R, 1>(x, w, k, bias, out, out_stride);
+  }
+}
+
+}  // namespace
+
+void round_to_bf16_avx512_bf16(const float* x, int64_t count, uint16_t* out) {
+  int64_t p = 0;
+  for (; p + 16 <= count; p += 16)
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + p),
+                        (__m256i)_mm512_cvtneps_pbh(_mm512_loadu_ps(x + p)));
+  if (p < count) {
+    const __mmask16 mask = static_cast<__mmask16>((1u << (count - p)) - 1);
+    _mm256_mask_storeu_epi16(out + p, mask,
+                             (__m256i)_mm512_cvtneps_pbh(_mm512_maskz_loadu_ps(mask, x + p)));
+  }
+}
+
+void gemm_columns_avx512_bf16(const GemmArgs& a, int64_t column_begin, int64_t column_end) {
+  const int64_t k = a.k, n = a.n;
+  const auto* w = static_cast<const uint16_t*>(a.w);
+  for (int64_t i = 0; i < a.m; i += kTileRows) {
+    const int64_t rows_left = a.m - i;
+    const int rows = rows_left < kTileRows ? static_cast<int>(rows_left) : kTileRows;
+    for (int64_t j = column_begin; j < column_end; j += kTileColumns) {
+      const int64_t columns_left = column_end - j;
+      const int cols = columns_left < kTileColumns ? static_cast<int>(columns_left) : kTileColumns;
+      const uint16_t* x = a.x_bf16 + i * k;
+      const float* bias = a.bias ? a.bias + j : nullptr;
+      float* out = a.out + i * n + j;
+      switch (rows) {
+        case 4:
+          tile_rows<4>(cols, x, w + j * k, k, bias, out, n);
+          break;
+        case 3:
+          tile_rows<3>(cols, x, w + j * k, k, bias, out, n);
+          break;
+        case 2:
+          tile_rows<2>(cols, x, w + j * k, k, bias, out, n);
+          break;
+        default:
+          tile_rows<1>(cols, x, w + j * k, k, bias, out, n);
+      }
+    }
+  }
+}
+
+}  // namespace hive::cpu
+
+#endif  // __x86_64__
