@@ -293,6 +293,10 @@ LaunchConfig parse_launch_config(const std::string& yaml_text, const std::string
                                             {"cpu", DeviceChoice::cpu},
                                             {"cuda", DeviceChoice::cuda}});
   });
+  top.optional("matmul_precision", [&](auto& n, auto& k) {
+    config.matmul_precision = r.choice<cpu::MatmulPrecision>(
+        n, k, {{"f32", cpu::MatmulPrecision::f32}, {"bf16", cpu::MatmulPrecision::bf16}});
+  });
   top.optional("parallel", [&](auto& node, auto& name) {
     Section s(node, name, source);
     ParallelConfig& p = config.parallel;

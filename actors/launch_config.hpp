@@ -24,6 +24,7 @@
 #include <string>
 
 #include "kernels/backend_select.hpp"
+#include "kernels/cpu/cpu_features.hpp"
 #include "kernels/dtype.hpp"
 #include "moe/expert_placement.hpp"
 #include "moe/replica_balancer.hpp"
@@ -82,6 +83,10 @@ struct LaunchConfig {
   SchedulerLimits scheduler;
   ServerConfig server;
   SpeculativeConfig speculative;  // method none: off
+  // The CPU kernels' matmul precision (kernels/cpu/cpu_features.hpp), set
+  // for the whole process by the command that starts from this file; unset
+  // leaves HIVE_MATMUL_PRECISION's (f32 by default).
+  std::optional<cpu::MatmulPrecision> matmul_precision;
 };
 
 // `source` names the text in errors; relative paths resolve against base_dir.

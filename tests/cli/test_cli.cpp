@@ -97,6 +97,39 @@ TEST(Cli, KVCacheDtypeFlag) {
   }
 }
 
+// --matmul-precision (kernels/cpu/cpu_features.hpp): bf16 changes only
+// matmuls with bf16 weights, so an f32 checkpoint keeps its golden tokens;
+// a CPU without vdpbf16ps says it runs f32; bad names are refused.
+TEST(Cli, MatmulPrecisionFlag) {
+  const std::string model = (kModels / "qwen3_moe").string();
+  const SafetensorsFile golden(kModels / "qwen3_moe" / "golden.safetensors");
+  const std::string args = "generate --model " + model + " --prompt-ids " +
+                           join(golden.tensors().at("prompt_1"), ",") +
+                           " --max-tokens 16 --ignore-eos --device cpu --matmul-precision ";
+  const Result bf16 = run(args + "bf16");
+  ASSERT_EQ(bf16.status, 0) << bf16.out;
+  EXPECT_EQ(first_line(bf16.out), join(golden.tensors().at("greedy_1"), " ") + " ");
+  const Result capped = test::run_command("HIVE_CPU_ISA=avx2 " + test::hive_binary() + " " +
+                                          args + "bf16");
+  ASSERT_EQ(capped.status, 0) << capped.out;
+  EXPECT_NE(capped.out.find("CPU kernel path avx2 has no vdpbf16ps, the f32 matmul runs"),
+            std::string::npos)
+      << capped.out;
+  const Result bad = run(args + "fp8");
+  EXPECT_NE(bad.status, 0);
+  EXPECT_NE(bad.out.find("--matmul-precision must be f32 or bf16 (got 'fp8')"), std::string::npos)
+      << bad.out;
+  const Result env = test::run_command("HIVE_MATMUL_PRECISION=bf16 " + test::hive_binary() +
+                                       " inspect --devices");
+  EXPECT_NE(env.out.find("matmul precision: bf16"), std::string::npos) << env.out;
+  const Result bad_env = test::run_command("HIVE_MATMUL_PRECISION=half " + test::hive_binary() +
+                                           " inspect --devices");
+  EXPECT_NE(bad_env.status, 0);
+  EXPECT_NE(bad_env.out.find("HIVE_MATMUL_PRECISION must be f32 or bf16 (got 'half')"),
+            std::string::npos)
+      << bad_env.out;
+}
+
 // --flag=value is --flag value, for repeated flags too; "--" ends the flags.
 TEST(Cli, FlagsTakeEqualsValues) {
   const std::string model = (kModels / "qwen3_moe").string();

@@ -85,6 +85,13 @@ TEST(LaunchConfig, NamedChoicesAreEnums) {
   EXPECT_EQ(options.engine.scheduler.preemption_mode, PreemptionMode::recompute);
   EXPECT_EQ(options.expert_placement, PlacementKind::round_robin);
   EXPECT_EQ(options.engine.kv_cache_dtype, DType::f32);
+  // Unset leaves HIVE_MATMUL_PRECISION's; a bad name is refused.
+  EXPECT_FALSE(d.matmul_precision.has_value());
+  EXPECT_EQ(parse("model: m\nmatmul_precision: bf16\n").matmul_precision,
+            cpu::MatmulPrecision::bf16);
+  EXPECT_EQ(parse("model: m\nmatmul_precision: f32\n").matmul_precision,
+            cpu::MatmulPrecision::f32);
+  EXPECT_THROW(parse("model: m\nmatmul_precision: fp8\n"), Error);
 }
 
 TEST(LaunchConfig, DefaultsAndRelativePaths) {

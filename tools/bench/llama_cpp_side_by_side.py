@@ -4,7 +4,7 @@
   .venv/bin/python tools/bench/llama_cpp_side_by_side.py --llama-bin DIR
       [--build build] [--models dense,moe] [--rounds 3] [--threads N]
       [--prefill 512] [--decode 64] [--batches 16,64] [--batch-prompt 32]
-      [--batch-decode 16] [--json FILE]
+      [--batch-decode 16] [--matmul-precision f32|bf16] [--json FILE]
 
 DIR holds llama.cpp's `llama-bench` and `llama-batched-bench`, built from its
 source outside this repository. The models are tools/make_gguf_pair.py's
@@ -17,6 +17,9 @@ Rows, each as tokens/s, the median of the rounds, and Hive / llama.cpp:
             bandwidth roofline (read GB/s probed in the same run by bench_rows)
   batchB    B sequences decoding together after --batch-prompt tokens each:
             the decode steps' tokens/s (llama-batched-bench's S_TG)
+--matmul-precision sets Hive's HIVE_MATMUL_PRECISION (kernels/cpu/cpu_features.hpp):
+bf16 rounds activations to bf16 for vdpbf16ps, as llama.cpp does with bf16
+weights; the default f32 keeps Hive's exact, ISA-independent order.
 The engines alternate (Hive first in odd rounds, llama.cpp first in even
 ones), with the same thread count.
 """
@@ -41,7 +44,8 @@ def run(cmd, env=None):
 
 def hive_rows(args, model_dir):
     out = pathlib.Path(args.work) / "hive.json"
-    env = dict(os.environ, OMP_NUM_THREADS=str(args.threads))
+    env = dict(os.environ, OMP_NUM_THREADS=str(args.threads),
+               HIVE_MATMUL_PRECISION=args.matmul_precision)
     run([args.build + "/bin/bench_rows", "--model", model_dir, "--prefill", str(args.prefill),
          "--decode", str(args.decode), "--batches", args.batches,
          "--batch-prompt", str(args.batch_prompt), "--batch-decode", str(args.batch_decode),
@@ -86,10 +90,12 @@ def main():
     parser.add_argument("--batch-prompt", type=int, default=32)
     parser.add_argument("--batch-decode", type=int, default=16)
     parser.add_argument("--work", default=str(ROOT / "bench_models"))
+    parser.add_argument("--matmul-precision", choices=["f32", "bf16"], default="f32")
     parser.add_argument("--json")
     args = parser.parse_args()
 
-    report = {"threads": args.threads, "rounds": args.rounds, "models": {}}
+    report = {"threads": args.threads, "rounds": args.rounds,
+              "matmul_precision": args.matmul_precision, "models": {}}
     for shape in args.models.split(","):
         pair = pathlib.Path(args.work) / f"pair-{shape}"
         if not (pair / "model.gguf").exists():
@@ -123,7 +129,7 @@ def main():
                                    "roofline_tokens_per_s": roofline, "rows": table}
         print(f"\n{shape}: read {bandwidth / 1e9:.1f} GB/s, {bytes_per_token / 1e6:.0f} MB per "
               f"decode token, roofline {roofline:.1f} tok/s, {args.threads} threads, "
-              f"median of {args.rounds} rounds\n")
+              f"median of {args.rounds} rounds, Hive matmul {args.matmul_precision}\n")
         print("| row | Hive tok/s | llama.cpp tok/s | Hive / llama.cpp | of roofline (Hive, llama.cpp) |")
         print("|---|---|---|---|---|")
         for row, t in table.items():

@@ -25,6 +25,7 @@
 #include "runtime/model/model_config.hpp"
 #include "tools/cli/args.hpp"
 #include "tools/cli/commands.hpp"
+#include "tools/cli/matmul_precision.hpp"
 #include "tools/cli/logprobs_json.hpp"
 #include "tools/cli/output.hpp"
 #include "tools/cli/progress.hpp"
@@ -280,7 +281,7 @@ int run_generate(const std::vector<std::string>& argv) {
                    "--repetition-penalty", "--logprobs", "--seed", "--device", "--block-size",
                    "--max-num-seqs", "--max-num-batched-tokens", "--kv-budget-mb",
                    "--swap-space-mb", "--kv-cache-dtype", "--speculative", "--draft-model",
-                   "--num-speculative-tokens"},
+                   "--num-speculative-tokens", "--matmul-precision"},
                   {"--ignore-eos", "--enable-prefix-caching", "--chat"}, Args::Positional::allowed);
   const std::vector<std::string>& texts = args.positional();
   const bool text_mode = !texts.empty();
@@ -292,6 +293,7 @@ int run_generate(const std::vector<std::string>& argv) {
         "--stop needs a text prompt (stop strings are matched on the text)");
   for (const std::string& stop : stop_strings) check(!stop.empty(), "--stop must not be empty");
   const std::string model_dir = model_dir_or_default(args);
+  apply_matmul_precision(args);
 
   // The request every prompt shares; flags left out stay unset, for the
   // input processor to fill in from generation_config.json.

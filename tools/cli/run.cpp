@@ -31,6 +31,7 @@
 #include "runtime/model/model_config.hpp"
 #include "tools/cli/args.hpp"
 #include "tools/cli/commands.hpp"
+#include "tools/cli/matmul_precision.hpp"
 #include "tools/cli/logprobs_json.hpp"
 #include "tools/cli/output.hpp"
 #include "tools/cli/progress.hpp"
@@ -79,8 +80,9 @@ void print_expert_load(const EngineMetrics& m) {
 }  // namespace
 
 int run_run(const std::vector<std::string>& argv) {
-  const Args args(argv, {"--config", "--prompts"}, {});
+  const Args args(argv, {"--config", "--prompts", "--matmul-precision"}, {});
   const LaunchConfig config = load_launch_config(args.require("--config"));
+  apply_matmul_precision(args, config.matmul_precision);
   const std::vector<PromptInput> prompts =
       read_prompt_file(args.require("--prompts"), kRunPromptKeys);
   // Every rule is the input processor's; checked before the engine starts,

@@ -14,6 +14,7 @@
 #include "runtime/engine/input_processor.hpp"
 #include "tools/cli/args.hpp"
 #include "tools/cli/commands.hpp"
+#include "tools/cli/matmul_precision.hpp"
 #include "tools/cli/text_prompt.hpp"
 
 namespace hive::cli {
@@ -41,7 +42,8 @@ LaunchConfig config_for_model(const std::string& model_dir, const Args& args) {
 int run_serve(const std::vector<std::string>& argv) {
   const Args args(argv,
                   {"--model", "--config", "--host", "--port", "--api-key", "--max-queued-requests",
-                   "--served-model-name", "--device", "--kv-budget-mb", "--kv-cache-dtype"},
+                   "--served-model-name", "--device", "--kv-budget-mb", "--kv-cache-dtype",
+                   "--matmul-precision"},
                   {});
   check(!(args.has("--model") && args.has("--config")),
         "give --model or --config, not both (the launch file names its model)");
@@ -51,6 +53,7 @@ int run_serve(const std::vector<std::string>& argv) {
         "itself");
   LaunchConfig config = args.has("--config") ? load_launch_config(args.get("--config", ""))
                                              : config_for_model(model_dir_or_default(args), args);
+  apply_matmul_precision(args, config.matmul_precision);
   ServerConfig& server = config.server;
   server.host = args.get("--host", server.host);
   server.port = static_cast<int>(args.get_int("--port", server.port, 0, 65535));
