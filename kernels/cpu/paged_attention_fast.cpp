@@ -132,7 +132,8 @@ void reset_totals(int64_t num_states, Scratch& s) {
 // loader picks one per machine, so a machine's bits never change with the
 // batch. Not under ASan or TSan (see dot.cpp).
 #if defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
-#define HIVE_PAGED_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
+#define HIVE_PAGED_CLONES \
+  __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #else
 #define HIVE_PAGED_CLONES
 #endif

@@ -10,8 +10,10 @@
 // folded in position order, so the bits depend on the chunk boundaries
 // (absolute positions) and nothing else.
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 #include "kernels/cpu/ops.hpp"
@@ -51,16 +53,60 @@ struct Scratch {
 
 // q . k in 16 lanes folded 8/4/2/1, as dot() sums, but inlined into the
 // caller's clone: one call per key and head cost more than its arithmetic.
+// The lanes are a vector type so the fold stays in registers (as a float
+// array it went through the stack, a third of the kernel's time); the
+// arithmetic and its order are those of the array.
+using Lanes16 = float __attribute__((vector_size(64)));
+using Lanes8 = float __attribute__((vector_size(32)));
+using Lanes4 = float __attribute__((vector_size(16)));
+
 inline __attribute__((always_inline)) float dot_row(const float* q, const float* k, int64_t n) {
   constexpr int kLanes = 16;
-  float partial[kLanes] = {};
+  Lanes16 partial = {};
   int64_t i = 0;
-  for (; i + kLanes <= n; i += kLanes)
-    for (int lane = 0; lane < kLanes; ++lane) partial[lane] += q[i + lane] * k[i + lane];
-  for (int lane = 0; i < n; ++i, ++lane) partial[lane] += q[i] * k[i];
-  for (int width = kLanes / 2; width > 0; width /= 2)
-    for (int lane = 0; lane < width; ++lane) partial[lane] += partial[lane + width];
-  return partial[0];
+  for (; i + kLanes <= n; i += kLanes) {
+    Lanes16 a, b;
+    std::memcpy(&a, q + i, sizeof a);
+    std::memcpy(&b, k + i, sizeof b);
+    partial += a * b;
+  }
+  if (i < n) {  // the last, partial chunk in lanes 0..n-i-1
+    float lanes[kLanes];
+    std::memcpy(lanes, &partial, sizeof lanes);
+    for (int lane = 0; i < n; ++i, ++lane) lanes[lane] += q[i] * k[i];
+    std::memcpy(&partial, lanes, sizeof lanes);
+  }
+  const Lanes8 s8 = __builtin_shufflevector(partial, partial, 0, 1, 2, 3, 4, 5, 6, 7) +
+                    __builtin_shufflevector(partial, partial, 8, 9, 10, 11, 12, 13, 14, 15);
+  const Lanes4 s4 = __builtin_shufflevector(s8, s8, 0, 1, 2, 3) +
+                    __builtin_shufflevector(s8, s8, 4, 5, 6, 7);
+  const float s2_0 = s4[0] + s4[2], s2_1 = s4[1] + s4[3];
+  return s2_0 + s2_1;
+}
+
+// exp(x) for the softmax's weights, where x <= 0 (a score minus a running
+// maximum; -inf gives 0). Plain arithmetic the caller's clone vectorizes,
+// where std::exp is a call per score: Cody-Waite reduction x = n ln2 + r,
+// |r| <= ln2 / 2, Cephes' degree-6 polynomial for e^r (within 2 ulp of
+// expf), then 2^n by the exponent bits; below 2^-126 the weight is 0. Every
+// product that feeds a sum is an explicit fma, so the scalar and vector
+// forms of one clone give the same bits.
+inline __attribute__((always_inline)) float softmax_exp(float x) {
+  x = std::max(x, -100.0f);  // also -inf; the result is then 0 below
+  const float shifter = 12582912.0f;  // 1.5 * 2^23: adding it rounds to an integer
+  const float n = std::fma(x, 1.44269504088896341f, shifter) - shifter;
+  float r = std::fma(n, -0.693359375f, x);  // ln2 in two parts, the first exact in n
+  r = std::fma(n, 2.12194440e-4f, r);
+  float p = 1.9875691500e-4f;
+  p = std::fma(p, r, 1.3981999507e-3f);
+  p = std::fma(p, r, 8.3334519073e-3f);
+  p = std::fma(p, r, 4.1665795894e-2f);
+  p = std::fma(p, r, 1.6666665459e-1f);
+  p = std::fma(p, r, 5.0000001201e-1f);
+  p = std::fma(p, r * r, r) + 1.0f;
+  const int32_t e = static_cast<int32_t>(n);
+  const float scale = std::bit_cast<float>(static_cast<uint32_t>(std::max(e + 127, 0)) << 23);
+  return e < -126 ? 0.0f : p * scale;
 }
 
 // Points s.keys/s.values at the rows of positions [lo, hi) of the tile that
@@ -122,12 +168,12 @@ inline __attribute__((always_inline)) void add_tile(const Layout& l, const Item&
       }
       float& running_max = s.max[static_cast<size_t>(state)];
       const float new_max = std::max(running_max, tile_max);
-      const float rescale = std::exp(running_max - new_max);  // 0 on the first tile
+      const float rescale = softmax_exp(running_max - new_max);  // 0 on the first tile
+      // The weights first (a loop the clone vectorizes), then their sum in
+      // position order.
+      for (int64_t j = lo; j < hi; ++j) scores[j - lo] = softmax_exp(scores[j - lo] - new_max);
       float tile_sum = 0.0f;
-      for (int64_t j = lo; j < hi; ++j) {
-        scores[j - lo] = std::exp(scores[j - lo] - new_max);
-        tile_sum += scores[j - lo];
-      }
+      for (int64_t j = lo; j < hi; ++j) tile_sum += scores[j - lo];
       float& sum = s.sum[static_cast<size_t>(state)];
       sum = sum * rescale + tile_sum;
       running_max = new_max;
@@ -174,7 +220,8 @@ inline __attribute__((always_inline)) void fold(float& total_max, float& total_s
     return;
   }
   const float new_max = std::max(total_max, max);
-  const float total_weight = std::exp(total_max - new_max), weight = std::exp(max - new_max);
+  const float total_weight = softmax_exp(total_max - new_max),
+              weight = softmax_exp(max - new_max);
   total_sum = total_sum * total_weight + sum * weight;
   for (int64_t d = 0; d < hd; ++d) total_acc[d] = total_acc[d] * total_weight + acc[d] * weight;
   total_max = new_max;
