@@ -21,6 +21,10 @@ namespace {
 // Output columns per task: 16 bf16 rows of k = 1024 are 32 KiB, an L1's
 // worth, and a 0.35B model's smallest projection still makes 64 tasks.
 constexpr int64_t kColumnsPerTask = 16;
+// The bf16 mode's tasks: a block of bf16 weight rows meant to stay in a
+// 48 KiB L1 beside a row tile of x, from this many rows.
+constexpr int64_t kL1BlockBytes = 40 << 10;
+constexpr int64_t kMinRowsForL1Blocks = 16;
 // The AVX2 halves tiles are 3 columns wide: 15 leaves no 1-column strip.
 constexpr int64_t kHalvesColumnsPerTask = 15;
 // AVX-512: above this many rows a bf16/f16 block is widened once into scratch
@@ -98,11 +102,17 @@ void matmul(const Tensor& x, const Tensor& w, const Tensor* bias, const Tensor& 
     x_bf16.resize(static_cast<size_t>(m * k));
     round_to_bf16_avx512_bf16(args.x, m * k, x_bf16.data());
     args.x_bf16 = x_bf16.data();
+    // With many rows a task's bf16 block is read again by every row tile:
+    // a long reduction (a down projection's) takes half the columns, so the
+    // block stays in L1. Decode keeps wide tasks, where the bytes stream once.
+    const int64_t columns =
+        m >= kMinRowsForL1Blocks && k * 2 * kColumnsPerTask > kL1BlockBytes ? kColumnsPerTask / 2
+                                                                             : kColumnsPerTask;
     for_each_task(
-        (n + kColumnsPerTask - 1) / kColumnsPerTask, m * n * k, [] { return 0; },
+        (n + columns - 1) / columns, m * n * k, [] { return 0; },
         [&](int64_t task, int&) {
-          const int64_t begin = task * kColumnsPerTask;
-          gemm_columns_avx512_bf16(args, begin, std::min(n, begin + kColumnsPerTask));
+          const int64_t begin = task * columns;
+          gemm_columns_avx512_bf16(args, begin, std::min(n, begin + columns));
         });
     return;
   }

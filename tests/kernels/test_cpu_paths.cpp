@@ -243,10 +243,11 @@ TEST(Bf16Matmul, RoundsOnlyTheActivationsAndIgnoresTheBatch) {
     set_cpu_kernel_path(path);
     int64_t cases = 0, same_as_f32 = 0, same_as_emulation = 0;
     NmseSum against_emulation;
-    for (int64_t k : {1, 31, 32, 33, 64, 257})
+    // k = 1500 with 16 rows or more: tasks of 8 columns (matmul_fast.cpp).
+    for (int64_t k : {1, 31, 32, 33, 64, 257, 1500})
       for (int64_t n : {1, 15, 64})
         for (bool with_bias : {false, true})
-          for (int64_t m : {1, 3, 4, 7, 33}) {
+          for (int64_t m : {1, 2, 3, 4, 5, 7, 33}) {
             SCOPED_TRACE(testing::Message() << cpu_path_name(path) << " m=" << m << " k=" << k
                                             << " n=" << n << (with_bias ? " bias" : ""));
             const auto x = test::random_floats(rng, static_cast<size_t>(m * k));
