@@ -15,7 +15,17 @@ namespace hive {
 
 namespace {
 constexpr size_t kAlignment = 64;  // a cache line; enough for any SIMD load
-}
+// The block cache (cpu_backend.hpp): below 256 KiB malloc reuses memory
+// itself; above 64 MiB are the KV pool and weights, allocated once.
+constexpr size_t kMinCachedBytes = size_t{256} << 10;
+constexpr size_t kMaxCachedBlockBytes = size_t{64} << 20;
+constexpr size_t kMaxCachedBytes = size_t{512} << 20;
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kCacheBlocks = false;
+#else
+constexpr bool kCacheBlocks = true;
+#endif
+}  // namespace
 
 int64_t host_memory_bytes() {
   const long pages = ::sysconf(_SC_PHYS_PAGES), page_size = ::sysconf(_SC_PAGE_SIZE);
@@ -34,15 +44,52 @@ int64_t host_available_bytes() {
   return int64_t{pages} * page_size;
 }
 
+CpuBackend::~CpuBackend() {
+  for (auto& [size, blocks] : free_blocks_)
+    for (void* block : blocks) std::free(block);
+}
+
 void* CpuBackend::allocate(size_t bytes) {
   const size_t rounded = (bytes + kAlignment - 1) / kAlignment * kAlignment;
+  const bool cacheable = kCacheBlocks && rounded >= kMinCachedBytes && rounded <= kMaxCachedBlockBytes;
+  if (cacheable) {
+    const std::lock_guard lock(cache_mutex_);
+    const auto it = free_blocks_.find(rounded);
+    if (it != free_blocks_.end() && !it->second.empty()) {
+      void* block = it->second.back();
+      it->second.pop_back();
+      cached_bytes_ -= rounded;
+      return block;
+    }
+  }
   void* ptr = std::aligned_alloc(kAlignment, rounded);
   if (!ptr) throw std::bad_alloc();
+  if (cacheable) {
+    const std::lock_guard lock(cache_mutex_);
+    block_sizes_.emplace(ptr, rounded);
+  }
   return ptr;
 }
 
 void CpuBackend::deallocate(void* ptr) {
+  if (kCacheBlocks && ptr != nullptr) {
+    const std::lock_guard lock(cache_mutex_);
+    const auto it = block_sizes_.find(ptr);
+    if (it != block_sizes_.end()) {
+      if (cached_bytes_ + it->second <= kMaxCachedBytes) {
+        free_blocks_[it->second].push_back(ptr);
+        cached_bytes_ += it->second;
+        return;
+      }
+      block_sizes_.erase(it);
+    }
+  }
   std::free(ptr);
+}
+
+size_t CpuBackend::cached_bytes() const {
+  const std::lock_guard lock(cache_mutex_);
+  return cached_bytes_;
 }
 
 void CpuBackend::copy(const Tensor& dst, const Tensor& src) {

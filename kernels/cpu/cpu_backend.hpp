@@ -1,5 +1,10 @@
 #pragma once
 // The CPU backend: host memory and the reference ops of ops.hpp.
+#include <cstddef>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
 #include "kernels/backend.hpp"
 
 namespace hive {
@@ -12,6 +17,11 @@ int64_t host_available_bytes();
 
 class CpuBackend : public Backend {
  public:
+  CpuBackend() = default;
+  CpuBackend(const CpuBackend&) = delete;
+  CpuBackend& operator=(const CpuBackend&) = delete;
+  ~CpuBackend() override;
+
   std::string_view name() const override { return "cpu"; }
   Device device() const override { return Device::cpu; }
   bool supports(Op op) const override { return op != Op::count; }
@@ -42,6 +52,21 @@ class CpuBackend : public Backend {
   void reshape_and_cache(const Tensor& k, const Tensor& v, const Tensor& slot_mapping,
                          const Tensor& k_blocks, const Tensor& v_blocks) override;
   void fill(const Tensor& x, float value) override;
+
+  // Bytes of freed blocks kept for reuse (see allocate).
+  size_t cached_bytes() const;
+
+ private:
+  // Freed blocks from kMinCachedBytes to kMaxCachedBlockBytes are kept by
+  // size, up to kMaxCachedBytes in all, and handed out again for the same
+  // size: a step allocates the same activation buffers in every layer and
+  // every step, and memory back from the OS comes as fresh pages that fault
+  // and are zeroed on first touch. Off under AddressSanitizer, which must
+  // see every free.
+  mutable std::mutex cache_mutex_;
+  std::unordered_map<void*, size_t> block_sizes_;            // live and cached blocks
+  std::unordered_map<size_t, std::vector<void*>> free_blocks_;  // by size
+  size_t cached_bytes_ = 0;
 };
 
 }  // namespace hive

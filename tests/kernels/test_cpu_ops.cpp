@@ -45,6 +45,41 @@ StoredWeights store(std::vector<float>& values, DType dtype) {
   return w;
 }
 
+// The block cache (cpu_backend.hpp): a freed activation-sized block comes
+// back for the next allocation of its size; small and huge blocks, and
+// anything past the cap, go back to malloc.
+TEST(CpuBackendMemory, FreedActivationBlocksAreReused) {
+#if defined(__SANITIZE_ADDRESS__)
+  GTEST_SKIP() << "the cache is off under AddressSanitizer";
+#else
+  CpuBackend backend;
+  const size_t size = size_t{3} << 20;
+  void* first = backend.allocate(size);
+  std::memset(first, 1, size);
+  backend.deallocate(first);
+  EXPECT_EQ(backend.cached_bytes(), size);
+  void* second = backend.allocate(size);
+  EXPECT_EQ(second, first);
+  EXPECT_EQ(backend.cached_bytes(), 0u);
+  void* other = backend.allocate(size + 4096);  // another size: not that block
+  EXPECT_NE(other, first);
+  backend.deallocate(other);
+  backend.deallocate(second);
+  EXPECT_EQ(backend.cached_bytes(), 2 * size + 4096);
+  void* small = backend.allocate(1024);
+  void* huge = backend.allocate(size_t{128} << 20);
+  backend.deallocate(small);
+  backend.deallocate(huge);
+  EXPECT_EQ(backend.cached_bytes(), 2 * size + 4096);
+  // The cap: 512 MiB of 40 MiB blocks, all live at once, then all freed.
+  std::vector<void*> blocks;
+  for (int i = 0; i < 16; ++i) blocks.push_back(backend.allocate(size_t{40} << 20));
+  for (void* block : blocks) backend.deallocate(block);
+  EXPECT_LE(backend.cached_bytes(), size_t{512} << 20);
+  EXPECT_GT(backend.cached_bytes(), size_t{400} << 20);
+#endif
+}
+
 TEST_F(CpuOps, MatmulAllWeightDtypesWithBias) {
   SCOPED_TRACE(testing::Message() << "seed " << test::test_seed());
   for (DType dtype : {DType::f32, DType::bf16, DType::f16}) {
