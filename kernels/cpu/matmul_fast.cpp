@@ -28,10 +28,10 @@ constexpr int64_t kMinRowsForL1Blocks = 16;
 // The AVX2 halves tiles are 3 columns wide: 15 leaves no 1-column strip.
 constexpr int64_t kHalvesColumnsPerTask = 15;
 // AVX-512: above this many rows a bf16/f16 block is widened once into scratch
-// rather than at each row tile (the kernel's row tile is at most 4), unless the
+// rather than at each row tile (the kernel's row tile is at most 6), unless the
 // widened block would not stay in L2 (a long reduction, as a down
 // projection's): then each row tile widens it again from the bf16 rows.
-constexpr int64_t kMaxRowsWidenedInPlace = 4;
+constexpr int64_t kMaxRowsWidenedInPlace = 6;
 constexpr int64_t kMaxWidenedBytes = 256 << 10;
 // AVX2: from this many rows (a full 4 x 3 tile) x and each block's weights
 // are laid out in halves (gemm_kernels.hpp); below, the 2 x 2 tiles read the
