@@ -84,6 +84,48 @@ inline __attribute__((always_inline)) float dot_row(const float* q, const float*
   return s2_0 + s2_1;
 }
 
+// dot_row of q with 16 key rows at once, scores[j] = dot_row(q, keys[j], n)
+// bit for bit (n a multiple of 16): each key's 16 partial sums are built the
+// same way, then the 16 folds run as one transposing tree, each level
+// adding lane l to lane l + half within every key, as the fold does, with
+// 15 vector adds where 16 separate folds took 16 horizontal ones.
+inline __attribute__((always_inline)) void dot_16_rows(const float* q, const float* const* keys,
+                                                       int64_t n, float* scores) {
+  Lanes16 p[16];
+  for (int j = 0; j < 16; ++j) p[j] = Lanes16{};
+  for (int64_t i = 0; i < n; i += 16) {
+    Lanes16 a;
+    std::memcpy(&a, q + i, sizeof a);
+    for (int j = 0; j < 16; ++j) {
+      Lanes16 b;
+      std::memcpy(&b, keys[j] + i, sizeof b);
+      p[j] += a * b;
+    }
+  }
+  Lanes16 s8[8], s4[4], s2[2];
+  for (int j = 0; j < 8; ++j)  // keys 2j, 2j+1: lanes l + (l + 8)
+    s8[j] = __builtin_shufflevector(p[2 * j], p[2 * j + 1], 0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18,
+                                    19, 20, 21, 22, 23) +
+            __builtin_shufflevector(p[2 * j], p[2 * j + 1], 8, 9, 10, 11, 12, 13, 14, 15, 24, 25,
+                                    26, 27, 28, 29, 30, 31);
+  for (int j = 0; j < 4; ++j)  // keys 4j..4j+3: lanes l + (l + 4)
+    s4[j] = __builtin_shufflevector(s8[2 * j], s8[2 * j + 1], 0, 1, 2, 3, 8, 9, 10, 11, 16, 17,
+                                    18, 19, 24, 25, 26, 27) +
+            __builtin_shufflevector(s8[2 * j], s8[2 * j + 1], 4, 5, 6, 7, 12, 13, 14, 15, 20, 21,
+                                    22, 23, 28, 29, 30, 31);
+  for (int j = 0; j < 2; ++j)  // keys 8j..8j+7: lanes l + (l + 2)
+    s2[j] = __builtin_shufflevector(s4[2 * j], s4[2 * j + 1], 0, 1, 4, 5, 8, 9, 12, 13, 16, 17,
+                                    20, 21, 24, 25, 28, 29) +
+            __builtin_shufflevector(s4[2 * j], s4[2 * j + 1], 2, 3, 6, 7, 10, 11, 14, 15, 18, 19,
+                                    22, 23, 26, 27, 30, 31);
+  // keys 0..15: lane 0 + lane 1
+  const Lanes16 s1 = __builtin_shufflevector(s2[0], s2[1], 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20,
+                                             22, 24, 26, 28, 30) +
+                     __builtin_shufflevector(s2[0], s2[1], 1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21,
+                                             23, 25, 27, 29, 31);
+  std::memcpy(scores, &s1, sizeof s1);
+}
+
 // exp(x) for the softmax's weights, where x <= 0 (a score minus a running
 // maximum; -inf gives 0). Plain arithmetic the caller's clone vectorizes,
 // where std::exp is a call per score: Cody-Waite reduction x = n ln2 + r,
@@ -161,9 +203,15 @@ inline __attribute__((always_inline)) void add_tile(const Layout& l, const Item&
       const int64_t head = kvh * l.group + g, state = i * l.group + g;
       const float* q = l.q + (token * l.num_heads + head) * hd;
       float* scores = s.scores.data() + g * kKeyTile;
+      const float* const* keys = s.keys.data() + (lo - tile_begin);
+      int64_t first_single = lo;  // keys before it went 16 at a time
+      if (hd % 16 == 0)
+        for (; first_single + 16 <= hi; first_single += 16)
+          dot_16_rows(q, keys + (first_single - lo), hd, scores + (first_single - lo));
+      for (int64_t j = first_single; j < hi; ++j) scores[j - lo] = dot_row(q, keys[j - lo], hd);
       float tile_max = -INFINITY;
       for (int64_t j = lo; j < hi; ++j) {
-        scores[j - lo] = dot_row(q, s.keys[static_cast<size_t>(j - tile_begin)], hd) * l.scale;
+        scores[j - lo] *= l.scale;
         tile_max = std::max(tile_max, scores[j - lo]);
       }
       float& running_max = s.max[static_cast<size_t>(state)];
