@@ -432,6 +432,7 @@ SequenceOutput Scheduler::finish(Sequence& seq, FinishReason reason) {
   out.logprobs = std::move(seq.logprobs);
   out.num_draft_tokens = seq.spec_draft_tokens;
   out.num_accepted_tokens = seq.spec_accepted_tokens;
+  out.num_judged_draft_tokens = seq.spec_judged_tokens;
   const SequenceId id = seq.id;
   const auto samples = by_request_.find(out.request_id);
   std::erase(samples->second, id);

@@ -165,6 +165,7 @@ struct SequenceOutput {
   std::vector<TokenLogprobs> logprobs = {};  // per generated token, when asked for
   int64_t num_draft_tokens = 0;              // speculation: drafts verified
   int64_t num_accepted_tokens = 0;           // of which the target accepted
+  int64_t num_judged_draft_tokens = 0;       // the accepted and each window's first rejected
 };
 
 // Speculative decoding's counters. accepted_per_position[i]: drafts whose

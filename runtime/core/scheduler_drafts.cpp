@@ -24,7 +24,7 @@ bool Scheduler::control_drafts(std::vector<DraftQuery>& queries) const {
   std::vector<double> alphas;
   std::vector<int> caps;
   for (const DraftQuery& q : queries) {
-    alphas.push_back(estimated_acceptance(q.seq->spec_draft_tokens, q.seq->spec_accepted_tokens));
+    alphas.push_back(estimated_acceptance(q.seq->spec_judged_tokens, q.seq->spec_accepted_tokens));
     caps.push_back(q.max_tokens);
   }
   const std::vector<int> lengths = plan_draft_lengths(spec_cost_, alphas, caps, step_tokens);
@@ -116,6 +116,7 @@ void Scheduler::accept_draft(Sequence& seq, int32_t token) {
   const auto position = static_cast<size_t>(seq.num_step_drafts - seq.num_draft_tokens);
   --seq.num_draft_tokens;
   ++seq.spec_accepted_tokens;
+  ++seq.spec_judged_tokens;
   ++stats_.spec_decode.num_accepted_tokens;
   ++stats_.spec_decode.accepted_per_position.at(position);
 }
@@ -123,6 +124,7 @@ void Scheduler::accept_draft(Sequence& seq, int32_t token) {
 void Scheduler::reject_drafts(Sequence& seq) {
   seq.num_step_drafts = 0;
   if (seq.num_draft_tokens == 0) return;
+  ++seq.spec_judged_tokens;  // the first of them; the target sampled another
   // They were computed; the target sampled another token in place of the
   // first of them: their KV is void and their blocks go back.
   const auto pending = seq.token_ids.end() - seq.num_pending_tokens;

@@ -58,6 +58,9 @@ struct Sequence {
   int64_t num_step_drafts = 0;     // drafts its step in flight verifies
   int64_t spec_draft_tokens = 0;   // drafts it verified, all steps
   int64_t spec_accepted_tokens = 0;  // of which accepted
+  // Drafts the verifier judged: the accepted ones and each window's first
+  // rejected one; those after a rejection were never judged.
+  int64_t spec_judged_tokens = 0;
   SequenceStatus status = SequenceStatus::waiting;
   bool forked = false;                     // its n - 1 sibling samples exist
   int64_t num_cached_tokens = 0;           // prefix-cache hit at first admission

@@ -16,8 +16,8 @@ double StepCost::seconds(int64_t tokens) const {
   return std::max(0.0, t0 + slope * static_cast<double>(tokens - n0));
 }
 
-double estimated_acceptance(int64_t drafted, int64_t accepted) {
-  return static_cast<double>(accepted + 1) / static_cast<double>(drafted + 2);
+double estimated_acceptance(int64_t judged, int64_t accepted) {
+  return static_cast<double>(accepted + 1) / static_cast<double>(judged + 2);
 }
 
 std::vector<int> plan_draft_lengths(const SpecCostModel& cost, const std::vector<double>& alphas,

@@ -8,8 +8,11 @@
 // the draft model's if there is one) and the scheduler plans with it:
 //
 //   a sequence's g-th draft token is expected to add α^g tokens, α its
-//   acceptance so far (counted with one accepted and one rejected draft as
-//   a prior), and costs what one more token adds to the step, t(T + 1) -
+//   acceptance so far: accepted drafts over judged ones (the accepted and
+//   each window's first rejected; the verifier never judged those after
+//   it, and counting them as rejected would bias α low, the more so the
+//   longer the window), with one accepted and one rejected as a prior. It
+//   costs what one more token adds to the step, t(T + 1) -
 //   t(T), plus its share of a draft model pass. Starting from the step
 //   without drafts (its decoding sequences' tokens E over its time T), draft
 //   tokens are added, first positions first, while each one's gain per
@@ -37,7 +40,7 @@ struct SpecCostModel {
 };
 
 // The acceptance rate estimate from a sequence's counts, with the prior.
-double estimated_acceptance(int64_t drafted, int64_t accepted);
+double estimated_acceptance(int64_t judged, int64_t accepted);
 
 // The draft tokens for each of the step's decoding sequences (acceptances
 // `alphas`, at most `caps` each) in a step of `step_tokens` tokens without

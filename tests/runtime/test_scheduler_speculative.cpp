@@ -180,6 +180,47 @@ TEST_F(SpeculativeDrafts, AnAcceptedEndOfSequenceDraftEndsTheSequence) {
   EXPECT_EQ(appended, (std::vector<size_t>{0, 1}));
   EXPECT_EQ(done[0].num_draft_tokens, 3);
   EXPECT_EQ(done[0].num_accepted_tokens, 2);
+  EXPECT_EQ(done[0].num_judged_draft_tokens, 2);  // the third was never judged
+}
+
+// The acceptance the control plans with counts what the verifier judged: a
+// window of 3 whose second draft is rejected judged 2 (1 accepted), not 3;
+// then a window of 1, rejected, judged 1.
+TEST_F(SpeculativeDrafts, DraftsAfterARejectionAreNotCountedAsJudged) {
+  SchedulerConfig config;
+  config.num_speculative_tokens = 3;
+  make(config, blocks(8));
+  struct FixedDrafter final : Drafter {
+    std::vector<Draft> propose(std::span<const DraftQuery> queries) override {
+      const Ids window = {50, 51, 52};
+      std::vector<Draft> drafts;
+      for (const DraftQuery& q : queries)
+        drafts.push_back({Ids(window.begin(), window.begin() + q.max_tokens), {}});
+      return drafts;
+    }
+  } drafter;
+  scheduler->set_drafter(&drafter);
+  scheduler->add_request(request("a", 3, 5));
+  step();  // the prompt; samples 40
+  StepPlan plan = scheduler->schedule();
+  ASSERT_EQ(plan.samples.size(), 1u);
+  ASSERT_EQ(plan.sequences[0].num_draft_tokens, 3);
+  const SequenceId id = plan.samples[0].seq_id;
+  std::vector<SampledToken> sampled(2, SampledToken{id, 0, {}, {}});
+  sampled[0].token = 50;
+  sampled[0].accepted_draft = true;
+  sampled[1].token = 70;  // in place of 51: rejected, and 52 with it
+  EXPECT_TRUE(scheduler->update(sampled, nullptr).empty());
+  plan = scheduler->schedule();
+  ASSERT_EQ(plan.sequences[0].num_draft_tokens, 1);  // room for one: 5 - 3 - 1
+  std::vector<SampledToken> rejected(1, SampledToken{id, 71, {}, {}});
+  EXPECT_TRUE(scheduler->update(rejected, nullptr).empty());
+  const std::vector<SequenceOutput> done = step();
+  ASSERT_EQ(done.size(), 1u);
+  EXPECT_EQ(done[0].token_ids.size(), 5u);
+  EXPECT_EQ(done[0].num_draft_tokens, 4);
+  EXPECT_EQ(done[0].num_accepted_tokens, 1);
+  EXPECT_EQ(done[0].num_judged_draft_tokens, 3);
 }
 
 // Drafts fit in max_tokens and in the context, and never preempt: with no
