@@ -3,9 +3,11 @@
 //
 //   bench_speculative --model DIR --draft DIR [--max-tokens T] [--gamma G]
 //                     [--batches 1,16] [--rounds R] [--engine actor|offline]
-//                     [--modes off,draft,...] [--json FILE]
+//                     [--modes off,draft,...] [--prompts default|repetitive]
+//                     [--json FILE]
 //
-// For each batch size B: B text prompts (a fixed list, cycled), greedy, T
+// For each batch size B: B text prompts (a fixed list, cycled; or with
+// --prompts repetitive, passages said three times), greedy, T
 // tokens each (end-of-sequence ignored), all submitted at once to an
 // engine with max_num_seqs B: hive::Engine (actor, the default: the draft
 // model runs in the draft actor, a window ahead) or the offline LLMEngine
@@ -53,6 +55,22 @@ const std::vector<std::string> kPrompts = {
     "The old man and the sea",
     "Tell me a story about a dragon.",
 };
+
+// --prompts repetitive: text that says the same thing twice, the case
+// prompt lookup is for (editing, quoting, code): a model continuing it
+// tends to repeat it again, which the n-gram drafter can copy.
+const std::vector<std::string> kRepetitivePrompts = [] {
+  const std::vector<std::string> passages = {
+      "And the LORD spake unto Moses, saying, Speak unto the children of Israel, and say unto "
+      "them, ",
+      "Once upon a time there was a little cat who sat on the mat and looked at the sea. ",
+      "In the beginning God created the heaven and the earth. And the earth was without form. ",
+      "The old man went down to the sea in the morning, and he took his boat and his nets. ",
+  };
+  std::vector<std::string> prompts;
+  for (const std::string& p : passages) prompts.push_back(p + p + p);
+  return prompts;
+}();
 
 struct Mode {
   std::string name;
@@ -130,7 +148,7 @@ int main(int argc, char** argv) {
     const hive::cli::Args args(
         std::vector<std::string>(argv + 1, argv + argc),
         {"--model", "--draft", "--max-tokens", "--gamma", "--batches", "--rounds", "--engine",
-         "--modes", "--json"},
+         "--modes", "--prompts", "--json"},
         {});
     const std::string model_dir = args.require("--model");
     const std::string draft_dir = args.require("--draft");
@@ -138,6 +156,11 @@ int main(int argc, char** argv) {
     const auto gamma = static_cast<int>(args.get_int("--gamma", 4, 1, hive::kMaxSpeculativeTokens));
     const auto rounds = static_cast<int>(args.get_int("--rounds", 3, 1, 1000));
     const std::string engine_kind = args.get("--engine", "actor");
+    const std::string prompt_set = args.get("--prompts", "default");
+    hive::check(prompt_set == "default" || prompt_set == "repetitive",
+                "--prompts: expected default or repetitive (got '", prompt_set, "')");
+    const std::vector<std::string>& prompts =
+        prompt_set == "repetitive" ? kRepetitivePrompts : kPrompts;
     hive::check(engine_kind == "actor" || engine_kind == "offline",
                 "--engine: expected actor or offline (got '", engine_kind, "')");
     std::vector<int> batches;
@@ -185,7 +208,7 @@ int main(int argc, char** argv) {
       std::printf("  (target / draft)\n");
     }
     nlohmann::json json = {{"model", model_dir}, {"draft", draft_dir}, {"engine", engine_kind},
-                           {"max_tokens", max_tokens},
+                           {"max_tokens", max_tokens}, {"prompts", prompt_set},
                            {"gamma", gamma}, {"rounds", rounds}, {"rows", nlohmann::json::array()}};
     std::printf("%-6s %-12s %10s %8s %11s %14s %9s %12s\n", "batch", "mode", "tok/s", "vs off",
                 "acceptance", "tokens/verify", "formula", "ahead used");
@@ -195,7 +218,8 @@ int main(int argc, char** argv) {
       for (int i = 0; i < batch; ++i) {
         hive::Request r;
         r.id = hive::str_cat("p", i);
-        r.prompt_token_ids = tokenizer.encode(kPrompts[static_cast<size_t>(i) % kPrompts.size()], false);
+        r.prompt_token_ids =
+            tokenizer.encode(prompts[static_cast<size_t>(i) % prompts.size()], false);
         r.stop.max_tokens = max_tokens;
         r.stop.ignore_eos = true;
         requests.push_back(std::move(r));
