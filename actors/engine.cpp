@@ -163,8 +163,11 @@ EngineOptions engine_options(const LaunchConfig& config) {
 
 SchedulerSetup make_scheduler_setup(std::shared_ptr<Model> model, const EngineConfig& config,
                                     int world_size, int tensor_parallel_size) {
+  std::shared_ptr<Model> draft_model;
+  if (config.speculative.method == SpeculativeMethod::draft_model)
+    draft_model = std::make_shared<Model>(config.speculative.draft_model, model->backend());
   const EngineCoreConfig core =
-      engine_core_config(*model, config, world_size, tensor_parallel_size);
+      engine_core_config(*model, config, world_size, tensor_parallel_size, draft_model.get());
   const ModelConfig& c = model->config();
   // Each expert-parallel rank holds at least one expert: more ranks than
   // experts would only fail in every worker's start, three times over.
@@ -179,8 +182,8 @@ SchedulerSetup make_scheduler_setup(std::shared_ptr<Model> model, const EngineCo
   setup.scheduler = core.scheduler;
   setup.vocab_size = core.vocab_size;
   setup.speculative = core.speculative;
-  if (core.speculative.method == SpeculativeMethod::draft_model) {
-    setup.draft_model = std::make_shared<Model>(core.speculative.draft_model, model->backend());
+  if (draft_model) {
+    setup.draft_model = draft_model;
     for (int rank = 0; rank < core.num_ranks; ++rank)
       setup.drafters.push_back(std::make_shared<DraftModelDrafter>(
           *setup.draft_model,

@@ -10,7 +10,7 @@
 namespace hive {
 
 EngineCoreConfig engine_core_config(const Model& model, const EngineConfig& config, int world_size,
-                                    int tensor_parallel_size) {
+                                    int tensor_parallel_size, const Model* draft_model) {
   check(world_size >= 1, "world_size must be >= 1 (got ", world_size, ")");
   check(tensor_parallel_size == 1 || tensor_parallel_size == world_size, "tensor_parallel_size ",
         tensor_parallel_size, " must be 1 or world_size (", world_size, ")");
@@ -22,8 +22,19 @@ EngineCoreConfig engine_core_config(const Model& model, const EngineConfig& conf
   // after them; a pool larger than every sequence at full length would sit
   // idle, so a fraction stops there.
   const ModelConfig& c = model.config();
-  const int64_t bytes_per_block = kv_bytes_per_block(
+  const int64_t target_bytes_per_block = kv_bytes_per_block(
       tensor_parallel_config(c, tensor_parallel_size), config.block_size, config.kv_cache_dtype);
+  // A draft model's pool (DraftModelDrafter) has as many blocks, one pool
+  // per data-parallel rank: a tensor-parallel rank's share is 1/tp of it.
+  // It comes out of a share of the free memory; a budget in bytes is the
+  // target's pool, as given.
+  int64_t draft_bytes_per_block = 0;
+  if (draft_model && config.kv_budget.bytes == 0) {
+    const int64_t draft_pool_block =
+        kv_bytes_per_block(draft_model->config(), config.block_size, config.kv_cache_dtype);
+    draft_bytes_per_block = (draft_pool_block + tensor_parallel_size - 1) / tensor_parallel_size;
+  }
+  const int64_t bytes_per_block = target_bytes_per_block + draft_bytes_per_block;
   const int64_t max_model_len = config.scheduler.max_model_len > 0 ? config.scheduler.max_model_len
                                                                    : c.max_position_embeddings;
   KVMemory memory;
@@ -37,7 +48,7 @@ EngineCoreConfig engine_core_config(const Model& model, const EngineConfig& conf
   KVCacheConfig& kv = core.kv_cache;
   kv.block_size = config.block_size;
   kv.num_device_blocks = num_kv_blocks(pool_bytes, bytes_per_block);
-  kv.num_host_blocks = num_swap_blocks(config.swap_space_bytes, bytes_per_block);
+  kv.num_host_blocks = num_swap_blocks(config.swap_space_bytes, target_bytes_per_block);
   kv.enable_prefix_caching = config.enable_prefix_caching;
   kv.sliding_window = c.sliding_window;
   core.scheduler = config.scheduler;
@@ -52,14 +63,15 @@ EngineCoreConfig engine_core_config(const Model& model, const EngineConfig& conf
 }
 
 LLMEngine::LLMEngine(Model& model, const EngineConfig& config) : model_(model) {
-  const EngineCoreConfig core = engine_core_config(model, config);
+  if (config.speculative.method == SpeculativeMethod::draft_model)
+    draft_model_ = std::make_unique<Model>(config.speculative.draft_model, model.backend());
+  const EngineCoreConfig core = engine_core_config(model, config, 1, 1, draft_model_.get());
   const KVCacheConfig& kv = core.kv_cache;
   kv_cache_ =
       std::make_unique<PagedKVCache>(model.backend(), model.config(), kv.num_device_blocks,
                                      kv.block_size, kv.num_host_blocks, config.kv_cache_dtype);
   EngineCoreConfig with_cost = core;
-  if (config.speculative.method == SpeculativeMethod::draft_model) {
-    draft_model_ = std::make_unique<Model>(config.speculative.draft_model, model.backend());
+  if (draft_model_) {
     drafter_ = std::make_unique<DraftModelDrafter>(
         *draft_model_, DraftModelConfig{kv.block_size, kv.num_device_blocks, config.kv_cache_dtype},
         model.config().vocab_size);

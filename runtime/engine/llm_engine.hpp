@@ -41,9 +41,13 @@ struct EngineConfig {
 // heads: the KV pool per rank sized from config.kv_budget (a fraction of
 // the backend's free memory, read here, once the model is loaded), the
 // scheduler with the model's context length and eos ids. Both engines size
-// their pools here.
+// their pools here. With a draft model (loaded first, so the free memory is
+// what its weights leave), its KV pool of as many blocks per data-parallel
+// rank comes out of the same share of the free memory; a budget in bytes
+// is the target's pool alone, as given.
 EngineCoreConfig engine_core_config(const Model& model, const EngineConfig& config,
-                                    int world_size = 1, int tensor_parallel_size = 1);
+                                    int world_size = 1, int tensor_parallel_size = 1,
+                                    const Model* draft_model = nullptr);
 
 // All samples of one request, by sample index.
 struct RequestOutput {

@@ -54,6 +54,27 @@ TEST(KVBudgetDefault, AShareOfTheFreeMemory) {
             static_cast<int64_t>(0.9 * 50 * kMiB) / s.bytes_per_block);
 }
 
+// A draft model's pool has as many blocks as the target's: its bytes per
+// block come out of the same share of the free memory. A budget in bytes
+// is the target's pool, as given.
+TEST(KVBudgetDefault, TheDraftModelsPoolIsInTheBudget) {
+  FixedFreeMemoryBackend backend(100 * kMiB);
+  Model model(test::model_dir("bundled/hive-moe-target"), backend);
+  const Model draft(test::model_dir("bundled/hive-draft"), backend);
+  EngineConfig config;
+  config.scheduler.max_num_seqs = 1024;
+  const int64_t target = sizes(model, config).bytes_per_block;
+  const int64_t both =
+      target + kv_bytes_per_block(draft.config(), config.block_size, config.kv_cache_dtype);
+  ASSERT_GT(both, target);
+  EXPECT_EQ(engine_core_config(model, config, 1, 1, &draft).kv_cache.num_device_blocks,
+            static_cast<int64_t>(0.9 * 100 * kMiB) / both);
+  config.kv_budget.bytes = 32 * kMiB;
+  EXPECT_EQ(device_blocks(model, config), 32 * kMiB / target);
+  EXPECT_EQ(engine_core_config(model, config, 1, 1, &draft).kv_cache.num_device_blocks,
+            32 * kMiB / target);
+}
+
 TEST(KVBudgetDefault, NoMoreThanTheSequencesCanFill) {
   FixedFreeMemoryBackend backend(int64_t{20} << 30);  // 20 GiB free
   Model model(test::model_dir("bundled/hive-moe-target"), backend);
