@@ -4,12 +4,9 @@
 // rides on them (token ids, block ids, sampled tokens, counters); tensors
 // never do.
 //
-// A step plan travels as a diff. The scheduler remembers the block table it
-// last sent for each sequence and the worker keeps the same copy:
-//
-//   last sent   [ 7 | 2 ]          now  [ 7 | 2 | 9 ]   ->  new_blocks [9]
-//   last sent   [ 7 | 2 ]          now  [ 7 | 5 ]       ->  replace, [7 5]
-//                                   (copy-on-write, swap-in, sliding window)
+// A step's plan is the scheduler's StepPlan itself, sent to every worker of
+// a rank; it carries each sequence's new token ids and only the change to
+// its block table, which the worker keeps (runtime/core/block_tables.hpp).
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -24,24 +21,10 @@
 
 namespace hive {
 
-// One sequence's work in a step: new token ids and new block ids only.
-struct StepSequence {
-  SequenceId seq_id = 0;
-  int64_t num_computed_tokens = 0;
-  std::vector<int32_t> token_ids;   // the tokens to compute this step
-  std::vector<int32_t> new_blocks;  // appended to the cached table, or the whole table
-  bool replace_table = false;       // new_blocks is the whole table
-  bool needs_logits = false;
-  int32_t num_draft_tokens = 0;  // speculation: the last token_ids are drafts
-};
-
-// The plan of one step, sent to every worker rank.
+// The plan of one step, sent to every worker of a rank.
 struct WorkerStep {
   int64_t step_id = 0;
-  std::vector<StepSequence> sequences;
-  std::vector<SampleSlot> samples;
-  std::vector<BlockCopy> swap_out, swap_in, copy_on_write;
-  std::vector<SequenceId> finished_seq_ids;  // drop their cached tables and samplers
+  StepPlan plan;
   // A new replica placement (from the expert actor), ExpertPlacement::
   // set_replicas' shape: [rank] -> experts it holds besides its home ones;
   // empty: unchanged. All ranks get it in the same step and switch before
@@ -250,15 +233,20 @@ typename Inspector::result_type inspect(Inspector& f, Request& x) {
 }
 
 template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, StepSequence& x) {
-  return f(caf::meta::type_name("StepSequence"), x.seq_id, x.num_computed_tokens, x.token_ids,
-           x.new_blocks, x.replace_table, x.needs_logits, x.num_draft_tokens);
+typename Inspector::result_type inspect(Inspector& f, ScheduledSequence& x) {
+  return f(caf::meta::type_name("ScheduledSequence"), x.seq_id, x.num_computed_tokens, x.token_ids,
+           x.num_kept_blocks, x.new_block_ids, x.needs_logits, x.num_draft_tokens);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, StepPlan& x) {
+  return f(caf::meta::type_name("StepPlan"), x.sequences, x.samples, x.swap_out, x.swap_in,
+           x.copy_on_write, x.finished_seq_ids);
 }
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, WorkerStep& x) {
-  return f(caf::meta::type_name("WorkerStep"), x.step_id, x.sequences, x.samples, x.swap_out,
-           x.swap_in, x.copy_on_write, x.finished_seq_ids, x.replicas);
+  return f(caf::meta::type_name("WorkerStep"), x.step_id, x.plan, x.replicas);
 }
 
 template <class Inspector>

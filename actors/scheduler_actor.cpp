@@ -29,7 +29,6 @@ void build_core(SchedulerState& st) {
   config.speculative = st.setup.speculative;
   config.spec_cost = st.setup.spec_cost;
   st.core = std::make_unique<EngineCore>(config);
-  st.encoders = std::vector<PlanEncoder>(static_cast<size_t>(config.num_ranks));
 }
 
 void spawn_workers(Self self) {
@@ -126,7 +125,6 @@ void handle_fault(Self self, const std::string& cause, int failed_worker) {
   send_events(self, events);
   if (!st.core->stopped_serving().empty()) return check_drained(self);
   ++st.metrics.num_worker_restarts;
-  for (PlanEncoder& encoder : st.encoders) encoder.reset();
   spawn_workers(self);
   maybe_step(self);
 }
@@ -261,11 +259,12 @@ bool send_step(Self self) {
     st.step_deadline = self->clock().now() + st.setup.worker_timeout;
   }
   watch_steps(self);
+  propose_ahead(self, *planned);  // reads the plans before they move out
   // Every rank steps, planned or idle: they meet in the MoE collectives. A
   // tensor-parallel group's workers all get their rank's plan.
   const auto tp = static_cast<size_t>(st.setup.tensor_parallel_size);
   for (size_t rank = 0; rank < planned->plans.size(); ++rank) {
-    WorkerStep message = st.encoders[rank].encode(planned->plans[rank], step_id);
+    WorkerStep message{step_id, std::move(planned->plans[rank]), {}};
     if (!st.replicas_sent) message.replicas = st.replicas;
     for (size_t w = rank * tp; w < (rank + 1) * tp; ++w)
       self->request(st.workers[w], caf::infinite, step_atom_v,
@@ -275,8 +274,7 @@ bool send_step(Self self) {
                   on_worker_error(self, step_id, static_cast<int>(w), err);
                 });
   }
-  st.replicas_sent = true;  // like the rest of a step, a diff: sent once
-  propose_ahead(self, *planned);
+  st.replicas_sent = true;  // like the block tables, a change: sent once
   return true;
 }
 

@@ -145,7 +145,6 @@ struct InFlightStep {
 struct SchedulerState {
   SchedulerSetup setup;
   std::unique_ptr<EngineCore> core;         // the engine state: schedulers, KV managers, requests
-  std::vector<PlanEncoder> encoders;        // per planning rank: its plans as diffs
   std::map<std::string, token_sink> sinks;  // per request in the core: who gets its events
   std::vector<worker_actor> workers;
   std::shared_ptr<InProcessGroup> group;       // this generation of workers' group

@@ -10,7 +10,7 @@
 
 CAF_BEGIN_TYPE_ID_BLOCK(hive, caf::first_custom_type_id)
 
-CAF_ADD_TYPE_ID(hive, (hive::StepSequence))
+CAF_ADD_TYPE_ID(hive, (hive::StepPlan))
 CAF_ADD_TYPE_ID(hive, (hive::WorkerStep))
 CAF_ADD_TYPE_ID(hive, (hive::WorkerResult))
 CAF_ADD_TYPE_ID(hive, (hive::TokenEvent))
@@ -40,7 +40,7 @@ namespace hive {
 
 // Announces the message types to a 0.17 actor system configuration.
 inline void register_message_types(caf::actor_system_config& config) {
-  config.add_message_type<StepSequence>("hive::StepSequence");
+  config.add_message_type<StepPlan>("hive::StepPlan");
   config.add_message_type<WorkerStep>("hive::WorkerStep");
   config.add_message_type<WorkerResult>("hive::WorkerResult");
   config.add_message_type<TokenEvent>("hive::TokenEvent");

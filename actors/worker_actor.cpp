@@ -40,7 +40,6 @@ std::vector<int64_t> take_counts(const WorkerState& state,
 
 WorkerResult run_step(WorkerState& state, const WorkerStep& step) {
   check(!state.fail_next_step, "injected fault at step ", step.step_id);
-  const StepPlan plan = state.decoder.decode(step);
   // In-process ranks share one read-only Model, so every rank can already
   // read every expert's weights: a new replica needs no copy here (ranks
   // holding only their own experts copy with ReplicaWeights).
@@ -49,7 +48,7 @@ WorkerResult run_step(WorkerState& state, const WorkerStep& step) {
   WorkerResult result;
   result.step_id = step.step_id;
   result.rank = state.rank;
-  result.sampled = state.runner->run(plan);
+  result.sampled = state.runner->run(step.plan);
   result.compute_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (state.placement) {

@@ -1,7 +1,8 @@
 #pragma once
 // The worker actor: one per device rank. It owns that rank's physical KV
-// cache (PagedKVCache) and a ModelRunner, keeps each sequence's block table
-// (plans arrive as diffs, see step_diff.hpp) and runs one step per message.
+// cache (PagedKVCache) and a ModelRunner, which keeps each sequence's block
+// table (plans carry only changes, see block_tables.hpp), and runs one step
+// per message.
 // Ranks are data parallel: each gets its own requests' plan and replies with
 // their sampled tokens. For an MoE model the worker also owns its rank's
 // communicator and expert placement; its MoE layers exchange tokens with the
@@ -22,7 +23,6 @@
 #include <caf/typed_actor.hpp>
 #include <caf/typed_event_based_actor.hpp>
 
-#include "actors/step_diff.hpp"
 #include "actors/type_ids.hpp"
 #include "moe/communicator.hpp"
 #include "moe/expert_placement.hpp"
@@ -59,7 +59,6 @@ struct WorkerState {
   std::unique_ptr<Model> shard;  // tensor parallelism: this rank's part of the model
   std::unique_ptr<PagedKVCache> cache;
   std::unique_ptr<ModelRunner> runner;
-  PlanDecoder decoder;
   std::shared_ptr<InProcessGroup> group;
   std::unique_ptr<Communicator> comm;
   std::unique_ptr<ExpertPlacement> placement;

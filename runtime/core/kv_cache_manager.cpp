@@ -38,6 +38,18 @@ std::span<const int32_t> KVCacheManager::block_table(SequenceId seq) const {
   return table(seq).blocks;
 }
 
+BlockTableUpdate KVCacheManager::take_update(SequenceId seq) {
+  const auto it = tables_.find(seq);
+  check(it != tables_.end() && !it->second.on_host, "KV cache: sequence ", seq,
+        " holds no device blocks to plan with");
+  Table& t = it->second;
+  const size_t kept = std::min(t.num_unchanged, t.blocks.size());
+  BlockTableUpdate update{static_cast<int32_t>(kept),
+                          {t.blocks.begin() + static_cast<std::ptrdiff_t>(kept), t.blocks.end()}};
+  t.num_unchanged = t.blocks.size();
+  return update;
+}
+
 int32_t KVCacheManager::num_held_blocks(SequenceId seq) const {
   const auto& blocks = table(seq).blocks;
   return static_cast<int32_t>(std::count_if(blocks.begin(), blocks.end(),
@@ -124,7 +136,9 @@ std::vector<BlockCopy> KVCacheManager::allocate(const Sequence& seq, int64_t num
 
   std::vector<BlockCopy> copies;
   if (needs_copy_on_write(t, num_computed)) {
-    int32_t& shared = t.blocks[static_cast<size_t>(num_computed / config_.block_size)];
+    const auto index = static_cast<size_t>(num_computed / config_.block_size);
+    t.num_unchanged = std::min(t.num_unchanged, index);
+    int32_t& shared = t.blocks[index];
     const int32_t fresh = device_pool_.allocate(1).front();
     copies.push_back({shared, fresh});
     device_pool_.release(std::span<const int32_t>(&shared, 1));
@@ -147,6 +161,7 @@ void KVCacheManager::release_outside_window(Table& t, int64_t num_computed) {
   const int64_t first_visible = num_computed - config_.sliding_window + 1;
   while (t.num_released_blocks < t.blocks.size() &&
          static_cast<int64_t>(t.num_released_blocks + 1) * config_.block_size <= first_visible) {
+    t.num_unchanged = std::min(t.num_unchanged, t.num_released_blocks);
     int32_t& block = t.blocks[t.num_released_blocks++];
     device_pool_.release(std::span<const int32_t>(&block, 1));
     block = BlockPool::kNullBlock;
@@ -184,6 +199,7 @@ void KVCacheManager::fork(SequenceId parent, SequenceId child) {
   check(!source.on_host, "KV cache: cannot fork swapped-out sequence ", parent);
   check(!tables_.count(child), "KV cache: fork target ", child, " already holds blocks");
   Table copy = source;
+  copy.num_unchanged = 0;  // the child's table is new to the workers
   device_pool_.add_reference(copy.blocks);
   tables_.emplace(child, std::move(copy));
 }
@@ -208,6 +224,7 @@ void KVCacheManager::truncate(SequenceId seq, int64_t num_tokens) {
                                         t.blocks.rend() - static_cast<std::ptrdiff_t>(keep));
   device_pool_.release(tail_first);
   t.blocks.resize(keep);
+  t.num_unchanged = std::min(t.num_unchanged, keep);
 }
 
 bool KVCacheManager::can_swap_out(SequenceId seq) const {
@@ -235,6 +252,7 @@ std::vector<BlockCopy> KVCacheManager::swap_out(SequenceId seq) {
   }
   device_pool_.release(tail_first);
   t.on_host = true;
+  t.num_unchanged = 0;
   stats_.swapped_out_blocks += static_cast<int64_t>(copies.size());
   return copies;
 }
@@ -253,6 +271,7 @@ std::vector<BlockCopy> KVCacheManager::swap_in(const Sequence& seq) {
   }
   host_pool_->release(tail_first);
   t.on_host = false;
+  t.num_unchanged = 0;
   // The restored blocks hold the same tokens: make them hittable again (an
   // entry of theirs still cached elsewhere is kept).
   for (size_t i = 0; i < t.entries.size(); ++i) t.entries[i] = cache_block(seq, t, i);

@@ -59,6 +59,16 @@ struct PrefixHit {
   int64_t num_tokens = 0;
 };
 
+// How a sequence's block table changed since the last take_update(): a
+// worker holding the table as it was then keeps its first num_kept_blocks
+// and appends new_block_ids. Appending blocks keeps everything; a
+// copy-on-write keeps the blocks before the copied one; a sliding window's
+// release, a swap or a new table keeps none; a truncation keeps what stays.
+struct BlockTableUpdate {
+  int32_t num_kept_blocks = 0;
+  std::vector<int32_t> new_block_ids;
+};
+
 struct KVCacheStats {
   int64_t prefix_queried_tokens = 0;  // tokens of admitted sequences looked up
   int64_t prefix_hit_tokens = 0;
@@ -117,6 +127,10 @@ class KVCacheManager {
 
   bool has_blocks(SequenceId seq) const { return tables_.count(seq) != 0; }
   std::span<const int32_t> block_table(SequenceId seq) const;
+  // The change to the sequence's table since the last call for it (since it
+  // got its blocks, for the first). The scheduler takes one per run it
+  // plans, so a worker that applies them in plan order holds the table.
+  BlockTableUpdate take_update(SequenceId seq);
   // Blocks the sequence holds, null placeholders not counted.
   int32_t num_held_blocks(SequenceId seq) const;
 
@@ -129,6 +143,9 @@ class KVCacheManager {
     std::vector<int64_t> entries;
     size_t num_released_blocks = 0;  // leading entries replaced by the null block
     bool on_host = false;
+    // Leading blocks unchanged since the last take_update(): every change
+    // to `blocks` other than an append lowers it to the first changed index.
+    size_t num_unchanged = 0;
   };
 
   const Table& table(SequenceId seq) const;

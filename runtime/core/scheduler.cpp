@@ -274,8 +274,9 @@ void Scheduler::add_to_plan(Sequence& seq, int64_t num_tokens, const PrefixHit& 
   scheduled.num_computed_tokens = seq.num_computed_tokens;
   const auto first = seq.token_ids.begin() + seq.num_computed_tokens;
   scheduled.token_ids.assign(first, first + num_tokens);
-  const std::span<const int32_t> table = kv_cache_.block_table(seq.id);
-  scheduled.block_table.assign(table.begin(), table.end());
+  BlockTableUpdate update = kv_cache_.take_update(seq.id);
+  scheduled.num_kept_blocks = update.num_kept_blocks;
+  scheduled.new_block_ids = std::move(update.new_block_ids);
   scheduled.needs_logits = seq.num_computed_tokens + num_tokens == seq.num_tokens();
   scheduled.num_draft_tokens = static_cast<int32_t>(seq.num_draft_tokens);
   plan.sequences.push_back(std::move(scheduled));

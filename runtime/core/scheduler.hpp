@@ -90,8 +90,13 @@ struct ScheduledSequence {
   SequenceId seq_id = 0;
   int64_t num_computed_tokens = 0;
   std::vector<int32_t> token_ids;
-  std::vector<int32_t> block_table;  // covers every position up to the last scheduled one
-  bool needs_logits = false;         // the run ends at the last known token
+  // The block table as a change to the one the workers hold from the
+  // sequence's last run (they hold the tables; docs/architecture.md, "Block
+  // tables live in the worker"): keep its first num_kept_blocks, append
+  // new_block_ids. The result covers every position up to the last token.
+  int32_t num_kept_blocks = 0;
+  std::vector<int32_t> new_block_ids;
+  bool needs_logits = false;  // the run ends at the last known token
   // The run's last num_draft_tokens tokens are drafts: logits are needed at
   // each of its last num_draft_tokens + 1 tokens.
   int32_t num_draft_tokens = 0;

@@ -16,7 +16,7 @@ int32_t ForwardBatch::add_run(int64_t start_position, std::span<const int32_t> t
   run.first_token = num_tokens();
   run.num_tokens = count;
   run.start_position = start_position;
-  run.block_table.assign(block_table.begin(), block_table.end());
+  run.block_table = block_table;
   for (int64_t i = 0; i < count; ++i) {
     const int64_t position = start_position + i;
     const int32_t block = block_table[static_cast<size_t>(position / block_size)];

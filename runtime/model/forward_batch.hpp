@@ -20,7 +20,7 @@ struct SequenceRun {
   int64_t first_token = 0;  // index into token_ids
   int64_t num_tokens = 0;
   int64_t start_position = 0;  // tokens of the sequence already in the cache
-  std::vector<int32_t> block_table;
+  std::span<const int32_t> block_table;  // the caller's, which must outlive the batch
 };
 
 struct ForwardBatch {
@@ -31,7 +31,8 @@ struct ForwardBatch {
   std::vector<int32_t> logits_rows;
 
   // Appends a run of `tokens` at positions start_position...; the table
-  // must cover them. Returns the index of the run's last token.
+  // must cover them and outlive the batch (the batch keeps a view of it,
+  // not a copy). Returns the index of the run's last token.
   int32_t add_run(int64_t start_position, std::span<const int32_t> tokens,
                   std::span<const int32_t> block_table, int32_t block_size);
   int64_t num_tokens() const { return static_cast<int64_t>(token_ids.size()); }

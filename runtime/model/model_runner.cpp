@@ -42,6 +42,7 @@ std::vector<SampledToken> ModelRunner::run(const StepPlan& plan) {
     samplers_.erase(id);
     last_sampled_.erase(id);
   }
+  tables_.apply(plan);
   cache_.swap_out(plan.swap_out);
   cache_.swap_in(plan.swap_in);
   cache_.copy_blocks(plan.copy_on_write);
@@ -55,7 +56,7 @@ std::vector<SampledToken> ModelRunner::run(const StepPlan& plan) {
   for (size_t i = 0; i < plan.sequences.size(); ++i) {
     const ScheduledSequence& s = plan.sequences[i];
     const int32_t last =
-        batch.add_run(s.num_computed_tokens, resolve(s), s.block_table, cache_.block_size());
+        batch.add_run(s.num_computed_tokens, resolve(s), tables_.at(s.seq_id), cache_.block_size());
     if (!s.needs_logits) continue;
     // A run with drafts needs the logits at each draft's position and one after.
     logits_row[i] = static_cast<int64_t>(batch.logits_rows.size());

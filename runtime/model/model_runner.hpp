@@ -5,7 +5,8 @@
 // logits row. Samplers live here between steps, keyed by sequence, so a
 // seeded sequence draws the same numbers however it is batched or preempted,
 // and so does each sequence's last sampled token, which stands in for a
-// pending token (see sequence.hpp); the plan's finished_seq_ids drop both.
+// pending token (see sequence.hpp), and each sequence's block table, which
+// plans only update (BlockTables); the plan's finished_seq_ids drop all three.
 // A sampler with penalties counts the sequence's tokens: a slot's
 // TokenHistory sets them, its own samples add to them.
 #include <span>
@@ -15,6 +16,7 @@
 #include "runtime/model/model.hpp"
 #include "runtime/model/paged_kv_cache.hpp"
 #include "runtime/model/sampling.hpp"
+#include "runtime/core/block_tables.hpp"
 #include "runtime/core/scheduler.hpp"
 
 namespace hive {
@@ -30,6 +32,8 @@ class ModelRunner {
   void set_expert_parallel(const ExpertParallelContext* ep) { ep_ = ep; }
 
   std::vector<SampledToken> run(const StepPlan& plan);
+  // Sequences whose block tables the runner holds.
+  size_t num_block_tables() const { return tables_.size(); }
 
  private:
   // The run's token ids, its pending token replaced (valid until the next call).
@@ -45,6 +49,7 @@ class ModelRunner {
   const ExpertParallelContext* ep_ = nullptr;
   std::unordered_map<SequenceId, Sampler> samplers_;
   std::unordered_map<SequenceId, int32_t> last_sampled_;
+  BlockTables tables_;
   std::vector<int32_t> resolved_;  // resolve()'s and set_history()'s copies
   std::vector<float> logits_;
 };

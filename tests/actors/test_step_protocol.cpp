@@ -20,7 +20,7 @@ CAF_TEST(one plan per step and the sampled tokens back to the owner) {
   const worker_actor worker = worker_hdl();
   expect((step_atom, WorkerStep), from(scheduler_hdl).to(worker).with(_, _));
   auto& worker_state = deref<worker_actor::stateful_base<WorkerState>>(worker).state;
-  CAF_CHECK_EQUAL(worker_state.decoder.num_tables(), 1u);
+  CAF_CHECK_EQUAL(worker_state.runner->num_block_tables(), 1u);
   expect((WorkerResult), from(worker).to(scheduler_hdl).with(_));
   // Step 1's result sent step 3 before its token went out.
   CAF_CHECK_EQUAL(scheduler_state().in_flight.size(), 2u);

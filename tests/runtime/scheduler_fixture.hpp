@@ -7,8 +7,11 @@
 #include <deque>
 #include <functional>
 #include <memory>
+#include <span>
+#include <string>
 
 #include "kernels/error.hpp"
+#include "runtime/core/block_tables.hpp"
 #include "runtime/core/scheduler.hpp"
 
 namespace hive::test {
@@ -30,6 +33,7 @@ class SchedulerFixture : public ::testing::Test {
     SchedulerConfig with_eos = config;
     with_eos.eos_token_ids = {2};
     scheduler = std::make_unique<Scheduler>(with_eos, *kv);
+    tables = BlockTables{};
   }
 
   static KVCacheConfig blocks(int32_t device, int32_t host = 0, bool prefix_caching = false) {
@@ -55,7 +59,7 @@ class SchedulerFixture : public ::testing::Test {
   // `ahead`, the update is the previous plan's, as under async scheduling:
   // each plan is made before the results of the one before come back.
   std::vector<SequenceOutput> step() {
-    last_plan = scheduler->schedule();
+    last_plan = schedule();
     std::vector<SampledToken> sampled;
     for (const SampleSlot& slot : last_plan.samples)
       sampled.push_back({slot.seq_id, next_token(scheduler->sequence(slot.seq_id)), {}, {}});
@@ -84,6 +88,19 @@ class SchedulerFixture : public ::testing::Test {
     return out;
   }
 
+  // The scheduler's next plan, applied to `tables` as a worker would.
+  StepPlan schedule() {
+    StepPlan plan = scheduler->schedule();
+    tables.apply(plan);
+    return plan;
+  }
+
+  // The block table of the last plan's run `i`, as a worker holds it.
+  std::vector<int32_t> table(size_t i) const {
+    const std::span<const int32_t> t = tables.at(last_plan.sequences.at(i).seq_id);
+    return {t.begin(), t.end()};
+  }
+
   // Called when the step is planned: the sequence's last token is the one
   // being sampled (pending), so num_tokens() - 1 is its position.
   std::function<int32_t(const Sequence&)> next_token = [](const Sequence& seq) {
@@ -94,9 +111,17 @@ class SchedulerFixture : public ::testing::Test {
   std::unique_ptr<KVCacheManager> kv;
   std::unique_ptr<Scheduler> scheduler;
   StepPlan last_plan;
+  BlockTables tables;  // a worker's, updated by every plan schedule() makes
 };
 
 using Runs = std::vector<std::tuple<SequenceId, int64_t, size_t>>;
+
+// "[a b c]", for failure messages.
+inline std::string str(std::span<const int32_t> ids) {
+  std::string out = "[";
+  for (size_t i = 0; i < ids.size(); ++i) out += (i ? " " : "") + std::to_string(ids[i]);
+  return out + "]";
+}
 using Ids = std::vector<int32_t>;
 
 }  // namespace hive::test

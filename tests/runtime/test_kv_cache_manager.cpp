@@ -1,12 +1,14 @@
 // KVCacheManager: exact block tables, reference counts and free-queue order
 // through allocate / append / fork (copy-on-write) / free / evict / prefix
-// hits / sliding-window release / swap. Block size 4 throughout; the device
+// hits / sliding-window release / swap, and the tables' updates the workers
+// apply (BlockTables). Block size 4 throughout; the device
 // pool has blocks 1..9 (0 is the null block).
 #include <gtest/gtest.h>
 
 #include <numeric>
 
 #include "kernels/error.hpp"
+#include "runtime/core/block_tables.hpp"
 #include "runtime/core/kv_cache_manager.hpp"
 
 namespace hive {
@@ -59,6 +61,11 @@ class KVCacheManagerTest : public ::testing::Test {
   Ids table(const Sequence& s) const {
     const auto t = kv->block_table(s.id);
     return {t.begin(), t.end()};
+  }
+  // The update a plan would carry for the sequence now, as (kept, new ids).
+  std::pair<int32_t, Ids> update(const Sequence& s) {
+    BlockTableUpdate u = kv->take_update(s.id);
+    return {u.num_kept_blocks, std::move(u.new_block_ids)};
   }
   int32_t refs(int32_t block) const { return kv->device_pool().ref_count(block); }
   Ids free_queue() const { return kv->device_pool().free_block_queue(); }
@@ -305,6 +312,101 @@ TEST_F(KVCacheManagerTest, FreeingASwappedSequenceReleasesHostBlocks) {
   kv->swap_out(a.id);
   kv->free(a.id);
   EXPECT_EQ(kv->host_pool()->free_block_queue(), (Ids{3, 4, 2, 1}));
+}
+
+// A plan carries each table as its change since the last update taken:
+// appends keep everything, a copy-on-write keeps the blocks before the
+// copied one, a truncation keeps what stays, and a new table (first
+// allocation, fork, swap-in) or a sliding window's release keeps none.
+TEST_F(KVCacheManagerTest, UpdatesCarryOnlyWhatChangedSinceTheLastOne) {
+  using Update = std::pair<int32_t, Ids>;
+  make(false, /*host_blocks=*/5);
+  Sequence& parent = seq(1, iota(0, 6));
+  run(parent);  // [1, 2], block 2 half full
+  EXPECT_EQ(update(parent), (Update{0, {1, 2}}));
+  EXPECT_EQ(update(parent), (Update{2, {}}));  // nothing changed since
+  parent.token_ids.resize(9, 7);
+  run(parent);  // [1, 2, 3]
+  EXPECT_EQ(update(parent), (Update{2, {3}}));
+
+  kv->fork(parent.id, 2);
+  Sequence& child = seq(2, parent.token_ids);
+  child.num_computed_tokens = 9;
+  EXPECT_EQ(update(child), (Update{0, {1, 2, 3}}));
+  parent.token_ids.push_back(8);
+  EXPECT_EQ(run(parent), (Copies{{3, 4}}));  // appends into shared block 3: copied
+  EXPECT_EQ(update(parent), (Update{2, {4}}));
+
+  parent.token_ids.resize(17, 9);
+  run(parent);  // [1, 2, 4, 5, 6]
+  EXPECT_EQ(update(parent), (Update{3, {5, 6}}));
+  kv->truncate(parent.id, 13);  // rejected drafts: block 6 goes
+  parent.token_ids.resize(13);
+  parent.num_computed_tokens = 13;
+  parent.token_ids.resize(15, 3);
+  run(parent);  // [1, 2, 4, 5]: the truncation and the append within block 5
+  EXPECT_EQ(update(parent), (Update{4, {}}));
+  kv->truncate(parent.id, 11);
+  parent.token_ids.resize(11);
+  parent.num_computed_tokens = 11;
+  EXPECT_EQ(update(parent), (Update{3, {}}));
+
+  kv->free(child.id);
+  ASSERT_TRUE(kv->can_swap_out(parent.id));
+  kv->swap_out(parent.id);
+  EXPECT_THROW(kv->take_update(parent.id), Error);  // no device blocks to plan with
+  kv->swap_in(parent);
+  EXPECT_EQ(update(parent), (Update{0, Ids(kv->block_table(parent.id).begin(),
+                                            kv->block_table(parent.id).end())}));
+  kv->free(parent.id);
+
+  make(false, 0, /*window=*/4);
+  Sequence& a = seq(1, iota(0, 10));
+  run(a);
+  EXPECT_EQ(update(a), (Update{0, {1, 2, 3}}));
+  a.token_ids.push_back(10);  // block 1 leaves the window: the null block takes its place
+  run(a);
+  EXPECT_EQ(update(a), (Update{0, {BlockPool::kNullBlock, 2, 3}}));
+  kv->free(a.id);
+}
+
+// The worker's side: updates applied in plan order rebuild the tables.
+TEST(BlockTables, AppliesUpdatesInPlanOrderAndDropsFinishedSequences) {
+  const auto run = [](SequenceId id, int32_t kept, Ids fresh) {
+    ScheduledSequence s;
+    s.seq_id = id;
+    s.token_ids = {1};
+    s.num_kept_blocks = kept;
+    s.new_block_ids = std::move(fresh);
+    return s;
+  };
+  const auto held = [](const BlockTables& tables, SequenceId id) {
+    const std::span<const int32_t> t = tables.at(id);
+    return Ids(t.begin(), t.end());
+  };
+  BlockTables tables;
+  StepPlan plan;
+  plan.sequences = {run(1, 0, {3, 8}), run(2, 0, {5})};
+  tables.apply(plan);
+  EXPECT_EQ(held(tables, 1), (Ids{3, 8}));
+  plan.sequences = {run(1, 2, {}), run(2, 1, {9})};  // 1 decodes in place, 2 grows
+  tables.apply(plan);
+  EXPECT_EQ(held(tables, 1), (Ids{3, 8}));
+  EXPECT_EQ(held(tables, 2), (Ids{5, 9}));
+  plan.sequences = {run(2, 1, {4})};  // copy-on-write of 2's last block
+  tables.apply(plan);
+  EXPECT_EQ(held(tables, 2), (Ids{5, 4}));
+  plan.sequences = {};
+  plan.finished_seq_ids = {1};
+  tables.apply(plan);
+  EXPECT_EQ(tables.size(), 1u);
+  EXPECT_THROW(tables.at(1), Error);
+
+  plan.finished_seq_ids = {};
+  plan.sequences = {run(7, 1, {2})};  // an update whose base never arrived
+  EXPECT_THROW(tables.apply(plan), Error);
+  plan.sequences = {run(8, 0, {})};  // a run with no blocks
+  EXPECT_THROW(tables.apply(plan), Error);
 }
 
 }  // namespace

@@ -21,7 +21,7 @@ TEST(ModelRunnerHistory, APendingTokenBeforeAHistorySlotIsCounted) {
   const std::vector<int32_t> prompt = {3, 4, 5, 6, 7};
   const auto plan = [&](std::vector<int32_t> ids, TokenHistory history, int64_t num_sampled) {
     StepPlan p;
-    p.sequences.push_back({0, 0, std::move(ids), {1, 2}, true});
+    p.sequences.push_back({0, 0, std::move(ids), 0, {1, 2}, true});  // the whole table each time
     p.samples.push_back({0, 0, params, false, num_sampled, std::move(history)});
     return p;
   };

@@ -128,7 +128,7 @@ TEST_F(SchedulerTest, RecomputePreemptionFreesTheLastAndRequeuesItFirst) {
   EXPECT_EQ(runs(), (Runs{{0, 7, 1}, {1, 6, 1}}));
   step();  // a needs a third block: b is preempted and a takes block 4
   EXPECT_EQ(runs(), (Runs{{0, 8, 1}}));
-  EXPECT_EQ(last_plan.sequences[0].block_table, (Ids{1, 2, 4}));
+  EXPECT_EQ(table(0), (Ids{1, 2, 4}));
   EXPECT_EQ(scheduler->stats().num_preemptions_recompute, 1);
   EXPECT_EQ(scheduler->sequence(1).status, SequenceStatus::waiting);
   EXPECT_EQ(scheduler->sequence(1).num_computed_tokens, 0);
@@ -160,7 +160,7 @@ TEST_F(SchedulerTest, SwapPreemptionMovesBlocksToTheHostAndBack) {
   step();
   EXPECT_EQ(runs(), (Runs{{0, 8, 1}}));
   EXPECT_EQ(last_plan.swap_out, (std::vector<BlockCopy>{{3, 1}, {4, 2}}));
-  EXPECT_EQ(last_plan.sequences[0].block_table, (Ids{1, 2, 4}));
+  EXPECT_EQ(table(0), (Ids{1, 2, 4}));
   EXPECT_EQ(scheduler->stats().num_preemptions_swap, 1);
   EXPECT_EQ(scheduler->sequence(1).status, SequenceStatus::swapped);
   EXPECT_EQ(scheduler->sequence(1).num_computed_tokens, 7);
@@ -170,7 +170,7 @@ TEST_F(SchedulerTest, SwapPreemptionMovesBlocksToTheHostAndBack) {
   step();  // a's blocks freed tail first: 3, 4, 2, 1; b comes back and decodes
   EXPECT_EQ(last_plan.swap_in, (std::vector<BlockCopy>{{1, 3}, {2, 4}}));
   EXPECT_EQ(runs(), (Runs{{1, 7, 1}}));
-  EXPECT_EQ(last_plan.sequences[0].block_table, (Ids{3, 4}));
+  EXPECT_EQ(table(0), (Ids{3, 4}));
   const auto rest = run_to_completion();
   EXPECT_EQ(rest.back().token_ids, (Ids{106, 107, 108, 109, 110, 111, 112, 113}));
   EXPECT_EQ(scheduler->stats().num_preemptions_recompute, 0);

@@ -128,23 +128,23 @@ TEST_F(AheadCacheTest, VoidedPlansCountNothingAsComputed) {
 TEST_F(AheadCacheTest, ADroppedEmptyPlanLeavesTheOthersInOrder) {
   make(SchedulerConfig{}, blocks(16));
   scheduler->add_request(request("a", 4, 1));
-  const StepPlan prompt = scheduler->schedule();
+  const StepPlan prompt = schedule();
   ASSERT_EQ(prompt.samples.size(), 1u);
-  StepPlan empty = scheduler->schedule();
+  StepPlan empty = schedule();
   EXPECT_TRUE(empty.runs_nothing());  // a's pending token is its last
   scheduler->drop_empty_plan(std::move(empty));
   std::vector<SampledToken> sampled = {{prompt.samples[0].seq_id, 50, {}, {}}};
   EXPECT_EQ(scheduler->update(sampled).size(), 1u);  // a ends
-  StepPlan only_finished = scheduler->schedule();
+  StepPlan only_finished = schedule();
   EXPECT_TRUE(only_finished.runs_nothing());
   EXPECT_EQ(only_finished.finished_seq_ids, (std::vector<SequenceId>{0}));
   scheduler->drop_empty_plan(std::move(only_finished));  // a's end goes with the next plan
   scheduler->add_request(request("b", 4, 3));
-  const StepPlan b_prompt = scheduler->schedule();
+  const StepPlan b_prompt = schedule();
   EXPECT_EQ(b_prompt.finished_seq_ids, (std::vector<SequenceId>{0}));
   sampled = {{b_prompt.samples.at(0).seq_id, 51, {}, {}}};
   EXPECT_TRUE(scheduler->update(sampled).empty());
-  scheduler->schedule();       // b's next token: counted, never run
+  schedule();       // b's next token: counted, never run
   scheduler->recompute_all();  // gives back that one, not b's prompt
   EXPECT_EQ(scheduler->sequence(1).num_tokens_to_recompute, 4);
   EXPECT_THROW(scheduler->drop_empty_plan({}), Error);  // no plan left to drop
@@ -159,8 +159,8 @@ TEST_F(AheadCacheTest, VoidedAdmissionsAndForksCountNoRecompute) {
   make(config, blocks(3));  // the null block and 2 of 4 tokens
   scheduler->add_request(request("a", 4, 4));
   scheduler->add_request(request("b", 4, 4));
-  ASSERT_EQ(scheduler->schedule().sequences.size(), 2u);
-  scheduler->schedule();  // a needs a block: b is preempted
+  ASSERT_EQ(schedule().sequences.size(), 2u);
+  schedule();  // a needs a block: b is preempted
   EXPECT_EQ(scheduler->stats().num_preemptions_recompute, 1);
   scheduler->recompute_all();
   EXPECT_EQ(scheduler->sequence(0).num_tokens_to_recompute, 0);
@@ -171,7 +171,7 @@ TEST_F(AheadCacheTest, VoidedAdmissionsAndForksCountNoRecompute) {
   Request forked = request("c", 4, 3);
   forked.n = 2;
   scheduler->add_request(forked);
-  scheduler->schedule();  // the prompt, and the fork of sample 1
+  schedule();  // the prompt, and the fork of sample 1
   scheduler->recompute_all();
   EXPECT_EQ(scheduler->sequence(0).num_tokens_to_recompute, 0);
   EXPECT_EQ(scheduler->sequence(1).num_tokens_to_recompute, 0);

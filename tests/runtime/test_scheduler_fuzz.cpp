@@ -6,8 +6,10 @@
 // copy-on-write, then the writes of its runs) and checks that every position
 // a run reads holds its sequence's true token: prefix hits, blocks released
 // by a sliding window, blocks shared by forked samples and blocks freed while
-// a later step still writes them. Every output equals the one-step-at-a-time
+// a later step still writes them; the device holds its block tables only
+// from the plans' updates, and they match the scheduler's. Every output equals the one-step-at-a-time
 // run's, and no block leaks.
+#include <algorithm>
 #include <deque>
 #include <map>
 #include <random>
@@ -53,12 +55,18 @@ class SchedulerFuzz : public test::SchedulerFixture {
     for (const BlockCopy& c : plan.copy_on_write) block(device_, c.dst) = block(device_, c.src);
     for (const ScheduledSequence& run : plan.sequences) {
       const Sequence& seq = scheduler->sequence(run.seq_id);
+      // The worker's table, built from the plans' updates alone, is the
+      // scheduler's as it planned the run.
+      const std::span<const int32_t> table = tables.at(run.seq_id);
+      const std::span<const int32_t> planned = kv->block_table(run.seq_id);
+      if (!std::equal(table.begin(), table.end(), planned.begin(), planned.end()) && wrong++ < 5)
+        ADD_FAILURE() << "sequence " << seq.id << ": the worker holds " << test::str(table)
+                      << ", the scheduler planned " << test::str(planned);
       const auto slot = [&](int64_t pos) -> int32_t& {
-        return block(device_,
-                     run.block_table[static_cast<size_t>(pos / bs)])[static_cast<size_t>(pos % bs)];
+        return block(device_, table[static_cast<size_t>(pos / bs)])[static_cast<size_t>(pos % bs)];
       };
       for (int64_t pos = 0; pos < run.num_computed_tokens; ++pos) {
-        if (run.block_table[static_cast<size_t>(pos / bs)] == BlockPool::kNullBlock) continue;
+        if (table[static_cast<size_t>(pos / bs)] == BlockPool::kNullBlock) continue;
         if (slot(pos) != true_token(seq, pos) && wrong++ < 5)
           ADD_FAILURE() << "sequence " << seq.id << " reads " << slot(pos) << " at " << pos
                         << ", not " << true_token(seq, pos);
@@ -148,9 +156,10 @@ TEST_F(SchedulerFuzz, TheActorLoopWithFaultsAndCancelsMatchesOneStepAtATime) {
         flight.clear();
         device_.clear();
         host_.clear();
+        tables = BlockTables{};
       }
       while (flight.size() < 2 && scheduler->has_unfinished()) {
-        StepPlan plan = scheduler->schedule();
+        StepPlan plan = schedule();
         if (!flight.empty() && plan.runs_nothing()) {
           scheduler->drop_empty_plan(std::move(plan));
           ++dropped_plans;

@@ -98,7 +98,7 @@ TEST_F(RequestsTest, ASequenceThatCouldNotBeSampledFailsAlone) {
   make(plain(), blocks(16));
   scheduler->add_request(request("bad", 4, 5));
   scheduler->add_request(request("good", 4, 5, 20));
-  last_plan = scheduler->schedule();
+  last_plan = schedule();
   std::vector<SampledToken> sampled;
   for (const SampleSlot& slot : last_plan.samples) {
     const bool bad = scheduler->sequence(slot.seq_id).request->id == "bad";
@@ -136,9 +136,9 @@ TEST_F(RequestsTest, ParallelSamplesShareThePromptAndCopyOnWrite) {
   step();  // all append into shared block 2: the first two copy, the last writes in place
   EXPECT_EQ(runs(), (Runs{{0, 6, 1}, {1, 6, 1}, {2, 6, 1}}));
   EXPECT_EQ(last_plan.copy_on_write, (std::vector<BlockCopy>{{2, 3}, {2, 4}}));
-  EXPECT_EQ(last_plan.sequences[0].block_table, (Ids{1, 3}));
-  EXPECT_EQ(last_plan.sequences[1].block_table, (Ids{1, 4}));
-  EXPECT_EQ(last_plan.sequences[2].block_table, (Ids{1, 2}));
+  EXPECT_EQ(table(0), (Ids{1, 3}));
+  EXPECT_EQ(table(1), (Ids{1, 4}));
+  EXPECT_EQ(table(2), (Ids{1, 2}));
   EXPECT_EQ(kv->device_pool().ref_count(1), 3);
   const auto outputs = run_to_completion();
   ASSERT_EQ(outputs.size(), 3u);
@@ -157,7 +157,7 @@ TEST_F(RequestsTest, PrefixCachingSkipsTheSharedBlocks) {
   scheduler->add_request(second);
   step();
   EXPECT_EQ(runs(), (Runs{{1, 8, 5}}));
-  EXPECT_EQ(last_plan.sequences[0].block_table, (Ids{1, 2, 4, 5}));
+  EXPECT_EQ(table(0), (Ids{1, 2, 4, 5}));
   run_to_completion();
   EXPECT_EQ(kv->stats().prefix_hit_tokens, 8);
   EXPECT_EQ(kv->stats().prefix_queried_tokens, 10 + 13);

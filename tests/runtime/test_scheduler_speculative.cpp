@@ -55,7 +55,7 @@ class SpeculativeScheduler : public test::SchedulerFixture,
   // One step: every slot's drafts verified against the target, the accepted
   // ones and the target's token after them returned, in order.
   std::vector<SequenceOutput> spec_step(std::vector<size_t>* appended = nullptr) {
-    last_plan = scheduler->schedule();
+    last_plan = schedule();
     std::vector<SampledToken> sampled;
     for (const SampleSlot& slot : last_plan.samples) {
       const Sequence& seq = scheduler->sequence(slot.seq_id);
@@ -161,7 +161,7 @@ TEST_F(SpeculativeDrafts, AnAcceptedEndOfSequenceDraftEndsTheSequence) {
   scheduler->set_drafter(&drafter);
   scheduler->add_request(request("a", 3, 10));
   step();  // the prompt; samples 40
-  StepPlan plan = scheduler->schedule();
+  StepPlan plan = schedule();
   ASSERT_EQ(plan.samples.size(), 1u);
   EXPECT_EQ(plan.samples[0].draft_token_ids, (Ids{50, 2, 51}));
   EXPECT_EQ(plan.sequences[0].num_draft_tokens, 3);
@@ -202,7 +202,7 @@ TEST_F(SpeculativeDrafts, DraftsAfterARejectionAreNotCountedAsJudged) {
   scheduler->set_drafter(&drafter);
   scheduler->add_request(request("a", 3, 5));
   step();  // the prompt; samples 40
-  StepPlan plan = scheduler->schedule();
+  StepPlan plan = schedule();
   ASSERT_EQ(plan.samples.size(), 1u);
   ASSERT_EQ(plan.sequences[0].num_draft_tokens, 3);
   const SequenceId id = plan.samples[0].seq_id;
@@ -211,7 +211,7 @@ TEST_F(SpeculativeDrafts, DraftsAfterARejectionAreNotCountedAsJudged) {
   sampled[0].accepted_draft = true;
   sampled[1].token = 70;  // in place of 51: rejected, and 52 with it
   EXPECT_TRUE(scheduler->update(sampled, nullptr).empty());
-  plan = scheduler->schedule();
+  plan = schedule();
   ASSERT_EQ(plan.sequences[0].num_draft_tokens, 1);  // room for one: 5 - 3 - 1
   std::vector<SampledToken> rejected(1, SampledToken{id, 71, {}, {}});
   EXPECT_TRUE(scheduler->update(rejected, nullptr).empty());
@@ -244,7 +244,7 @@ TEST_F(SpeculativeDrafts, DraftsFitTheLimitsAndTheFreeBlocks) {
   scheduler->set_drafter(&drafter);
   scheduler->add_request(request("a", 3, 4));  // 3 + 4 tokens < the context of 9
   step();
-  StepPlan plan = scheduler->schedule();
+  StepPlan plan = schedule();
   // 1 output so far: 3 more at most, the last of them the target's.
   ASSERT_EQ(drafter.max_tokens, (std::vector<int>{2}));
   EXPECT_EQ(plan.samples.at(0).draft_token_ids, (Ids{7, 7}));
@@ -262,7 +262,7 @@ TEST_F(SpeculativeDrafts, DraftsFitTheLimitsAndTheFreeBlocks) {
   scheduler->add_request(request("b", 4, 9));
   scheduler->add_request(request("c", 4, 9));
   step();  // both prompts: 2 blocks, 2 left
-  plan = scheduler->schedule();
+  plan = schedule();
   EXPECT_EQ(drafter.max_tokens, (std::vector<int>{7, 7}));
   ASSERT_EQ(plan.sequences.size(), 2u);
   EXPECT_EQ(plan.sequences[0].num_draft_tokens, 3);  // positions 5-7, in its new block
