@@ -367,13 +367,21 @@ void HttpSession::write_next_event() {
                       });
     return;
   }
+  // Every event queued by now goes out in one chunk, one send: a step's
+  // last token, the finish chunk, usage and [DONE] arrive together.
+  // (A deque's push_back leaves its elements where they are.)
   writing_ = true;
+  write_buffers_.clear();
+  for (const std::string& event : events_) write_buffers_.push_back(asio::buffer(event));
   stream_.expires_after(state_->options.write_timeout);
-  asio::async_write(stream_, http::make_chunk(asio::buffer(events_.front())),
-                    [self = shared_from_this()](beast::error_code error, size_t) {
+  asio::async_write(stream_, http::make_chunk(write_buffers_),
+                    [self = shared_from_this(), count = events_.size()](beast::error_code error,
+                                                                       size_t) {
                       self->writing_ = false;
-                      self->queued_bytes_ -= self->events_.front().size();
-                      self->events_.pop_front();
+                      for (size_t i = 0; i < count; ++i) {
+                        self->queued_bytes_ -= self->events_.front().size();
+                        self->events_.pop_front();
+                      }
                       if (error) return self->close();
                       self->write_next_event();
                     });

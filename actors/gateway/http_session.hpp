@@ -6,6 +6,7 @@
 // A client that goes away mid-request is noticed (a peek at the socket, or
 // a failed write) and its request cancelled, so its KV blocks are freed
 // within a step.
+#include <boost/asio/buffer.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http.hpp>
@@ -14,6 +15,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "actors/gateway/api_error.hpp"
 #include "actors/gateway/generation.hpp"
@@ -77,6 +79,7 @@ class HttpSession : public Connection, public std::enable_shared_from_this<HttpS
   // Events: the header goes first, then chunks; `ending_` once [DONE] is queued.
   std::shared_ptr<boost::beast::http::response<boost::beast::http::empty_body>> event_header_;
   std::deque<std::string> events_;
+  std::vector<boost::asio::const_buffer> write_buffers_;  // the events being written
   size_t queued_bytes_ = 0;
   bool writing_ = false;
   bool ending_ = false;
