@@ -17,7 +17,9 @@
 // (always G when there is a draft). The rounds alternate the modes; each
 // mode's time is the median. Every mode must give off's tokens (greedy is
 // exact), or the program fails. Reported per batch and mode: generated
-// tokens/s, the ratio to off, the acceptance rate α, the tokens a verifying
+// tokens/s, the ratio to off (of the medians, and "paired": the median over
+// rounds of each round's ratio, which a machine's drift between rounds
+// moves less), the acceptance rate α, the tokens a verifying
 // step adds per sequence, and next to it the formula (1 - α^(γ+1)) / (1 - α)
 // for independent acceptances at the mean draft length γ.
 #include <algorithm>
@@ -210,8 +212,8 @@ int main(int argc, char** argv) {
     nlohmann::json json = {{"model", model_dir}, {"draft", draft_dir}, {"engine", engine_kind},
                            {"max_tokens", max_tokens}, {"prompts", prompt_set},
                            {"gamma", gamma}, {"rounds", rounds}, {"rows", nlohmann::json::array()}};
-    std::printf("%-6s %-12s %10s %8s %11s %14s %9s %12s\n", "batch", "mode", "tok/s", "vs off",
-                "acceptance", "tokens/verify", "formula", "ahead used");
+    std::printf("%-6s %-12s %10s %8s %8s %11s %14s %9s %12s\n", "batch", "mode", "tok/s",
+                "vs off", "paired", "acceptance", "tokens/verify", "formula", "ahead used");
     bool exact = true;
     for (const int batch : batches) {
       std::vector<hive::Request> requests;
@@ -250,14 +252,20 @@ int main(int argc, char** argv) {
                                       : 0.0;
         const double formula =
             alpha < 1.0 ? (1.0 - std::pow(alpha, mean_gamma + 1.0)) / (1.0 - alpha) : mean_gamma + 1;
-        std::printf("%-6d %-12s %10.1f %7.2fx %10.1f%% %14.2f %9.2f %5lld/%-6lld\n", batch,
-                    mode.name.c_str(), rate, rate / off_rate, 100.0 * alpha,
+        // Each round's ratio: the same tokens in off's time over this mode's.
+        std::vector<double> paired;
+        for (size_t i = 0; i < r.seconds.size(); ++i)
+          paired.push_back(results["off"].seconds[i] / r.seconds[i]);
+        const double paired_ratio = median(paired);
+        std::printf("%-6d %-12s %10.1f %7.2fx %7.2fx %10.1f%% %14.2f %9.2f %5lld/%-6lld\n", batch,
+                    mode.name.c_str(), rate, rate / off_rate, paired_ratio, 100.0 * alpha,
                     r.spec.mean_accepted_length(), r.spec.num_drafts > 0 ? formula : 0.0,
                     static_cast<long long>(r.used_ahead), static_cast<long long>(r.proposed_ahead));
         json["rows"].push_back({{"batch", batch},
                                 {"mode", mode.name},
                                 {"tokens_per_second", rate},
                                 {"ratio_to_off", rate / off_rate},
+                                {"paired_ratio_to_off", paired_ratio},
                                 {"seconds", r.seconds},
                                 {"acceptance_rate", r.spec.acceptance_rate()},
                                 {"tokens_per_verifying_step", r.spec.mean_accepted_length()},
