@@ -12,6 +12,8 @@ std::string_view op_name(Op op) {
       return "rope";
     case Op::matmul:
       return "matmul";
+    case Op::matmul_group:
+      return "matmul_group";
     case Op::add:
       return "add";
     case Op::mul_rows:
@@ -42,6 +44,10 @@ std::string_view op_name(Op op) {
       break;
   }
   return "?";
+}
+
+void Backend::matmul_group(std::span<const MatmulProblem> problems) {
+  for (const MatmulProblem& p : problems) matmul(p.x, p.w, p.bias, p.out);
 }
 
 }  // namespace hive

@@ -5,6 +5,7 @@
 // passed as views too and written in place. Activations are f32; weights may
 // be f32, f16 or bf16 and are converted as they are read.
 #include <cstddef>
+#include <span>
 #include <string_view>
 
 #include "kernels/attention_plan.hpp"
@@ -17,6 +18,7 @@ enum class Op : uint8_t {
   rms_norm,
   rope,
   matmul,
+  matmul_group,
   add,
   mul_rows,
   silu_mul,
@@ -83,6 +85,15 @@ struct PagedAttentionParams {
   int64_t sliding_window = 0;
 };
 
+// One product of Backend::matmul_group: out = x @ w^T (+ bias), with
+// matmul()'s shapes and dtypes.
+struct MatmulProblem {
+  Tensor x;
+  Tensor w;
+  const Tensor* bias = nullptr;
+  Tensor out;
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -114,6 +125,12 @@ class Backend {
   virtual void rope(const Tensor& x, const Tensor& positions, const Tensor& inv_freq) = 0;
   // out = x @ w^T (+ bias). x [m, k] f32, w [n, k], bias [n] or null, out [m, n] f32.
   virtual void matmul(const Tensor& x, const Tensor& w, const Tensor* bias, const Tensor& out) = 0;
+  // Several matmuls at once, each output bit for bit what matmul() gives it:
+  // the projections of one x (q, k, v; gate, up) and the experts of an MoE
+  // layer, which a backend may run as one job (the CPU backend: one job on
+  // its thread pool, not one per product). Outputs must not overlap inputs.
+  // The default runs them one after another.
+  virtual void matmul_group(std::span<const MatmulProblem> problems);
   // out = a + b, elementwise; out may alias a or b.
   virtual void add(const Tensor& a, const Tensor& b, const Tensor& out) = 0;
   // x[i, :] *= scale[i], in place. scale [n] f32.

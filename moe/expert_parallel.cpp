@@ -47,21 +47,11 @@ Buffer compute_received(Backend& backend, const Tensor& rows, const std::vector<
   const DispatchPlan plan = plan_dispatch(experts, ones, 1, placement.num_experts());
   const Buffer row_index = upload<int32_t>(backend, plan.token_index, DType::i32);
   const Buffer unit = upload<float>(backend, plan.weight, DType::f32);
-  for (int e = 0; e < placement.num_experts(); ++e) {
-    const int64_t count = plan.count(e);
-    if (count == 0) continue;
-    check(placement.holds(rank, e), "rank ", rank, " received rows for expert ", e,
-          ", which it does not hold");
-    const int64_t begin = plan.expert_offsets[static_cast<size_t>(e)];
-    const Tensor index = row_index.tensor().rows(begin, count);
-    Buffer gathered(backend, DType::f32, {count, hidden}),
-        computed(backend, DType::f32, {count, hidden});
-    backend.gather_rows(rows, index, gathered.tensor());
-    ffn_forward(backend, gathered.tensor(), weights.experts[static_cast<size_t>(e)],
-                computed.tensor());
-    backend.scatter_add_rows(computed.tensor(), index, unit.tensor().rows(begin, count),
-                             results.tensor());
-  }
+  for (int e = 0; e < placement.num_experts(); ++e)
+    check(plan.count(e) == 0 || placement.holds(rank, e), "rank ", rank,
+          " received rows for expert ", e, ", which it does not hold");
+  experts_forward(backend, rows, plan, row_index.tensor(), unit.tensor(), weights.experts,
+                  results.tensor());
   return results;
 }
 

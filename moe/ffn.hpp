@@ -2,9 +2,11 @@
 // The SwiGLU feed-forward block (down(silu(gate(x)) * up(x))) of dense
 // layers, of each expert and of shared experts, and the MoE layer built on it.
 #include <optional>
+#include <span>
 #include <vector>
 
 #include "kernels/backend.hpp"
+#include "moe/dispatch_plan.hpp"
 #include "moe/router.hpp"
 
 namespace hive {
@@ -28,6 +30,16 @@ struct MoeWeights {
 
 // out = ffn(x). x [n, hidden], out [n, hidden] f32.
 void ffn_forward(Backend& backend, const Tensor& x, const FfnWeights& weights, const Tensor& out);
+
+// out[token_index[i]] += token_weight[i] * expert(x[token_index[i]]) for
+// every assignment i of the plan, its expert's rows after the expert's
+// offset: the experts' gate and up projections as one grouped matmul, their
+// down projections as another (in groups of a few thousand rows), the
+// results added in expert order. token_index, token_weight: the plan's, on
+// the backend.
+void experts_forward(Backend& backend, const Tensor& x, const DispatchPlan& plan,
+                     const Tensor& token_index, const Tensor& token_weight,
+                     std::span<const FfnWeights> experts, const Tensor& out);
 
 // out = sum over the chosen experts of weight * expert(x) (+ the gated shared
 // expert). x [n, hidden], out [n, hidden] f32.

@@ -113,6 +113,9 @@ void CpuBackend::rope(const Tensor& x, const Tensor& positions, const Tensor& in
 void CpuBackend::matmul(const Tensor& x, const Tensor& w, const Tensor* bias, const Tensor& out) {
   cpu::matmul(x, w, bias, out);
 }
+void CpuBackend::matmul_group(std::span<const MatmulProblem> problems) {
+  cpu::matmul_group(problems);
+}
 void CpuBackend::add(const Tensor& a, const Tensor& b, const Tensor& out) {
   cpu::add(a, b, out);
 }

@@ -37,6 +37,7 @@ class CpuBackend : public Backend {
   void rms_norm(const Tensor& x, const Tensor& weight, float eps, const Tensor& out) override;
   void rope(const Tensor& x, const Tensor& positions, const Tensor& inv_freq) override;
   void matmul(const Tensor& x, const Tensor& w, const Tensor* bias, const Tensor& out) override;
+  void matmul_group(std::span<const MatmulProblem> problems) override;
   void add(const Tensor& a, const Tensor& b, const Tensor& out) override;
   void mul_rows(const Tensor& x, const Tensor& scale) override;
   void silu_mul(const Tensor& gate, const Tensor& up, const Tensor& out) override;

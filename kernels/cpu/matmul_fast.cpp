@@ -69,77 +69,145 @@ GemmWeights gemm_weights(DType dtype) {
 }  // namespace
 #endif
 
-void matmul(const Tensor& x, const Tensor& w, const Tensor* bias, const Tensor& out) {
-#if !defined(__x86_64__)
-  // Off x86-64 the kernels are not built and scalar is the only path.
-  return matmul_reference(x, w, bias, out);
-#else
-  const CpuPath path = cpu_kernel_path();
-  if (path == CpuPath::scalar) return matmul_reference(x, w, bias, out);
+#if defined(__x86_64__)
+namespace {
+
+// A product of a group made ready for its column tasks: the kernel's
+// arguments, and how its columns split into tasks. Everything here is what
+// a lone matmul() decides, so each output keeps its bits in any group.
+struct Prepared {
+  GemmArgs args;
+  bool bf16_mode = false;
+  void (*kernel)(const GemmArgs&, int64_t, int64_t, float*) = nullptr;
+  int64_t columns = kColumnsPerTask;
+  int64_t tasks = 0;
+  size_t scratch_floats = 0;  // per task; 0: the kernel takes no scratch
+};
+
+// The calling thread's buffers for x's layouts and a converted bias, one set
+// per product of a group; kept between calls, so a step's layers reuse them.
+struct Staging {
+  std::vector<uint16_t> x_bf16;
+  std::vector<float> x_halves;
+  std::vector<float> bias;
+};
+
+Prepared prepare(const MatmulProblem& problem, CpuPath path, Staging& staging,
+                 const Prepared* same_x) {
+  const Tensor& x = problem.x;
+  const Tensor& w = problem.w;
+  const Tensor& out = problem.out;
   expect(x, DType::f32, 2, "matmul x");
   expect_float(w, 2, "matmul w");
   expect(out, DType::f32, 2, "matmul out");
   const int64_t m = x.shape[0], k = x.shape[1], n = w.shape[0];
   check(w.shape[1] == k && out.shape[0] == m && out.shape[1] == n, "matmul: x ", x.shape_text(),
         " @ w^T ", w.shape_text(), " -> out ", out.shape_text(), " disagree");
-  std::vector<float> converted_bias;
-  GemmArgs args{x.as<float>(), w.data, gemm_weights(w.dtype), nullptr, out.as<float>(), m, k, n};
-  if (bias) {
-    expect_float(*bias, 1, "matmul bias");
-    check(bias->shape[0] == n, "matmul: bias ", bias->shape_text(), " for ", n, " outputs");
-    if (bias->dtype == DType::f32) {
-      args.bias = bias->as<float>();
+  Prepared p;
+  p.args = {x.as<float>(), w.data, gemm_weights(w.dtype), nullptr, out.as<float>(), m, k, n};
+  if (problem.bias) {
+    const Tensor& bias = *problem.bias;
+    expect_float(bias, 1, "matmul bias");
+    check(bias.shape[0] == n, "matmul: bias ", bias.shape_text(), " for ", n, " outputs");
+    if (bias.dtype == DType::f32) {
+      p.args.bias = bias.as<float>();
     } else {
-      converted_bias.resize(static_cast<size_t>(n));
-      to_f32(bias->data, bias->dtype, n, converted_bias.data());
-      args.bias = converted_bias.data();
+      staging.bias.resize(static_cast<size_t>(n));
+      to_f32(bias.data, bias.dtype, n, staging.bias.data());
+      p.args.bias = staging.bias.data();
     }
   }
-  if (m == 0 || n == 0) return;
+  if (m == 0 || n == 0) return p;
   if (w.dtype == DType::bf16 && bf16_matmul_active()) {
     // The opt-in bf16 mode (cpu_features.hpp): x rounded once, on this thread.
-    thread_local std::vector<uint16_t> x_bf16;
-    x_bf16.resize(static_cast<size_t>(m * k));
-    round_to_bf16_avx512_bf16(args.x, m * k, x_bf16.data());
-    args.x_bf16 = x_bf16.data();
+    p.bf16_mode = true;
+    if (same_x && same_x->bf16_mode) {
+      p.args.x_bf16 = same_x->args.x_bf16;
+    } else {
+      staging.x_bf16.resize(static_cast<size_t>(m * k));
+      round_to_bf16_avx512_bf16(p.args.x, m * k, staging.x_bf16.data());
+      p.args.x_bf16 = staging.x_bf16.data();
+    }
     // With many rows a task's bf16 block is read again by every row tile:
     // a long reduction (a down projection's) takes half the columns, so the
     // block stays in L1. Decode keeps wide tasks, where the bytes stream once.
-    const int64_t columns =
-        m >= kMinRowsForL1Blocks && k * 2 * kColumnsPerTask > kL1BlockBytes ? kColumnsPerTask / 2
-                                                                             : kColumnsPerTask;
-    for_each_task(
-        (n + columns - 1) / columns, m * n * k, [] { return 0; },
-        [&](int64_t task, int&) {
-          const int64_t begin = task * columns;
-          gemm_columns_avx512_bf16(args, begin, std::min(n, begin + columns));
-        });
+    p.columns = m >= kMinRowsForL1Blocks && k * 2 * kColumnsPerTask > kL1BlockBytes
+                    ? kColumnsPerTask / 2
+                    : kColumnsPerTask;
+  } else {
+    // By default avx512_bf16 and amx run the AVX-512 f32 kernel too: the
+    // golden tests hold f32 models to 1e-4 of transformers, and bf16 dot
+    // products (or AMX tiles) round activations to bf16.
+    p.kernel = path >= CpuPath::avx512 ? gemm_columns_avx512 : gemm_columns_avx2;
+    if (path < CpuPath::avx512 && m >= kMinRowsInHalves) {
+      if (same_x && same_x->args.x_halves) {
+        p.args.x_halves = same_x->args.x_halves;
+      } else {
+        to_halves(p.args.x, m, k, staging.x_halves);
+        p.args.x_halves = staging.x_halves.data();
+      }
+      p.columns = kHalvesColumnsPerTask;
+      p.scratch_floats = static_cast<size_t>(p.columns * ((k + 15) / 16 * 16));
+    } else if (w.dtype != DType::f32 && m > kMaxRowsWidenedInPlace &&
+               kColumnsPerTask * k * static_cast<int64_t>(sizeof(float)) <= kMaxWidenedBytes) {
+      p.scratch_floats = static_cast<size_t>(kColumnsPerTask * k);  // widened once per block
+    }
+  }
+  p.tasks = (n + p.columns - 1) / p.columns;
+  return p;
+}
+
+void run_task(const Prepared& p, int64_t task, float* scratch) {
+  const int64_t begin = task * p.columns;
+  const int64_t end = std::min(p.args.n, begin + p.columns);
+  if (p.bf16_mode) return gemm_columns_avx512_bf16(p.args, begin, end);
+  p.kernel(p.args, begin, end, p.scratch_floats > 0 ? scratch : nullptr);
+}
+
+}  // namespace
+#endif
+
+void matmul(const Tensor& x, const Tensor& w, const Tensor* bias, const Tensor& out) {
+  const MatmulProblem problem{x, w, bias, out};
+  matmul_group(std::span(&problem, 1));
+}
+
+void matmul_group(std::span<const MatmulProblem> problems) {
+#if !defined(__x86_64__)
+  // Off x86-64 the kernels are not built and scalar is the only path.
+  for (const MatmulProblem& p : problems) matmul_reference(p.x, p.w, p.bias, p.out);
+#else
+  const CpuPath path = cpu_kernel_path();
+  if (path == CpuPath::scalar) {
+    for (const MatmulProblem& p : problems) matmul_reference(p.x, p.w, p.bias, p.out);
     return;
   }
-  // By default avx512_bf16 and amx run the AVX-512 f32 kernel too: the golden
-  // tests hold f32 models to 1e-4 of transformers, and bf16 dot products (or
-  // AMX tiles) round activations to bf16.
-  const auto kernel = path >= CpuPath::avx512 ? gemm_columns_avx512 : gemm_columns_avx2;
+  thread_local std::vector<Staging> staging;
+  if (staging.size() < problems.size()) staging.resize(problems.size());
+  std::vector<Prepared> prepared;
+  prepared.reserve(problems.size());
+  // first_task[i]: problem i's first task in the group's one list.
+  std::vector<int64_t> first_task{0};
   size_t scratch_floats = 0;
-  int64_t columns_per_task = kColumnsPerTask;
-  // The calling thread's: kept between calls, so a step's layers reuse it.
-  thread_local std::vector<float> x_halves;
-  if (path < CpuPath::avx512 && m >= kMinRowsInHalves) {
-    to_halves(args.x, m, k, x_halves);
-    args.x_halves = x_halves.data();
-    columns_per_task = kHalvesColumnsPerTask;
-    scratch_floats = static_cast<size_t>(columns_per_task * ((k + 15) / 16 * 16));
-  } else if (w.dtype != DType::f32 && m > kMaxRowsWidenedInPlace &&
-             kColumnsPerTask * k * static_cast<int64_t>(sizeof(float)) <= kMaxWidenedBytes) {
-    scratch_floats = static_cast<size_t>(kColumnsPerTask * k);  // widened once per block
+  int64_t work = 0;
+  for (size_t i = 0; i < problems.size(); ++i) {
+    // Products of one x (q, k, v) lay it out once.
+    const Prepared* same_x = nullptr;
+    for (size_t j = 0; j < i && !same_x; ++j)
+      if (problems[j].x.data == problems[i].x.data && problems[j].x.shape == problems[i].x.shape)
+        same_x = &prepared[j];
+    prepared.push_back(prepare(problems[i], path, staging[i], same_x));
+    const Prepared& p = prepared.back();
+    first_task.push_back(first_task.back() + p.tasks);
+    scratch_floats = std::max(scratch_floats, p.scratch_floats);
+    work += p.args.m * p.args.n * p.args.k;
   }
   for_each_task(
-      (n + columns_per_task - 1) / columns_per_task, m * n * k,
-      [&] { return std::vector<float>(scratch_floats); },
+      first_task.back(), work, [&] { return std::vector<float>(scratch_floats); },
       [&](int64_t task, std::vector<float>& scratch) {
-        const int64_t begin = task * columns_per_task;
-        kernel(args, begin, std::min(n, begin + columns_per_task),
-               scratch.empty() ? nullptr : scratch.data());
+        const auto i = static_cast<size_t>(
+            std::upper_bound(first_task.begin(), first_task.end(), task) - first_task.begin() - 1);
+        run_task(prepared[i], task - first_task[i], scratch.data());
       });
 #endif
 }

@@ -22,6 +22,9 @@ void rope(const Tensor& x, const Tensor& positions, const Tensor& inv_freq);
 // on the scalar path. Either way out[i, j]'s bits depend only on x[i, :],
 // w[j, :], bias[j] and the path, never on m or the thread count.
 void matmul(const Tensor& x, const Tensor& w, const Tensor* bias, const Tensor& out);
+// matmul() of every problem, each with the same bits, in one job on the
+// thread pool: the products' column tasks run as one list.
+void matmul_group(std::span<const MatmulProblem> problems);
 void matmul_reference(const Tensor& x, const Tensor& w, const Tensor* bias, const Tensor& out);
 void add(const Tensor& a, const Tensor& b, const Tensor& out);
 void mul_rows(const Tensor& x, const Tensor& scale);

@@ -84,9 +84,11 @@ void Model::attention_block(int64_t layer, const Tensor& x, const DeviceBatch& d
   Buffer q(backend_, DType::f32, {n, c.num_heads, c.head_dim});
   Buffer k(backend_, DType::f32, {n, c.num_kv_heads, c.head_dim});
   Buffer v(backend_, DType::f32, {n, c.num_kv_heads, c.head_dim});
-  backend_.matmul(x, w.q_proj, optional_ptr(w.q_bias), q.view(DType::f32, {n, c.q_size()}));
-  backend_.matmul(x, w.k_proj, optional_ptr(w.k_bias), k.view(DType::f32, {n, c.kv_size()}));
-  backend_.matmul(x, w.v_proj, optional_ptr(w.v_bias), v.view(DType::f32, {n, c.kv_size()}));
+  const MatmulProblem qkv[] = {
+      {x, w.q_proj, optional_ptr(w.q_bias), q.view(DType::f32, {n, c.q_size()})},
+      {x, w.k_proj, optional_ptr(w.k_bias), k.view(DType::f32, {n, c.kv_size()})},
+      {x, w.v_proj, optional_ptr(w.v_bias), v.view(DType::f32, {n, c.kv_size()})}};
+  backend_.matmul_group(qkv);
   if (w.q_norm) {
     const Tensor q_rows = q.view(DType::f32, {n * c.num_heads, c.head_dim});
     const Tensor k_rows = k.view(DType::f32, {n * c.num_kv_heads, c.head_dim});

@@ -84,6 +84,29 @@ void add_matmul(std::vector<OpCase>& cases) {
   }
 }
 
+// Products of one x (gate and up; q, k and v, one with a bias) and of
+// another (an expert's own rows), in one group.
+void add_matmul_group(std::vector<OpCase>& cases) {
+  for (DType dtype : {DType::f32, DType::bf16, DType::f16})
+    for (auto [m, k] : {std::pair{1, 128}, {7, 300}, {33, 64}})
+      cases.push_back({Op::matmul_group,
+                       text(dtype, "m=" + std::to_string(m) + " k=" + std::to_string(k) +
+                                       " n=96,40+bias,17 m2=5"),
+                       kReordered, [=](OpRun& r) {
+                         const Tensor x = r.input(DType::f32, {m, k});
+                         const Tensor other = r.input(DType::f32, {5, k});
+                         const Tensor w1 = r.input(dtype, {96, k});
+                         const Tensor w2 = r.input(dtype, {40, k});
+                         const Tensor b2 = r.input(dtype, {40});
+                         const Tensor w3 = r.input(dtype, {17, k});
+                         const MatmulProblem problems[] = {
+                             {x, w1, nullptr, r.output(DType::f32, {m, 96})},
+                             {x, w2, &b2, r.output(DType::f32, {m, 40})},
+                             {other, w3, nullptr, r.output(DType::f32, {5, 17})}};
+                         r.backend().matmul_group(problems);
+                       }});
+}
+
 void add_lookups(std::vector<OpCase>& cases) {
   for (DType dtype : {DType::f32, DType::bf16, DType::f16})
     cases.push_back({Op::embedding, text(dtype, "vocab=300 dim=96 ids=9"), kExact, [=](OpRun& r) {
@@ -256,6 +279,7 @@ std::vector<OpCase> backend_op_cases() {
   std::vector<OpCase> cases;
   add_elementwise(cases);
   add_matmul(cases);
+  add_matmul_group(cases);
   add_lookups(cases);
   add_attention(cases);
   add_decode_attention(cases);

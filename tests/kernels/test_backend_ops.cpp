@@ -36,6 +36,9 @@ class ReferenceBackend : public CpuBackend {
   void matmul(const Tensor& x, const Tensor& w, const Tensor* bias, const Tensor& out) override {
     cpu::matmul_reference(x, w, bias, out);
   }
+  void matmul_group(std::span<const MatmulProblem> problems) override {
+    Backend::matmul_group(problems);  // one reference matmul after another
+  }
   void paged_attention(const PagedAttentionParams& params) override {
     cpu::paged_attention_reference(params);
   }
@@ -49,7 +52,8 @@ struct BackendUnderTest {
   // matmul rounds activations to bf16, so it gets that rounding's tolerance.
   bool bf16_matmul = false;
   double max_nmse(const test::OpCase& c) const {
-    return bf16_matmul && c.op == Op::matmul ? std::max(c.max_nmse, kBf16ActivationsNmse)
+    return bf16_matmul && (c.op == Op::matmul || c.op == Op::matmul_group)
+               ? std::max(c.max_nmse, kBf16ActivationsNmse)
                                              : c.max_nmse;
   }
   // x rounded to bf16 is off by up to 2^-9 relative: an NMSE near 1e-6.

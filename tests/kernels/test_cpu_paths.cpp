@@ -321,6 +321,51 @@ TEST(Bf16Matmul, RoundsOnlyTheActivationsAndIgnoresTheBatch) {
   set_cpu_threads(saved_threads);
 }
 
+// A group of products (two of one x, one of another, weights of every
+// dtype, a bias) gives each output the bits a lone matmul gives it, on 1
+// thread and 2, and in the bf16 mode where the path has it. A group that
+// ran a product's tasks against another's arguments, or laid out a shared
+// x for the wrong kernel, would differ.
+TEST_P(CpuPaths, AGroupGivesEveryProductItsLoneBits) {
+  SCOPED_TRACE(testing::Message() << "seed " << test::test_seed() << ", path "
+                                  << cpu_path_name(GetParam()));
+  const MatmulPrecision saved_precision = matmul_precision();
+  std::vector<MatmulPrecision> precisions = {MatmulPrecision::f32};
+  if (GetParam() >= CpuPath::avx512_bf16) precisions.push_back(MatmulPrecision::bf16);
+  for (const MatmulPrecision precision : precisions)
+    for (int64_t m : {1, 4, 7, 33})
+      for (int64_t k : {64, 300}) {
+        SCOPED_TRACE(testing::Message() << "m=" << m << " k=" << k
+                                        << (precision == MatmulPrecision::bf16 ? " bf16 mode" : ""));
+        set_matmul_precision(precision);
+        const auto x = test::random_floats(rng_, static_cast<size_t>(m * k));
+        const auto other = test::random_floats(rng_, static_cast<size_t>(5 * k));
+        const Tensor xt = Tensor::view(const_cast<float*>(x.data()), DType::f32, {m, k});
+        const Tensor ot = Tensor::view(const_cast<float*>(other.data()), DType::f32, {5, k});
+        const Weights w1 = random_weights(rng_, DType::bf16, 70, k);
+        const Weights w2 = random_weights(rng_, DType::f32, 33, k);
+        const Weights w3 = random_weights(rng_, DType::f16, 17, k);
+        auto bias_values = test::random_floats(rng_, 33);
+        const Tensor bias = Tensor::view(bias_values.data(), DType::f32, {33});
+        for (const int threads : {1, 2}) {
+          set_cpu_threads(threads);
+          GuardedOutput a(m, 70), b(m, 33), c(5, 17), lone_a(m, 70), lone_b(m, 33), lone_c(5, 17);
+          const MatmulProblem group[] = {{xt, w1.tensor(), nullptr, a.tensor()},
+                                         {xt, w2.tensor(), &bias, b.tensor()},
+                                         {ot, w3.tensor(), nullptr, c.tensor()}};
+          matmul_group(group);
+          matmul(xt, w1.tensor(), nullptr, lone_a.tensor());
+          matmul(xt, w2.tensor(), &bias, lone_b.tensor());
+          matmul(ot, w3.tensor(), nullptr, lone_c.tensor());
+          for (GuardedOutput* out : {&a, &b, &c}) ASSERT_TRUE(out->intact());
+          EXPECT_EQ(std::memcmp(a.data(), lone_a.data(), m * 70 * sizeof(float)), 0) << threads;
+          EXPECT_EQ(std::memcmp(b.data(), lone_b.data(), m * 33 * sizeof(float)), 0) << threads;
+          EXPECT_EQ(std::memcmp(c.data(), lone_c.data(), 5 * 17 * sizeof(float)), 0) << threads;
+        }
+      }
+  set_matmul_precision(saved_precision);
+}
+
 INSTANTIATE_TEST_SUITE_P(EverySupportedPath, CpuPaths,
                          ::testing::ValuesIn(supported_cpu_paths()),
                          [](const ::testing::TestParamInfo<CpuPath>& param) {

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
+#include <random>
 
 #include "kernels/cpu/cpu_backend.hpp"
 #include "kernels/error.hpp"
@@ -215,6 +217,40 @@ TEST(Router, RouteTokensGroupedSoftmaxAndGreedy) {
                             Tensor::view(weights.data(), DType::f32, {1, 3}),
                             Tensor::view(ids.data(), DType::i32, {1, 3}), &bias_tensor),
                Error);
+}
+
+// The experts' FFNs run as grouped matmuls, a few thousand rows per group:
+// a token's MoE output has the same bits alone as among 3000 tokens (6000
+// rows, two groups), so grouping depends on neither the batch nor the split.
+TEST(MoeForward, ATokensOutputIsTheSameAloneAndInGroupsOfExperts) {
+  CpuBackend cpu;
+  const int64_t hidden = 32, inter = 24, experts = 6, n = 3000;
+  std::mt19937 rng(7);
+  std::normal_distribution<float> normal(0.0f, 0.5f);
+  std::vector<std::vector<float>> storage;
+  storage.reserve(4 + 3 * experts);
+  auto tensor = [&](std::initializer_list<int64_t> shape) {
+    int64_t count = 1;
+    for (int64_t d : shape) count *= d;
+    storage.emplace_back(static_cast<size_t>(count));
+    for (float& v : storage.back()) v = normal(rng);
+    return Tensor::view(storage.back().data(), DType::f32, shape);
+  };
+  MoeWeights moe;
+  moe.router = tensor({experts, hidden});
+  for (int e = 0; e < experts; ++e)
+    moe.experts.push_back({tensor({inter, hidden}), tensor({inter, hidden}), tensor({hidden, inter})});
+  const Tensor x = tensor({n, hidden});
+  std::vector<float> batched(static_cast<size_t>(n * hidden));
+  moe_forward(cpu, x, moe, {static_cast<int>(experts), 2, true},
+              Tensor::view(batched.data(), DType::f32, {n, hidden}));
+  for (int64_t t : {int64_t{0}, int64_t{1}, int64_t{777}, n - 1}) {
+    std::vector<float> alone(static_cast<size_t>(hidden));
+    moe_forward(cpu, x.rows(t, 1), moe, {static_cast<int>(experts), 2, true},
+                Tensor::view(alone.data(), DType::f32, {1, hidden}));
+    EXPECT_EQ(std::memcmp(alone.data(), batched.data() + t * hidden, hidden * sizeof(float)), 0)
+        << "token " << t;
+  }
 }
 
 }  // namespace
