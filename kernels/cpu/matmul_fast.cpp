@@ -30,8 +30,10 @@ constexpr int64_t kHalvesColumnsPerTask = 15;
 // AVX-512: above this many rows a bf16/f16 block is widened once into scratch
 // rather than at each row tile (the kernel's row tile is at most 6), unless the
 // widened block would not stay in L2 (a long reduction, as a down
-// projection's): then each row tile widens it again from the bf16 rows.
-constexpr int64_t kMaxRowsWidenedInPlace = 6;
+// projection's): then each row tile widens it again from the bf16 rows. Up to
+// a few row tiles, widening again from L1 beats reading twice the bytes back
+// from scratch (a speculative step's 5-33 tokens; docs/benchmarks.md).
+constexpr int64_t kMaxRowsWidenedInPlace = 32;
 constexpr int64_t kMaxWidenedBytes = 256 << 10;
 // AVX2: from this many rows (a full 4 x 3 tile) x and each block's weights
 // are laid out in halves (gemm_kernels.hpp); below, the 2 x 2 tiles read the
