@@ -184,12 +184,14 @@ void matmul_group(std::span<const MatmulProblem> problems) {
     for (const MatmulProblem& p : problems) matmul_reference(p.x, p.w, p.bias, p.out);
     return;
   }
+  // The calling thread's, kept between calls: a step makes hundreds of
+  // these calls, and none of them is made from inside another's tasks.
   thread_local std::vector<Staging> staging;
+  thread_local std::vector<Prepared> prepared;
+  thread_local std::vector<int64_t> first_task;  // problem i's first task in the one list
   if (staging.size() < problems.size()) staging.resize(problems.size());
-  std::vector<Prepared> prepared;
-  prepared.reserve(problems.size());
-  // first_task[i]: problem i's first task in the group's one list.
-  std::vector<int64_t> first_task{0};
+  prepared.clear();
+  first_task.assign(1, 0);
   size_t scratch_floats = 0;
   int64_t work = 0;
   for (size_t i = 0; i < problems.size(); ++i) {
