@@ -185,12 +185,19 @@ void matmul_group(std::span<const MatmulProblem> problems) {
     return;
   }
   // The calling thread's, kept between calls: a step makes hundreds of
-  // these calls, and none of them is made from inside another's tasks.
-  thread_local std::vector<Staging> staging;
-  thread_local std::vector<Prepared> prepared;
-  thread_local std::vector<int64_t> first_task;  // problem i's first task in the one list
+  // these calls, and none of them is made from inside another's tasks. The
+  // tasks run on the pool's threads, so they reach these through the local
+  // references below: a thread_local named inside a task would be the pool
+  // thread's own, empty one.
+  thread_local std::vector<Staging> kept_staging;
+  thread_local std::vector<Prepared> kept_prepared;
+  thread_local std::vector<int64_t> kept_first_task;
+  std::vector<Staging>& staging = kept_staging;
+  std::vector<Prepared>& prepared = kept_prepared;
+  std::vector<int64_t>& first_task = kept_first_task;  // problem i's first task in the one list
   if (staging.size() < problems.size()) staging.resize(problems.size());
   prepared.clear();
+  prepared.reserve(problems.size());
   first_task.assign(1, 0);
   size_t scratch_floats = 0;
   int64_t work = 0;
