@@ -3,6 +3,7 @@
 #include <boost/asio/dispatch.hpp>
 #include <array>
 #include <functional>
+#include <boost/beast/core/buffers_cat.hpp>
 #include <boost/beast/http/chunk_encode.hpp>
 #include <boost/beast/http/write.hpp>
 #include <ctime>
@@ -346,45 +347,42 @@ void HttpSession::push_event(const std::string& data) {
 }
 
 void HttpSession::end_events() {
+  ending_ = true;  // before the push: [DONE] and the last chunk go out together
   push_event("[DONE]");
-  ending_ = true;
-  if (!writing_) write_next_event();
 }
 
 void HttpSession::write_next_event() {
-  if (closed_) return;
-  if (events_.empty()) {
-    if (!ending_) return;
-    // Every event is out: the last chunk ends the response.
-    ending_ = false;
-    writing_ = true;
-    stream_.expires_after(state_->options.write_timeout);
-    asio::async_write(stream_, http::make_chunk_last(),
-                      [self = shared_from_this()](beast::error_code error, size_t) {
-                        self->writing_ = false;
-                        if (error) return self->close();
-                        self->next();
-                      });
-    return;
-  }
+  if (closed_ || events_.empty()) return;
   // Every event queued by now goes out in one chunk, one send: a step's
-  // last token, the finish chunk, usage and [DONE] arrive together.
+  // last token, the finish chunk, usage and [DONE] arrive together, and
+  // with [DONE] the chunk that ends the response, so the client's last
+  // wake-up is the only one.
   // (A deque's push_back leaves its elements where they are.)
+  const bool last = ending_;
   writing_ = true;
   write_buffers_.clear();
   for (const std::string& event : events_) write_buffers_.push_back(asio::buffer(event));
   stream_.expires_after(state_->options.write_timeout);
-  asio::async_write(stream_, http::make_chunk(write_buffers_),
-                    [self = shared_from_this(), count = events_.size()](beast::error_code error,
-                                                                       size_t) {
-                      self->writing_ = false;
-                      for (size_t i = 0; i < count; ++i) {
-                        self->queued_bytes_ -= self->events_.front().size();
-                        self->events_.pop_front();
-                      }
-                      if (error) return self->close();
-                      self->write_next_event();
-                    });
+  auto written = [self = shared_from_this(), count = events_.size(), last](
+                     beast::error_code error, size_t) {
+    self->writing_ = false;
+    for (size_t i = 0; i < count; ++i) {
+      self->queued_bytes_ -= self->events_.front().size();
+      self->events_.pop_front();
+    }
+    if (error) return self->close();
+    if (last) {
+      self->ending_ = false;
+      return self->next();
+    }
+    self->write_next_event();
+  };
+  if (last)
+    asio::async_write(stream_,
+                      beast::buffers_cat(http::make_chunk(write_buffers_), http::make_chunk_last()),
+                      std::move(written));
+  else
+    asio::async_write(stream_, http::make_chunk(write_buffers_), std::move(written));
 }
 
 }  // namespace hive::gateway

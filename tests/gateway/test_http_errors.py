@@ -99,6 +99,26 @@ class HttpErrors(unittest.TestCase):
             self.assertEqual(len(json.loads(response.read())["choices"]), 1)
         conn.close()
 
+    def test_keep_alive_serves_streams_one_after_another(self):
+        # The last events and the chunk that ends the response go out in one
+        # write: each response must still end exactly there, or the next
+        # request on the connection would read the rest of the previous one.
+        conn = self.server.connection()
+        for max_tokens in (1, 3, 5):
+            conn.request("POST", "/v1/completions",
+                         body=json.dumps({"prompt": "Once", "max_tokens": max_tokens,
+                                          "ignore_eos": True, "stream": True,
+                                          "stream_options": {"include_usage": True}}),
+                         headers={"Content-Type": "application/json"})
+            response = conn.getresponse()
+            self.assertEqual(response.status, 200)
+            self.assertEqual(response.getheader("Transfer-Encoding"), "chunked")
+            events = [line[len("data: "):] for line in response.read().decode().split("\n\n")
+                      if line]
+            self.assertEqual(events[-1], "[DONE]")
+            self.assertEqual(json.loads(events[-2])["usage"]["completion_tokens"], max_tokens)
+        conn.close()
+
 
 class ApiKeyAndLimits(unittest.TestCase):
     def test_the_api_key_guards_v1_only(self):
