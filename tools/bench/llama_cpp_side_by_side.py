@@ -6,6 +6,8 @@
       [--prefill 512] [--decode 64] [--batches 16,64] [--batch-prompt 32]
       [--batch-decode 16] [--matmul-precision f32|bf16] [--json FILE]
 
+--prefill 0 and --batches "" leave those rows out (decode alone, more rounds).
+
 DIR holds llama.cpp's `llama-bench` and `llama-batched-bench`, built from its
 source outside this repository. The models are tools/make_gguf_pair.py's
 (written first when missing): the same bf16 weights as a Hugging Face
@@ -64,6 +66,8 @@ def llama_rows(args, gguf):
             rows[f"pp{test['n_prompt']}"] = test["avg_ts"]
         else:
             rows[f"tg{test['n_gen']}"] = test["avg_ts"]
+    if not args.batches:  # --batches "": the single-sequence rows alone
+        return rows
     batches = [int(b) for b in args.batches.split(",")]
     context = max(batches) * (args.batch_prompt + args.batch_decode) + 64
     batched = run([args.llama_bin + "/llama-batched-bench", "-m", gguf, "-t", str(args.threads),
@@ -118,7 +122,11 @@ def main():
         for row in hive[0]:
             h = statistics.median(x[row] for x in hive)
             lc = statistics.median(x[row] for x in llama)
-            table[row] = {"hive": h, "llama_cpp": lc, "ratio": h / lc,
+            # Each round's pair ran back to back: the median of their ratios
+            # is steadier than the ratio of medians when the machine's
+            # speed drifts between rounds.
+            paired = statistics.median(x[row] / y[row] for x, y in zip(hive, llama))
+            table[row] = {"hive": h, "llama_cpp": lc, "ratio": h / lc, "paired_ratio": paired,
                           "hive_runs": [x[row] for x in hive],
                           "llama_cpp_runs": [x[row] for x in llama]}
             if row.startswith("tg"):
@@ -130,12 +138,14 @@ def main():
         print(f"\n{shape}: read {bandwidth / 1e9:.1f} GB/s, {bytes_per_token / 1e6:.0f} MB per "
               f"decode token, roofline {roofline:.1f} tok/s, {args.threads} threads, "
               f"median of {args.rounds} rounds, Hive matmul {args.matmul_precision}\n")
-        print("| row | Hive tok/s | llama.cpp tok/s | Hive / llama.cpp | of roofline (Hive, llama.cpp) |")
-        print("|---|---|---|---|---|")
+        print("| row | Hive tok/s | llama.cpp tok/s | Hive / llama.cpp | paired rounds | "
+              "of roofline (Hive, llama.cpp) |")
+        print("|---|---|---|---|---|---|")
         for row, t in table.items():
             roof = (f"{t['hive_of_roofline']:.0%}, {t['llama_cpp_of_roofline']:.0%}"
                     if "hive_of_roofline" in t else "")
-            print(f"| {row} | {t['hive']:.2f} | {t['llama_cpp']:.2f} | {t['ratio']:.2f}x | {roof} |")
+            print(f"| {row} | {t['hive']:.2f} | {t['llama_cpp']:.2f} | {t['ratio']:.2f}x | "
+                  f"{t['paired_ratio']:.2f}x | {roof} |")
     if args.json:
         pathlib.Path(args.json).write_text(json.dumps(report, indent=2) + "\n")
 
