@@ -1,6 +1,6 @@
 // cpu::matmul on every CPU kernel path of this machine against the reference
 // (matmul_reference) in the same process, on a ~0.35B Llama's projections
-// (hidden 1024, intermediate 2816): decode-like m = 1, 16, 64 and
+// (hidden 1024, intermediate 2816): decode-like m = 1, 4, 16, 64 and
 // prefill-like m = 512.
 //
 //   bench_matmul [--dtype bf16|f32|f16|all] [--seconds S per shape] [--json FILE]
@@ -159,7 +159,8 @@ int main(int argc, char** argv) try {
 
   const Shape shapes[] = {
       {"qkv/o (decode)", 1, 1024, 1024},     {"gate/up (decode)", 1, 1024, 2816},
-      {"down (decode)", 1, 2816, 1024},      {"gate/up (16 seqs)", 16, 1024, 2816},
+      {"down (decode)", 1, 2816, 1024},      {"gate/up (4 seqs)", 4, 1024, 2816},
+      {"gate/up (16 seqs)", 16, 1024, 2816},
       {"gate/up (64 seqs)", 64, 1024, 2816}, {"qkv/o (prefill 512)", 512, 1024, 1024},
       {"gate/up (prefill 512)", 512, 1024, 2816}, {"down (prefill 512)", 512, 2816, 1024},
   };
