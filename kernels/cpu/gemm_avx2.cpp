@@ -123,11 +123,7 @@ void columns(const GemmArgs& a, const typename W::Element* w, int64_t begin, int
   const int64_t k = a.k, n = a.n;
   for (int64_t i = 0; i < a.m; i += kTileRows) {
     const bool two_rows = a.m - i >= 2;
-    // A lone row of x (decode of one sequence) walks the weights one row at a
-    // time: one sequential stream per thread, which the prefetchers follow.
-    // Rows read side by side are that many streams, and the bytes/s fell
-    // well short of a plain row loop's. Every output's sum is the same.
-    const int64_t tile_columns = two_rows ? kTileColumns : 1;
+    const int64_t tile_columns = weight_rows_per_tile(a.m - i, kTileColumns);
     for (int64_t j = begin; j < end; j += tile_columns) {
       const bool two_columns = two_rows && end - j >= 2;
       const float* x = a.x + i * k;

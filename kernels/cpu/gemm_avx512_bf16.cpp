@@ -115,11 +115,7 @@ void gemm_columns_avx512_bf16(const GemmArgs& a, int64_t column_begin, int64_t c
   for (int64_t i = 0; i < a.m; i += kTileRows) {
     const int64_t rows_left = a.m - i;
     const int rows = rows_left < kTileRows ? static_cast<int>(rows_left) : kTileRows;
-    // A lone row of x (decode of one sequence) walks the weights one row at a
-    // time: one sequential stream per thread, which the prefetchers follow.
-    // Rows read side by side are that many streams, and the bytes/s fell
-    // well short of a plain row loop's. Every output's sum is the same.
-    const int64_t tile_columns = rows == 1 ? 1 : kTileColumns;
+    const int64_t tile_columns = weight_rows_per_tile(rows_left, kTileColumns);
     for (int64_t j = column_begin; j < column_end; j += tile_columns) {
       const int64_t columns_left = column_end - j;
       const int cols = columns_left < tile_columns ? static_cast<int>(columns_left)

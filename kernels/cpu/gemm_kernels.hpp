@@ -39,6 +39,15 @@ struct GemmArgs {
   const uint16_t* x_bf16 = nullptr;
 };
 
+// Weight rows per tile for rows_left rows of x: a lone row (decode of one
+// sequence) walks the weights one row at a time, one sequential stream per
+// thread that the prefetchers follow; weight rows read side by side are that
+// many streams, and the bytes/s fell well short of a plain row loop's
+// (docs/benchmarks.md). Every output's sum is the same either way.
+constexpr int64_t weight_rows_per_tile(int64_t rows_left, int64_t widest) {
+  return rows_left == 1 ? 1 : widest;
+}
+
 // Output columns [column_begin, column_end) for every row of x. scratch is
 // null, or room for (column_end - column_begin) * k floats: the block's
 // bf16/f16 weights are then widened into it once (exactly: the same bits)
