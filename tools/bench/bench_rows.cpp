@@ -13,8 +13,9 @@
 //                    S_TG): B x N / s of the decode steps alone
 //
 // Each row runs once to warm up (as llama-bench does) and once measured. The
-// read bandwidth and the weight bytes of a decode token are reported with
-// them, for the roofline (tools/bench/roofline.hpp).
+// read bandwidth, the arithmetic peak and each row's roofline (tokens/s no
+// engine can pass on this machine, tools/bench/roofline.hpp) are reported
+// with them.
 // Prompt tokens are fixed pseudo-random ids; end-of-sequence is ignored.
 #include <chrono>
 #include <cstdio>
@@ -28,6 +29,7 @@
 #include "kernels/cpu/thread_pool.hpp"
 #include "kernels/error.hpp"
 #include "runtime/engine/llm_engine.hpp"
+#include "tools/bench/compute_peak.hpp"
 #include "tools/bench/roofline.hpp"
 #include "tools/cli/args.hpp"
 
@@ -116,28 +118,44 @@ int main(int argc, char** argv) try {
   hive::Model model(model_dir, backend);
   const int64_t vocab = model.config().vocab_size;
 
-  nlohmann::json rows = nlohmann::json::array();
-  const auto add = [&](const std::string& row, double tokens_per_s) {
-    std::printf("| %s | %.2f |\n", row.c_str(), tokens_per_s);
-    std::fflush(stdout);
-    rows.push_back({{"row", row}, {"tokens_per_s", tokens_per_s}});
-  };
   const double bandwidth = hive::bench::probe_read_bandwidth();
+  const hive::bench::ComputePeak peak = hive::bench::probe_compute_peak(hive::cpu::cpu_threads());
   const double bytes_per_token = hive::bench::decode_weight_bytes_per_token(model);
-  std::printf("%s, %d threads, read %.1f GB/s, %.0f MB of weights per decode token\n\n",
-              model_dir.c_str(), hive::cpu::cpu_threads(), bandwidth / 1e9, bytes_per_token / 1e6);
-  std::printf("| row | tok/s |\n|---|---|\n");
-  if (prefill > 0) add("pp" + std::to_string(prefill), prefill_tokens_per_s(model, prefill, vocab));
+  const hive::bench::ModelArithmetic arithmetic = hive::bench::model_arithmetic(model);
+  std::printf("%s, %d threads, read %.1f GB/s, %.0f MB of weights per decode token, peak %.0f "
+              "GFLOP/s (%s)\n\n",
+              model_dir.c_str(), hive::cpu::cpu_threads(), bandwidth / 1e9, bytes_per_token / 1e6,
+              peak.flops_per_s / 1e9, peak.instruction.empty() ? "no SIMD path" : peak.instruction.c_str());
+  std::printf("| row | tok/s | roofline tok/s | of roofline |\n|---|---|---|---|\n");
+  nlohmann::json rows = nlohmann::json::array();
+  const auto add = [&](const std::string& row, double tokens_per_s, double roofline) {
+    std::printf("| %s | %.2f | %.1f | %.0f %% |\n", row.c_str(), tokens_per_s, roofline,
+                100 * tokens_per_s / roofline);
+    std::fflush(stdout);
+    rows.push_back(
+        {{"row", row}, {"tokens_per_s", tokens_per_s}, {"roofline_tokens_per_s", roofline}});
+  };
+  // Without a probed peak (the scalar path) the compute-bound rows' roofline
+  // is the memory one alone.
+  const double flops_per_s = peak.flops_per_s > 0 ? peak.flops_per_s : 1e300;
+  if (prefill > 0)
+    add("pp" + std::to_string(prefill), prefill_tokens_per_s(model, prefill, vocab),
+        hive::bench::prefill_roofline(arithmetic, prefill, bandwidth, flops_per_s));
   if (decode > 0)
-    add("tg" + std::to_string(decode), decode_tokens_per_s(model, 1, 1, decode, vocab));
+    add("tg" + std::to_string(decode), decode_tokens_per_s(model, 1, 1, decode, vocab),
+        bandwidth / bytes_per_token);
   for (const int32_t b : batches)
     add("batch" + std::to_string(b),
-        decode_tokens_per_s(model, b, batch_prompt, batch_decode, vocab));
+        decode_tokens_per_s(model, b, batch_prompt, batch_decode, vocab),
+        hive::bench::batch_decode_roofline(arithmetic, b, batch_prompt, batch_decode, bandwidth,
+                                           flops_per_s));
   if (!json_path.empty()) {
     const nlohmann::json out = {{"engine", "hive"},
                                 {"model", model_dir},
                                 {"threads", hive::cpu::cpu_threads()},
                                 {"read_bandwidth_bytes_per_s", bandwidth},
+                                {"peak_flops_per_s", peak.flops_per_s},
+                                {"peak_instruction", peak.instruction},
                                 {"weight_bytes_per_decode_token", bytes_per_token},
                                 {"batch_prompt_tokens", batch_prompt},
                                 {"batch_decode_tokens", batch_decode},

@@ -15,10 +15,14 @@ directory for Hive and as GGUF for llama.cpp.
 
 Rows, each as tokens/s, the median of the rounds, and Hive / llama.cpp:
   ppP       a P-token prompt in one batch (llama-bench -p P; Hive: bench_rows)
-  tgN       N tokens at batch 1 (llama-bench -n N), with the fraction of the
-            bandwidth roofline (read GB/s probed in the same run by bench_rows)
+  tgN       N tokens at batch 1 (llama-bench -n N)
   batchB    B sequences decoding together after --batch-prompt tokens each:
             the decode steps' tokens/s (llama-batched-bench's S_TG)
+Each row also gets its roofline, from bench_rows (tools/bench/roofline.hpp):
+the tokens/s no engine passes on this machine, the larger of the row's bytes
+over the read bandwidth and its FLOP over the arithmetic peak, both probed in
+the same run; the table gives each engine's fraction of it, and the ceiling
+of Hive / llama.cpp that llama.cpp's fraction leaves (1 / its fraction).
 --matmul-precision sets Hive's HIVE_MATMUL_PRECISION (kernels/cpu/cpu_features.hpp):
 bf16 rounds activations to bf16 for vdpbf16ps, as llama.cpp does with bf16
 weights; the default f32 keeps Hive's exact, ISA-independent order.
@@ -54,7 +58,8 @@ def hive_rows(args, model_dir):
          "--json", out], env)
     report = json.loads(out.read_text())
     rows = {r["row"]: r["tokens_per_s"] for r in report["rows"]}
-    return rows, report["read_bandwidth_bytes_per_s"], report["weight_bytes_per_decode_token"]
+    rooflines = {r["row"]: r["roofline_tokens_per_s"] for r in report["rows"]}
+    return rows, rooflines, report
 
 
 def llama_rows(args, gguf):
@@ -104,48 +109,55 @@ def main():
         pair = pathlib.Path(args.work) / f"pair-{shape}"
         if not (pair / "model.gguf").exists():
             run([sys.executable, str(ROOT / "tools" / "make_gguf_pair.py"), shape, str(pair)])
-        hive, llama, bandwidths = [], [], []
+        hive, llama, rooflines, probes = [], [], [], []
         for r in range(args.rounds):
             order = ("hive", "llama") if r % 2 == 0 else ("llama", "hive")
             for engine in order:
                 if engine == "hive":
-                    rows, bandwidth, bytes_per_token = hive_rows(args, str(pair / "hf"))
+                    rows, row_rooflines, probe = hive_rows(args, str(pair / "hf"))
                     hive.append(rows)
-                    bandwidths.append(bandwidth)
+                    rooflines.append(row_rooflines)
+                    probes.append(probe)
                 else:
                     rows = llama_rows(args, str(pair / "model.gguf"))
                     llama.append(rows)
                 print(f"{shape} round {r + 1} {engine}: {json.dumps(rows)}", file=sys.stderr)
-        bandwidth = statistics.median(bandwidths)
-        roofline = bandwidth / bytes_per_token
+        bandwidth = statistics.median(p["read_bandwidth_bytes_per_s"] for p in probes)
+        peak = statistics.median(p["peak_flops_per_s"] for p in probes)
+        bytes_per_token = probes[0]["weight_bytes_per_decode_token"]
         table = {}
         for row in hive[0]:
             h = statistics.median(x[row] for x in hive)
             lc = statistics.median(x[row] for x in llama)
+            roofline = statistics.median(x[row] for x in rooflines)
             # Each round's pair ran back to back: the median of their ratios
             # is steadier than the ratio of medians when the machine's
             # speed drifts between rounds.
             paired = statistics.median(x[row] / y[row] for x, y in zip(hive, llama))
             table[row] = {"hive": h, "llama_cpp": lc, "ratio": h / lc, "paired_ratio": paired,
+                          "roofline_tokens_per_s": roofline,
+                          "hive_of_roofline": h / roofline, "llama_cpp_of_roofline": lc / roofline,
+                          "ratio_ceiling": roofline / lc,
                           "hive_runs": [x[row] for x in hive],
-                          "llama_cpp_runs": [x[row] for x in llama]}
-            if row.startswith("tg"):
-                table[row]["hive_of_roofline"] = h / roofline
-                table[row]["llama_cpp_of_roofline"] = lc / roofline
+                          "llama_cpp_runs": [x[row] for x in llama],
+                          "roofline_runs": [x[row] for x in rooflines]}
         report["models"][shape] = {"read_bandwidth_bytes_per_s": bandwidth,
+                                   "peak_flops_per_s": peak,
+                                   "peak_instruction": probes[0]["peak_instruction"],
                                    "weight_bytes_per_decode_token": bytes_per_token,
-                                   "roofline_tokens_per_s": roofline, "rows": table}
-        print(f"\n{shape}: read {bandwidth / 1e9:.1f} GB/s, {bytes_per_token / 1e6:.0f} MB per "
-              f"decode token, roofline {roofline:.1f} tok/s, {args.threads} threads, "
+                                   "rows": table}
+        print(f"\n{shape}: read {bandwidth / 1e9:.1f} GB/s, peak {peak / 1e9:.0f} GFLOP/s "
+              f"({probes[0]['peak_instruction'] or 'no SIMD path'}), "
+              f"{bytes_per_token / 1e6:.0f} MB per decode token, {args.threads} threads, "
               f"median of {args.rounds} rounds, Hive matmul {args.matmul_precision}\n")
         print("| row | Hive tok/s | llama.cpp tok/s | Hive / llama.cpp | paired rounds | "
-              "of roofline (Hive, llama.cpp) |")
-        print("|---|---|---|---|---|---|")
+              "roofline tok/s | of roofline (Hive, llama.cpp) | ceiling |")
+        print("|---|---|---|---|---|---|---|---|")
         for row, t in table.items():
-            roof = (f"{t['hive_of_roofline']:.0%}, {t['llama_cpp_of_roofline']:.0%}"
-                    if "hive_of_roofline" in t else "")
             print(f"| {row} | {t['hive']:.2f} | {t['llama_cpp']:.2f} | {t['ratio']:.2f}x | "
-                  f"{t['paired_ratio']:.2f}x | {roof} |")
+                  f"{t['paired_ratio']:.2f}x | {t['roofline_tokens_per_s']:.1f} | "
+                  f"{t['hive_of_roofline']:.0%}, {t['llama_cpp_of_roofline']:.0%} | "
+                  f"{t['ratio_ceiling']:.2f}x |")
     if args.json:
         pathlib.Path(args.json).write_text(json.dumps(report, indent=2) + "\n")
 
