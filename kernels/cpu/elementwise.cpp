@@ -1,11 +1,39 @@
 // Row-wise and elementwise reference ops.
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
 #include "kernels/cpu/ops.hpp"
+#include "kernels/cpu/parallel.hpp"
 #include "kernels/error.hpp"
 
 namespace hive::cpu {
+
+namespace {
+
+// body(begin, end) over [0, count) in blocks of `block` items, on the pool
+// when count * cost (multiply-adds, or their like) reaches kMinParallelWork:
+// a long prompt's activations are millions of elements, and one thread
+// alone between two matmuls leaves the other cores idle. Every item is
+// computed alone, so the bits do not depend on the split.
+template <class Body>
+void for_each_block(int64_t count, int64_t block, int64_t cost, const Body& body) {
+  const int64_t tasks = (count + block - 1) / block;
+  for_each_task(
+      tasks, count * cost, [] { return 0; },
+      [&](int64_t task, int&) { body(task * block, std::min(count, (task + 1) * block)); });
+}
+
+// Rows per block: about kBlockElements elements.
+constexpr int64_t kBlockElements = 16384;
+int64_t rows_per_block(int64_t row_elements) {
+  return std::max<int64_t>(1, kBlockElements / std::max<int64_t>(1, row_elements));
+}
+
+// What an exp costs, in multiply-adds, for the pool's threshold.
+constexpr int64_t kExpCost = 16;
+
+}  // namespace
 
 void embedding(const Tensor& table, const Tensor& ids, const Tensor& out) {
   expect_float(table, 2, "embedding table");
@@ -32,14 +60,18 @@ void rms_norm(const Tensor& x, const Tensor& weight, float eps, const Tensor& ou
         x.shape_text(), ", ", weight.shape_text(), ", ", out.shape_text(), " disagree");
   std::vector<float> w(static_cast<size_t>(dim));
   to_f32(weight.data, weight.dtype, dim, w.data());
-  for (int64_t i = 0; i < n; ++i) {
-    const float* xi = x.as<float>() + i * dim;
-    float* oi = out.as<float>() + i * dim;
-    float sum = 0.0f;
-    for (int64_t j = 0; j < dim; ++j) sum += xi[j] * xi[j];
-    const float inv = 1.0f / std::sqrt(sum / static_cast<float>(dim) + eps);
-    for (int64_t j = 0; j < dim; ++j) oi[j] = w[static_cast<size_t>(j)] * (xi[j] * inv);
-  }
+  const float* x_data = x.as<float>();
+  float* out_data = out.as<float>();
+  for_each_block(n, rows_per_block(dim), 2 * dim, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      const float* xi = x_data + i * dim;
+      float* oi = out_data + i * dim;
+      float sum = 0.0f;
+      for (int64_t j = 0; j < dim; ++j) sum += xi[j] * xi[j];
+      const float inv = 1.0f / std::sqrt(sum / static_cast<float>(dim) + eps);
+      for (int64_t j = 0; j < dim; ++j) oi[j] = w[static_cast<size_t>(j)] * (xi[j] * inv);
+    }
+  });
 }
 
 void rope(const Tensor& x, const Tensor& positions, const Tensor& inv_freq) {
@@ -49,33 +81,43 @@ void rope(const Tensor& x, const Tensor& positions, const Tensor& inv_freq) {
   const int64_t n = x.shape[0], heads = x.shape[1], head_dim = x.shape[2], half = head_dim / 2;
   check(positions.shape[0] == n && head_dim % 2 == 0 && inv_freq.shape[0] == half, "rope: shapes ",
         x.shape_text(), ", ", positions.shape_text(), ", ", inv_freq.shape_text(), " disagree");
-  std::vector<float> cos_row(static_cast<size_t>(half)), sin_row(static_cast<size_t>(half));
-  for (int64_t i = 0; i < n; ++i) {
-    // Angles in f32, as transformers computes them.
-    const float pos = static_cast<float>(positions.as<int32_t>()[i]);
-    for (int64_t j = 0; j < half; ++j) {
-      const float angle = pos * inv_freq.as<float>()[j];
-      cos_row[static_cast<size_t>(j)] = std::cos(angle);
-      sin_row[static_cast<size_t>(j)] = std::sin(angle);
-    }
-    for (int64_t h = 0; h < heads; ++h) {
-      float* v = x.as<float>() + (i * heads + h) * head_dim;
+  const int32_t* pos_data = positions.as<int32_t>();
+  const float* freq = inv_freq.as<float>();
+  float* x_data = x.as<float>();
+  const int64_t row = heads * head_dim;
+  for_each_block(n, rows_per_block(row), row + half * kExpCost, [&](int64_t begin, int64_t end) {
+    std::vector<float> cos_row(static_cast<size_t>(half)), sin_row(static_cast<size_t>(half));
+    for (int64_t i = begin; i < end; ++i) {
+      // Angles in f32, as transformers computes them.
+      const float pos = static_cast<float>(pos_data[i]);
       for (int64_t j = 0; j < half; ++j) {
-        const float a = v[j], b = v[j + half];
-        const float c = cos_row[static_cast<size_t>(j)], s = sin_row[static_cast<size_t>(j)];
-        v[j] = a * c - b * s;
-        v[j + half] = b * c + a * s;
+        const float angle = pos * freq[j];
+        cos_row[static_cast<size_t>(j)] = std::cos(angle);
+        sin_row[static_cast<size_t>(j)] = std::sin(angle);
+      }
+      for (int64_t h = 0; h < heads; ++h) {
+        float* v = x_data + (i * heads + h) * head_dim;
+        for (int64_t j = 0; j < half; ++j) {
+          const float a = v[j], b = v[j + half];
+          const float c = cos_row[static_cast<size_t>(j)], s = sin_row[static_cast<size_t>(j)];
+          v[j] = a * c - b * s;
+          v[j + half] = b * c + a * s;
+        }
       }
     }
-  }
+  });
 }
 
 void add(const Tensor& a, const Tensor& b, const Tensor& out) {
   check(a.dtype == DType::f32 && b.dtype == DType::f32 && out.dtype == DType::f32 &&
             a.numel() == b.numel() && a.numel() == out.numel(),
         "add: shapes ", a.shape_text(), ", ", b.shape_text(), ", ", out.shape_text(), " disagree");
-  const int64_t n = a.numel();
-  for (int64_t i = 0; i < n; ++i) out.as<float>()[i] = a.as<float>()[i] + b.as<float>()[i];
+  const float* a_data = a.as<float>();
+  const float* b_data = b.as<float>();
+  float* out_data = out.as<float>();
+  for_each_block(a.numel(), kBlockElements, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) out_data[i] = a_data[i] + b_data[i];
+  });
 }
 
 void mul_rows(const Tensor& x, const Tensor& scale) {
@@ -83,9 +125,13 @@ void mul_rows(const Tensor& x, const Tensor& scale) {
   expect(scale, DType::f32, 1, "mul_rows scale");
   check(scale.shape[0] == x.shape[0], "mul_rows: ", scale.shape_text(), " scales for ",
         x.shape_text());
-  for (int64_t i = 0; i < x.shape[0]; ++i)
-    for (int64_t j = 0; j < x.shape[1]; ++j)
-      x.as<float>()[i * x.shape[1] + j] *= scale.as<float>()[i];
+  const int64_t dim = x.shape[1];
+  float* x_data = x.as<float>();
+  const float* scale_data = scale.as<float>();
+  for_each_block(x.shape[0], rows_per_block(dim), dim, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i)
+      for (int64_t j = 0; j < dim; ++j) x_data[i * dim + j] *= scale_data[i];
+  });
 }
 
 void silu_mul(const Tensor& gate, const Tensor& up, const Tensor& out) {
@@ -93,16 +139,23 @@ void silu_mul(const Tensor& gate, const Tensor& up, const Tensor& out) {
             gate.numel() == up.numel() && gate.numel() == out.numel(),
         "silu_mul: shapes ", gate.shape_text(), ", ", up.shape_text(), ", ", out.shape_text(),
         " disagree");
-  for (int64_t i = 0; i < gate.numel(); ++i) {
-    const float g = gate.as<float>()[i];
-    out.as<float>()[i] = g / (1.0f + std::exp(-g)) * up.as<float>()[i];
-  }
+  const float* gate_data = gate.as<float>();
+  const float* up_data = up.as<float>();
+  float* out_data = out.as<float>();
+  for_each_block(gate.numel(), kBlockElements, kExpCost, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      const float g = gate_data[i];
+      out_data[i] = g / (1.0f + std::exp(-g)) * up_data[i];
+    }
+  });
 }
 
 void sigmoid(const Tensor& x) {
   check(x.dtype == DType::f32, "sigmoid: expected f32 (got ", x.shape_text(), ")");
-  for (int64_t i = 0; i < x.numel(); ++i)
-    x.as<float>()[i] = 1.0f / (1.0f + std::exp(-x.as<float>()[i]));
+  float* data = x.as<float>();
+  for_each_block(x.numel(), kBlockElements, kExpCost, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) data[i] = 1.0f / (1.0f + std::exp(-data[i]));
+  });
 }
 
 void fill(const Tensor& x, float value) {
