@@ -226,26 +226,11 @@ void halves_columns(const GemmArgs& a, const float* w, int64_t begin, int64_t en
 }
 
 template <class W>
-void widen(const typename W::Element* src, int64_t count, float* dst) {
-  int64_t p = 0;
-  for (; p + kLanes <= count; p += kLanes) {
-    const Half16 v = W::load(src + p);
-    _mm256_storeu_ps(dst + p, v.lo);
-    _mm256_storeu_ps(dst + p + 8, v.hi);
-  }
-  for (; p < count; ++p) dst[p] = W::scalar(src[p]);
-}
-
-template <class W>
 void run(const GemmArgs& a, int64_t begin, int64_t end, float* scratch) {
   const auto* w = static_cast<const typename W::Element*>(a.w) + begin * a.k;
   if (a.x_halves != nullptr) {
     widen_halves<W>(w, a.k, end - begin, scratch);
     return halves_columns(a, scratch, begin, end);
-  }
-  if (scratch != nullptr) {
-    widen<W>(w, (end - begin) * a.k, scratch);
-    return columns<F32Weights>(a, scratch, begin, end);
   }
   columns<W>(a, w, begin, end);
 }
@@ -256,8 +241,7 @@ void gemm_columns_avx2(const GemmArgs& args, int64_t column_begin, int64_t colum
                        float* scratch) {
   switch (args.weights) {
     case GemmWeights::f32:
-      return run<F32Weights>(args, column_begin, column_end,
-                             args.x_halves != nullptr ? scratch : nullptr);
+      return run<F32Weights>(args, column_begin, column_end, scratch);
     case GemmWeights::bf16:
       return run<Bf16Weights>(args, column_begin, column_end, scratch);
     case GemmWeights::f16:

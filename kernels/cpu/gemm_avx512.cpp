@@ -5,8 +5,9 @@
 //
 // Moves: at batch 1 every weight byte once (a GEMV, bound by memory
 // bandwidth: bytes(w) per token); for many rows the weight block is reread
-// from L1/L2 once per 6 rows, and the kernel approaches the FMA peak
-// (2 x 16 f32 FMAs per cycle per core).
+// from L1/L2 once per 6 rows and widened again each time: cheaper than
+// widening it once into scratch and reading twice the bytes back, at every m
+// measured (docs/benchmarks.md).
 //
 // Compiled with -mavx512f -mavx512bw -mavx512vl -mavx512dq -mfma -mf16c:
 // this file includes nothing but intrinsics and gemm_kernels.hpp, and keeps
@@ -162,38 +163,21 @@ void columns(const GemmArgs& a, const typename W::Element* w, int64_t begin, int
   }
 }
 
-// Widens count values exactly into dst.
 template <class W>
-void widen(const typename W::Element* src, int64_t count, float* dst) {
-  int64_t p = 0;
-  for (; p + kLanes <= count; p += kLanes) _mm512_storeu_ps(dst + p, W::load(src + p));
-  if (p < count) {
-    const __mmask16 mask = static_cast<__mmask16>((1u << (count - p)) - 1);
-    _mm512_mask_storeu_ps(dst + p, mask, W::load_partial(src + p, mask));
-  }
-}
-
-template <class W>
-void run(const GemmArgs& a, int64_t begin, int64_t end, float* scratch) {
-  const auto* w = static_cast<const typename W::Element*>(a.w) + begin * a.k;
-  if (scratch != nullptr) {
-    widen<W>(w, (end - begin) * a.k, scratch);
-    return columns<F32Weights>(a, scratch, begin, end);
-  }
-  columns<W>(a, w, begin, end);
+void run(const GemmArgs& a, int64_t begin, int64_t end) {
+  columns<W>(a, static_cast<const typename W::Element*>(a.w) + begin * a.k, begin, end);
 }
 
 }  // namespace
 
-void gemm_columns_avx512(const GemmArgs& args, int64_t column_begin, int64_t column_end,
-                         float* scratch) {
+void gemm_columns_avx512(const GemmArgs& args, int64_t column_begin, int64_t column_end) {
   switch (args.weights) {
     case GemmWeights::f32:
-      return run<F32Weights>(args, column_begin, column_end, nullptr);
+      return run<F32Weights>(args, column_begin, column_end);
     case GemmWeights::bf16:
-      return run<Bf16Weights>(args, column_begin, column_end, scratch);
+      return run<Bf16Weights>(args, column_begin, column_end);
     case GemmWeights::f16:
-      return run<F16Weights>(args, column_begin, column_end, scratch);
+      return run<F16Weights>(args, column_begin, column_end);
   }
 }
 

@@ -48,15 +48,12 @@ constexpr int64_t weight_rows_per_tile(int64_t rows_left, int64_t widest) {
   return rows_left == 1 ? 1 : widest;
 }
 
-// Output columns [column_begin, column_end) for every row of x. scratch is
-// null, or room for (column_end - column_begin) * k floats: the block's
-// bf16/f16 weights are then widened into it once (exactly: the same bits)
-// instead of at every row tile. With x_halves, scratch has room for
-// (column_end - column_begin) * k16 floats (AVX2 only).
+// Output columns [column_begin, column_end) for every row of x. The AVX2
+// kernel's scratch is null, or, with x_halves, room for (column_end -
+// column_begin) * k16 floats: the block's weights in the halves layout.
 void gemm_columns_avx2(const GemmArgs& args, int64_t column_begin, int64_t column_end,
                        float* scratch);
-void gemm_columns_avx512(const GemmArgs& args, int64_t column_begin, int64_t column_end,
-                         float* scratch);
+void gemm_columns_avx512(const GemmArgs& args, int64_t column_begin, int64_t column_end);
 
 // The bf16 mode (cpu_features.hpp, MatmulPrecision::bf16), bf16 weights only:
 // output (i, j) = sum over 16 lanes, lane l accumulating with vdpbf16ps the

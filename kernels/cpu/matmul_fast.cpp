@@ -27,14 +27,6 @@ constexpr int64_t kL1BlockBytes = 40 << 10;
 constexpr int64_t kMinRowsForL1Blocks = 16;
 // The AVX2 halves tiles are 3 columns wide: 15 leaves no 1-column strip.
 constexpr int64_t kHalvesColumnsPerTask = 15;
-// AVX-512: above this many rows a bf16/f16 block is widened once into scratch
-// rather than at each row tile (the kernel's row tile is at most 6), unless the
-// widened block would not stay in L2 (a long reduction, as a down
-// projection's): then each row tile widens it again from the bf16 rows. Up to
-// a few row tiles, widening again from L1 beats reading twice the bytes back
-// from scratch (a speculative step's 5-33 tokens; docs/benchmarks.md).
-constexpr int64_t kMaxRowsWidenedInPlace = 32;
-constexpr int64_t kMaxWidenedBytes = 256 << 10;
 // AVX2: from this many rows (a full 4 x 3 tile) x and each block's weights
 // are laid out in halves (gemm_kernels.hpp); below, the 2 x 2 tiles read the
 // bf16 rows as stored, which is what decode's memory-bound steps want.
@@ -80,10 +72,10 @@ namespace {
 struct Prepared {
   GemmArgs args;
   bool bf16_mode = false;
-  void (*kernel)(const GemmArgs&, int64_t, int64_t, float*) = nullptr;
+  bool avx512 = false;  // else the AVX2 kernel
   int64_t columns = kColumnsPerTask;
   int64_t tasks = 0;
-  size_t scratch_floats = 0;  // per task; 0: the kernel takes no scratch
+  size_t scratch_floats = 0;  // per task, the AVX2 halves layout's; 0: none
 };
 
 // The calling thread's buffers for x's layouts and a converted bias, one set
@@ -140,8 +132,8 @@ Prepared prepare(const MatmulProblem& problem, CpuPath path, Staging& staging,
     // By default avx512_bf16 and amx run the AVX-512 f32 kernel too: the
     // golden tests hold f32 models to 1e-4 of transformers, and bf16 dot
     // products (or AMX tiles) round activations to bf16.
-    p.kernel = path >= CpuPath::avx512 ? gemm_columns_avx512 : gemm_columns_avx2;
-    if (path < CpuPath::avx512 && m >= kMinRowsInHalves) {
+    p.avx512 = path >= CpuPath::avx512;
+    if (!p.avx512 && m >= kMinRowsInHalves) {
       if (same_x && same_x->args.x_halves) {
         p.args.x_halves = same_x->args.x_halves;
       } else {
@@ -150,9 +142,6 @@ Prepared prepare(const MatmulProblem& problem, CpuPath path, Staging& staging,
       }
       p.columns = kHalvesColumnsPerTask;
       p.scratch_floats = static_cast<size_t>(p.columns * ((k + 15) / 16 * 16));
-    } else if (w.dtype != DType::f32 && m > kMaxRowsWidenedInPlace &&
-               kColumnsPerTask * k * static_cast<int64_t>(sizeof(float)) <= kMaxWidenedBytes) {
-      p.scratch_floats = static_cast<size_t>(kColumnsPerTask * k);  // widened once per block
     }
   }
   p.tasks = (n + p.columns - 1) / p.columns;
@@ -163,7 +152,8 @@ void run_task(const Prepared& p, int64_t task, float* scratch) {
   const int64_t begin = task * p.columns;
   const int64_t end = std::min(p.args.n, begin + p.columns);
   if (p.bf16_mode) return gemm_columns_avx512_bf16(p.args, begin, end);
-  p.kernel(p.args, begin, end, p.scratch_floats > 0 ? scratch : nullptr);
+  if (p.avx512) return gemm_columns_avx512(p.args, begin, end);
+  gemm_columns_avx2(p.args, begin, end, p.scratch_floats > 0 ? scratch : nullptr);
 }
 
 }  // namespace
