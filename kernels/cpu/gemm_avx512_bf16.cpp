@@ -45,8 +45,9 @@ inline float fold(__m512 v) {
   return _mm_cvtss_f32(s1);
 }
 
-// out[r][c] for R rows of x and C weight rows; row strides are k.
-template <int R, int C>
+// out[r][c] for R rows of x and C weight rows; row strides are k. Prefetch:
+// whether the tile fetches the next tile's weight rows ahead.
+template <int R, int C, bool Prefetch>
 void tile(const uint16_t* x, const uint16_t* w, int64_t k, const float* bias, float* out,
           int64_t out_stride) {
   __m512 acc[R][C];
@@ -57,7 +58,8 @@ void tile(const uint16_t* x, const uint16_t* w, int64_t k, const float* bias, fl
     __m512bh wv[C];
     for (int c = 0; c < C; ++c) {
       // The next tile's weight rows, a tile ahead (gemm_avx512.cpp says why).
-      _mm_prefetch(reinterpret_cast<const char*>(w + (C + c) * k + p), _MM_HINT_T0);
+      if constexpr (Prefetch)
+        _mm_prefetch(reinterpret_cast<const char*>(w + (C + c) * k + p), _MM_HINT_T0);
       wv[c] = load(w + c * k + p);
     }
     for (int r = 0; r < R; ++r) {
@@ -80,18 +82,18 @@ void tile(const uint16_t* x, const uint16_t* w, int64_t k, const float* bias, fl
       out[r * out_stride + c] = fold(acc[r][c]) + (bias ? bias[c] : 0.0f);
 }
 
-template <int R>
+template <int R, bool Prefetch = true>
 void tile_rows(int columns, const uint16_t* x, const uint16_t* w, int64_t k, const float* bias,
                float* out, int64_t out_stride) {
   switch (columns) {
     case 4:
-      return tile<R, 4>(x, w, k, bias, out, out_stride);
+      return tile<R, 4, Prefetch>(x, w, k, bias, out, out_stride);
     case 3:
-      return tile<R, 3>(x, w, k, bias, out, out_stride);
+      return tile<R, 3, Prefetch>(x, w, k, bias, out, out_stride);
     case 2:
-      return tile<R, 2>(x, w, k, bias, out, out_stride);
+      return tile<R, 2, Prefetch>(x, w, k, bias, out, out_stride);
     default:
-      return tile<R, 1>(x, w, k, bias, out, out_stride);
+      return tile<R, 1, Prefetch>(x, w, k, bias, out, out_stride);
   }
 }
 
@@ -125,7 +127,12 @@ void gemm_columns_avx512_bf16(const GemmArgs& a, int64_t column_begin, int64_t c
       float* out = a.out + i * n + j;
       switch (rows) {
         case 6:
-          tile_rows<6>(cols, x, w + j * k, k, bias, out, n);
+          // As in gemm_avx512.cpp: only the first row tile prefetches.
+          if (i == 0) {
+            tile_rows<6>(cols, x, w + j * k, k, bias, out, n);
+          } else {
+            tile_rows<6, false>(cols, x, w + j * k, k, bias, out, n);
+          }
           break;
         case 5:
           tile_rows<5>(cols, x, w + j * k, k, bias, out, n);
