@@ -5,6 +5,7 @@
 
 #include "kernels/cpu/ops.hpp"
 #include "kernels/cpu/parallel.hpp"
+#include "kernels/cpu/vector_exp.hpp"
 #include "kernels/error.hpp"
 
 namespace hive::cpu {
@@ -32,6 +33,25 @@ int64_t rows_per_block(int64_t row_elements) {
 
 // What an exp costs, in multiply-adds, for the pool's threshold.
 constexpr int64_t kExpCost = 16;
+
+// Built for x86-64-v4, v3 (AVX2, FMA) and the baseline, as dot() is: the
+// loader picks one per machine and every clone gives the bits of
+// vector_exp's explicit fmas. Not under ASan or TSan (see dot.cpp).
+#if defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+#define HIVE_ELEMENTWISE_CLONES \
+  __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define HIVE_ELEMENTWISE_CLONES
+#endif
+
+// out = silu(gate) * up over [begin, end), silu(g) = g / (1 + e^-g).
+HIVE_ELEMENTWISE_CLONES void silu_mul_range(const float* gate, const float* up, float* out,
+                                            int64_t begin, int64_t end) {
+  for (int64_t i = begin; i < end; ++i) {
+    const float g = gate[i];
+    out[i] = g / (1.0f + vector_exp(-g)) * up[i];
+  }
+}
 
 }  // namespace
 
@@ -143,10 +163,7 @@ void silu_mul(const Tensor& gate, const Tensor& up, const Tensor& out) {
   const float* up_data = up.as<float>();
   float* out_data = out.as<float>();
   for_each_block(gate.numel(), kBlockElements, kExpCost, [&](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i) {
-      const float g = gate_data[i];
-      out_data[i] = g / (1.0f + std::exp(-g)) * up_data[i];
-    }
+    silu_mul_range(gate_data, up_data, out_data, begin, end);
   });
 }
 

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "kernels/cpu/ops.hpp"
+#include "kernels/cpu/vector_exp.hpp"
 
 namespace hive::cpu::paged {
 
@@ -127,28 +128,9 @@ inline __attribute__((always_inline)) void dot_16_rows(const float* q, const flo
 }
 
 // exp(x) for the softmax's weights, where x <= 0 (a score minus a running
-// maximum; -inf gives 0). Plain arithmetic the caller's clone vectorizes,
-// where std::exp is a call per score: Cody-Waite reduction x = n ln2 + r,
-// |r| <= ln2 / 2, Cephes' degree-6 polynomial for e^r (within 2 ulp of
-// expf), then 2^n by the exponent bits; below 2^-126 the weight is 0. Every
-// product that feeds a sum is an explicit fma, so the scalar and vector
-// forms of one clone give the same bits.
+// maximum; -inf gives 0).
 inline __attribute__((always_inline)) float softmax_exp(float x) {
-  x = std::max(x, -100.0f);  // also -inf; the result is then 0 below
-  const float shifter = 12582912.0f;  // 1.5 * 2^23: adding it rounds to an integer
-  const float n = std::fma(x, 1.44269504088896341f, shifter) - shifter;
-  float r = std::fma(n, -0.693359375f, x);  // ln2 in two parts, the first exact in n
-  r = std::fma(n, 2.12194440e-4f, r);
-  float p = 1.9875691500e-4f;
-  p = std::fma(p, r, 1.3981999507e-3f);
-  p = std::fma(p, r, 8.3334519073e-3f);
-  p = std::fma(p, r, 4.1665795894e-2f);
-  p = std::fma(p, r, 1.6666665459e-1f);
-  p = std::fma(p, r, 5.0000001201e-1f);
-  p = std::fma(p, r * r, r) + 1.0f;
-  const int32_t e = static_cast<int32_t>(n);
-  const float scale = std::bit_cast<float>(static_cast<uint32_t>(std::max(e + 127, 0)) << 23);
-  return e < -126 ? 0.0f : p * scale;
+  return vector_exp(x);
 }
 
 // Points s.keys/s.values at the rows of positions [lo, hi) of the tile that
