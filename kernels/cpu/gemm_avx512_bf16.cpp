@@ -97,6 +97,17 @@ void tile_rows(int columns, const uint16_t* x, const uint16_t* w, int64_t k, con
   }
 }
 
+// While the row tiles after the first compute from cache, the weight block
+// after this one (where the thread's next task usually starts) is fetched
+// into L2 a slice per row tile, so that memory is busy while the cores are,
+// and the next task's first row tile does not wait on it with them idle.
+inline void prefetch_slice(const void* next, int64_t bytes, int64_t slice, int64_t slices) {
+  const auto* base = static_cast<const char*>(next);
+  const int64_t lines = (bytes + 63) / 64;
+  for (int64_t line = lines * slice / slices; line < lines * (slice + 1) / slices; ++line)
+    _mm_prefetch(base + line * 64, _MM_HINT_T1);
+}
+
 }  // namespace
 
 void round_to_bf16_avx512_bf16(const float* x, int64_t count, uint16_t* out) {
@@ -114,7 +125,11 @@ void round_to_bf16_avx512_bf16(const float* x, int64_t count, uint16_t* out) {
 void gemm_columns_avx512_bf16(const GemmArgs& a, int64_t column_begin, int64_t column_end) {
   const int64_t k = a.k, n = a.n;
   const auto* w = static_cast<const uint16_t*>(a.w);
+  const int64_t row_tiles = (a.m + kTileRows - 1) / kTileRows;
+  const int64_t block_bytes = (column_end - column_begin) * k * 2;
   for (int64_t i = 0; i < a.m; i += kTileRows) {
+    if (i > 0)
+      prefetch_slice(w + column_end * k, block_bytes, i / kTileRows - 1, row_tiles - 1);
     const int64_t rows_left = a.m - i;
     const int rows = rows_left < kTileRows ? static_cast<int>(rows_left) : kTileRows;
     const int64_t tile_columns = weight_rows_per_tile(rows_left, kTileColumns);
