@@ -132,7 +132,13 @@ void gemm_columns_avx512_bf16(const GemmArgs& a, int64_t column_begin, int64_t c
       prefetch_slice(w + column_end * k, block_bytes, i / kTileRows - 1, row_tiles - 1);
     const int64_t rows_left = a.m - i;
     const int rows = rows_left < kTileRows ? static_cast<int>(rows_left) : kTileRows;
-    const int64_t tile_columns = weight_rows_per_tile(rows_left, kTileColumns);
+    // A product of one row tile (decode of a few sequences, an expert's few
+    // tokens) streams its weights from memory once: one weight row at a
+    // time, as a lone row does, reads them faster than four side by side,
+    // and the kernel's few chains of vdpbf16ps keep up (docs/benchmarks.md).
+    // The f32 kernel's FMAs, twice as many per byte, do not.
+    const int64_t tile_columns =
+        a.m <= kTileRows ? 1 : weight_rows_per_tile(rows_left, kTileColumns);
     for (int64_t j = column_begin; j < column_end; j += tile_columns) {
       const int64_t columns_left = column_end - j;
       const int cols = columns_left < tile_columns ? static_cast<int>(columns_left)
