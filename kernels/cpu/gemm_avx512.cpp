@@ -71,16 +71,32 @@ inline float fold(__m512 v) {
   return _mm_cvtss_f32(s1);
 }
 
+// The weight block after a task's own (where the thread's next task usually
+// starts), fetched into L2 by the task's later row tiles, which compute
+// from cache with memory otherwise idle: `lines` cache lines per 16-value
+// chunk, spread through the tiles' loops (a burst of prefetches stalls the
+// core on its outstanding misses).
+struct Ahead {
+  const char* next = nullptr;
+  int64_t lines = 0;
+};
+
 // out[r][c] for R rows of x and C weight rows; row strides are k. Prefetch:
-// whether the tile fetches the next tile's weight rows ahead (see below).
+// whether the tile fetches the next tile's weight rows ahead (the first row
+// tile of a block, which reads it from memory; see below), else `ahead`.
 template <int R, int C, class W, bool Prefetch>
 void tile(const float* x, const typename W::Element* w, int64_t k, const float* bias, float* out,
-          int64_t out_stride) {
+          int64_t out_stride, Ahead& ahead) {
   __m512 acc[R][C];
   for (int r = 0; r < R; ++r)
     for (int c = 0; c < C; ++c) acc[r][c] = _mm512_setzero_ps();
   int64_t p = 0;
   for (; p + kLanes <= k; p += kLanes) {
+    if constexpr (!Prefetch) {
+      for (int64_t line = 0; line < ahead.lines; ++line)
+        _mm_prefetch(ahead.next + line * 64, _MM_HINT_T1);
+      ahead.next += ahead.lines * 64;
+    }
     __m512 wv[C];
     for (int c = 0; c < C; ++c) {
       // The next tile's weight rows, a tile ahead: at batch 1 the rows are
@@ -113,38 +129,33 @@ void tile(const float* x, const typename W::Element* w, int64_t k, const float* 
 
 template <int R, class W, bool Prefetch = true>
 void tile_rows(int columns, const float* x, const typename W::Element* w, int64_t k,
-               const float* bias, float* out, int64_t out_stride) {
+               const float* bias, float* out, int64_t out_stride, Ahead& ahead) {
   switch (columns) {
     case 4:
-      return tile<R, 4, W, Prefetch>(x, w, k, bias, out, out_stride);
+      return tile<R, 4, W, Prefetch>(x, w, k, bias, out, out_stride, ahead);
     case 3:
-      return tile<R, 3, W, Prefetch>(x, w, k, bias, out, out_stride);
+      return tile<R, 3, W, Prefetch>(x, w, k, bias, out, out_stride, ahead);
     case 2:
-      return tile<R, 2, W, Prefetch>(x, w, k, bias, out, out_stride);
+      return tile<R, 2, W, Prefetch>(x, w, k, bias, out, out_stride, ahead);
     default:
-      return tile<R, 1, W, Prefetch>(x, w, k, bias, out, out_stride);
+      return tile<R, 1, W, Prefetch>(x, w, k, bias, out, out_stride, ahead);
   }
-}
-
-// While the row tiles after the first compute from cache, the weight block
-// after this one (where the thread's next task usually starts) is fetched
-// into L2 a slice per row tile, so that memory is busy while the cores are,
-// and the next task's first row tile does not wait on it with them idle.
-inline void prefetch_slice(const void* next, int64_t bytes, int64_t slice, int64_t slices) {
-  const auto* base = static_cast<const char*>(next);
-  const int64_t lines = (bytes + 63) / 64;
-  for (int64_t line = lines * slice / slices; line < lines * (slice + 1) / slices; ++line)
-    _mm_prefetch(base + line * 64, _MM_HINT_T1);
 }
 
 // Columns [begin, end) of out for all rows; w points at weight row `begin`.
 template <class W>
 void columns(const GemmArgs& a, const typename W::Element* w, int64_t begin, int64_t end) {
   const int64_t k = a.k, n = a.n;
-  const int64_t row_tiles = (a.m + kTileRows - 1) / kTileRows;
-  const int64_t block_bytes = (end - begin) * k * static_cast<int64_t>(sizeof(*w));
+  // The next block's lines, spread over the chunks of the full row tiles
+  // after the first.
+  Ahead ahead{reinterpret_cast<const char*>(w + (end - begin) * k), 0};
+  const int64_t later_chunks =
+      (a.m / kTileRows - 1) * (end - begin + kTileColumns - 1) / kTileColumns * (k / kLanes);
+  if (later_chunks > 0) {
+    const int64_t lines = ((end - begin) * k * static_cast<int64_t>(sizeof(*w)) + 63) / 64;
+    ahead.lines = (lines + later_chunks - 1) / later_chunks;
+  }
   for (int64_t i = 0; i < a.m; i += kTileRows) {
-    if (i > 0) prefetch_slice(w + (end - begin) * k, block_bytes, i / kTileRows - 1, row_tiles - 1);
     const int64_t rows_left = a.m - i;
     const int rows = rows_left < kTileRows ? static_cast<int>(rows_left) : kTileRows;
     const int64_t tile_columns = weight_rows_per_tile(rows_left, kTileColumns);
@@ -162,25 +173,25 @@ void columns(const GemmArgs& a, const typename W::Element* w, int64_t begin, int
           // the later ones find them in cache, where a prefetch only takes
           // a load slot from the kernel (docs/benchmarks.md).
           if (i == 0) {
-            tile_rows<6, W>(cols, x, wj, k, bias, out, n);
+            tile_rows<6, W>(cols, x, wj, k, bias, out, n, ahead);
           } else {
-            tile_rows<6, W, false>(cols, x, wj, k, bias, out, n);
+            tile_rows<6, W, false>(cols, x, wj, k, bias, out, n, ahead);
           }
           break;
         case 5:
-          tile_rows<5, W>(cols, x, wj, k, bias, out, n);
+          tile_rows<5, W>(cols, x, wj, k, bias, out, n, ahead);
           break;
         case 4:
-          tile_rows<4, W>(cols, x, wj, k, bias, out, n);
+          tile_rows<4, W>(cols, x, wj, k, bias, out, n, ahead);
           break;
         case 3:
-          tile_rows<3, W>(cols, x, wj, k, bias, out, n);
+          tile_rows<3, W>(cols, x, wj, k, bias, out, n, ahead);
           break;
         case 2:
-          tile_rows<2, W>(cols, x, wj, k, bias, out, n);
+          tile_rows<2, W>(cols, x, wj, k, bias, out, n, ahead);
           break;
         default:
-          tile_rows<1, W>(cols, x, wj, k, bias, out, n);
+          tile_rows<1, W>(cols, x, wj, k, bias, out, n, ahead);
       }
     }
   }

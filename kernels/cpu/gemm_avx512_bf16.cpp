@@ -45,16 +45,32 @@ inline float fold(__m512 v) {
   return _mm_cvtss_f32(s1);
 }
 
+// The weight block after a task's own (where the thread's next task usually
+// starts), fetched into L2 by the task's later row tiles, which compute
+// from cache with memory otherwise idle: `lines` cache lines per 32-value
+// chunk, spread through the tiles' loops (a burst of prefetches stalls the
+// core on its outstanding misses).
+struct Ahead {
+  const char* next = nullptr;
+  int64_t lines = 0;
+};
+
 // out[r][c] for R rows of x and C weight rows; row strides are k. Prefetch:
-// whether the tile fetches the next tile's weight rows ahead.
+// whether the tile fetches the next tile's weight rows ahead (the first row
+// tile of a block, which reads it from memory), else it fetches `ahead`.
 template <int R, int C, bool Prefetch>
 void tile(const uint16_t* x, const uint16_t* w, int64_t k, const float* bias, float* out,
-          int64_t out_stride) {
+          int64_t out_stride, Ahead& ahead) {
   __m512 acc[R][C];
   for (int r = 0; r < R; ++r)
     for (int c = 0; c < C; ++c) acc[r][c] = _mm512_setzero_ps();
   int64_t p = 0;
   for (; p + kPairs <= k; p += kPairs) {
+    if constexpr (!Prefetch) {
+      for (int64_t line = 0; line < ahead.lines; ++line)
+        _mm_prefetch(ahead.next + line * 64, _MM_HINT_T1);
+      ahead.next += ahead.lines * 64;
+    }
     __m512bh wv[C];
     for (int c = 0; c < C; ++c) {
       // The next tile's weight rows, a tile ahead (gemm_avx512.cpp says why).
@@ -84,28 +100,17 @@ void tile(const uint16_t* x, const uint16_t* w, int64_t k, const float* bias, fl
 
 template <int R, bool Prefetch = true>
 void tile_rows(int columns, const uint16_t* x, const uint16_t* w, int64_t k, const float* bias,
-               float* out, int64_t out_stride) {
+               float* out, int64_t out_stride, Ahead& ahead) {
   switch (columns) {
     case 4:
-      return tile<R, 4, Prefetch>(x, w, k, bias, out, out_stride);
+      return tile<R, 4, Prefetch>(x, w, k, bias, out, out_stride, ahead);
     case 3:
-      return tile<R, 3, Prefetch>(x, w, k, bias, out, out_stride);
+      return tile<R, 3, Prefetch>(x, w, k, bias, out, out_stride, ahead);
     case 2:
-      return tile<R, 2, Prefetch>(x, w, k, bias, out, out_stride);
+      return tile<R, 2, Prefetch>(x, w, k, bias, out, out_stride, ahead);
     default:
-      return tile<R, 1, Prefetch>(x, w, k, bias, out, out_stride);
+      return tile<R, 1, Prefetch>(x, w, k, bias, out, out_stride, ahead);
   }
-}
-
-// While the row tiles after the first compute from cache, the weight block
-// after this one (where the thread's next task usually starts) is fetched
-// into L2 a slice per row tile, so that memory is busy while the cores are,
-// and the next task's first row tile does not wait on it with them idle.
-inline void prefetch_slice(const void* next, int64_t bytes, int64_t slice, int64_t slices) {
-  const auto* base = static_cast<const char*>(next);
-  const int64_t lines = (bytes + 63) / 64;
-  for (int64_t line = lines * slice / slices; line < lines * (slice + 1) / slices; ++line)
-    _mm_prefetch(base + line * 64, _MM_HINT_T1);
 }
 
 }  // namespace
@@ -125,11 +130,17 @@ void round_to_bf16_avx512_bf16(const float* x, int64_t count, uint16_t* out) {
 void gemm_columns_avx512_bf16(const GemmArgs& a, int64_t column_begin, int64_t column_end) {
   const int64_t k = a.k, n = a.n;
   const auto* w = static_cast<const uint16_t*>(a.w);
-  const int64_t row_tiles = (a.m + kTileRows - 1) / kTileRows;
-  const int64_t block_bytes = (column_end - column_begin) * k * 2;
+  // The next block's lines, spread over the chunks of the full row tiles
+  // after the first.
+  Ahead ahead{reinterpret_cast<const char*>(w + column_end * k), 0};
+  const int64_t later_chunks = (a.m / kTileRows - 1) *
+                               (column_end - column_begin + kTileColumns - 1) / kTileColumns *
+                               (k / kPairs);
+  if (later_chunks > 0) {
+    const int64_t lines = ((column_end - column_begin) * k * 2 + 63) / 64;
+    ahead.lines = (lines + later_chunks - 1) / later_chunks;
+  }
   for (int64_t i = 0; i < a.m; i += kTileRows) {
-    if (i > 0)
-      prefetch_slice(w + column_end * k, block_bytes, i / kTileRows - 1, row_tiles - 1);
     const int64_t rows_left = a.m - i;
     const int rows = rows_left < kTileRows ? static_cast<int>(rows_left) : kTileRows;
     // A product of one row tile (decode of a few sequences, an expert's few
@@ -150,25 +161,25 @@ void gemm_columns_avx512_bf16(const GemmArgs& a, int64_t column_begin, int64_t c
         case 6:
           // As in gemm_avx512.cpp: only the first row tile prefetches.
           if (i == 0) {
-            tile_rows<6>(cols, x, w + j * k, k, bias, out, n);
+            tile_rows<6>(cols, x, w + j * k, k, bias, out, n, ahead);
           } else {
-            tile_rows<6, false>(cols, x, w + j * k, k, bias, out, n);
+            tile_rows<6, false>(cols, x, w + j * k, k, bias, out, n, ahead);
           }
           break;
         case 5:
-          tile_rows<5>(cols, x, w + j * k, k, bias, out, n);
+          tile_rows<5>(cols, x, w + j * k, k, bias, out, n, ahead);
           break;
         case 4:
-          tile_rows<4>(cols, x, w + j * k, k, bias, out, n);
+          tile_rows<4>(cols, x, w + j * k, k, bias, out, n, ahead);
           break;
         case 3:
-          tile_rows<3>(cols, x, w + j * k, k, bias, out, n);
+          tile_rows<3>(cols, x, w + j * k, k, bias, out, n, ahead);
           break;
         case 2:
-          tile_rows<2>(cols, x, w + j * k, k, bias, out, n);
+          tile_rows<2>(cols, x, w + j * k, k, bias, out, n, ahead);
           break;
         default:
-          tile_rows<1>(cols, x, w + j * k, k, bias, out, n);
+          tile_rows<1>(cols, x, w + j * k, k, bias, out, n, ahead);
       }
     }
   }
