@@ -71,16 +71,6 @@ inline float fold(__m512 v) {
   return _mm_cvtss_f32(s1);
 }
 
-// The weight block after a task's own (where the thread's next task usually
-// starts), fetched into L2 by the task's later row tiles, which compute
-// from cache with memory otherwise idle: `lines` cache lines per 16-value
-// chunk, spread through the tiles' loops (a burst of prefetches stalls the
-// core on its outstanding misses).
-struct Ahead {
-  const char* next = nullptr;
-  int64_t lines = 0;
-};
-
 // out[r][c] for R rows of x and C weight rows; row strides are k. Prefetch:
 // whether the tile fetches the next tile's weight rows ahead (the first row
 // tile of a block, which reads it from memory; see below), else `ahead`.
@@ -123,8 +113,7 @@ void tile(const float* x, const typename W::Element* w, int64_t k, const float* 
     }
   }
   for (int r = 0; r < R; ++r)
-    for (int c = 0; c < C; ++c)
-      out[r * out_stride + c] = fold(acc[r][c]) + (bias ? bias[c] : 0.0f);
+    for (int c = 0; c < C; ++c) out[r * out_stride + c] = fold(acc[r][c]) + (bias ? bias[c] : 0.0f);
 }
 
 template <int R, class W, bool Prefetch = true>
@@ -146,15 +135,9 @@ void tile_rows(int columns, const float* x, const typename W::Element* w, int64_
 template <class W>
 void columns(const GemmArgs& a, const typename W::Element* w, int64_t begin, int64_t end) {
   const int64_t k = a.k, n = a.n;
-  // The next block's lines, spread over the chunks of the full row tiles
-  // after the first.
-  Ahead ahead{reinterpret_cast<const char*>(w + (end - begin) * k), 0};
-  const int64_t later_chunks =
-      (a.m / kTileRows - 1) * (end - begin + kTileColumns - 1) / kTileColumns * (k / kLanes);
-  if (later_chunks > 0) {
-    const int64_t lines = ((end - begin) * k * static_cast<int64_t>(sizeof(*w)) + 63) / 64;
-    ahead.lines = (lines + later_chunks - 1) / later_chunks;
-  }
+  Ahead ahead = ahead_of(reinterpret_cast<const char*>(w + (end - begin) * k),
+                         (end - begin) * k * static_cast<int64_t>(sizeof(*w)), a.m, kTileRows,
+                         end - begin, kTileColumns, k / kLanes);
   for (int64_t i = 0; i < a.m; i += kTileRows) {
     const int64_t rows_left = a.m - i;
     const int rows = rows_left < kTileRows ? static_cast<int>(rows_left) : kTileRows;

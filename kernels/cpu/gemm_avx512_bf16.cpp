@@ -45,16 +45,6 @@ inline float fold(__m512 v) {
   return _mm_cvtss_f32(s1);
 }
 
-// The weight block after a task's own (where the thread's next task usually
-// starts), fetched into L2 by the task's later row tiles, which compute
-// from cache with memory otherwise idle: `lines` cache lines per 32-value
-// chunk, spread through the tiles' loops (a burst of prefetches stalls the
-// core on its outstanding misses).
-struct Ahead {
-  const char* next = nullptr;
-  int64_t lines = 0;
-};
-
 // out[r][c] for R rows of x and C weight rows; row strides are k. Prefetch:
 // whether the tile fetches the next tile's weight rows ahead (the first row
 // tile of a block, which reads it from memory), else it fetches `ahead`.
@@ -94,8 +84,7 @@ void tile(const uint16_t* x, const uint16_t* w, int64_t k, const float* bias, fl
     }
   }
   for (int r = 0; r < R; ++r)
-    for (int c = 0; c < C; ++c)
-      out[r * out_stride + c] = fold(acc[r][c]) + (bias ? bias[c] : 0.0f);
+    for (int c = 0; c < C; ++c) out[r * out_stride + c] = fold(acc[r][c]) + (bias ? bias[c] : 0.0f);
 }
 
 template <int R, bool Prefetch = true>
@@ -130,16 +119,9 @@ void round_to_bf16_avx512_bf16(const float* x, int64_t count, uint16_t* out) {
 void gemm_columns_avx512_bf16(const GemmArgs& a, int64_t column_begin, int64_t column_end) {
   const int64_t k = a.k, n = a.n;
   const auto* w = static_cast<const uint16_t*>(a.w);
-  // The next block's lines, spread over the chunks of the full row tiles
-  // after the first.
-  Ahead ahead{reinterpret_cast<const char*>(w + column_end * k), 0};
-  const int64_t later_chunks = (a.m / kTileRows - 1) *
-                               (column_end - column_begin + kTileColumns - 1) / kTileColumns *
-                               (k / kPairs);
-  if (later_chunks > 0) {
-    const int64_t lines = ((column_end - column_begin) * k * 2 + 63) / 64;
-    ahead.lines = (lines + later_chunks - 1) / later_chunks;
-  }
+  Ahead ahead = ahead_of(reinterpret_cast<const char*>(w + column_end * k),
+                         (column_end - column_begin) * k * 2, a.m, kTileRows,
+                         column_end - column_begin, kTileColumns, k / kPairs);
   for (int64_t i = 0; i < a.m; i += kTileRows) {
     const int64_t rows_left = a.m - i;
     const int rows = rows_left < kTileRows ? static_cast<int>(rows_left) : kTileRows;

@@ -48,6 +48,28 @@ constexpr int64_t weight_rows_per_tile(int64_t rows_left, int64_t widest) {
   return rows_left == 1 ? 1 : widest;
 }
 
+// The weight block after a task's own (where the thread's next task usually
+// starts), fetched into L2 by the task's full row tiles after the first:
+// the first reads its block from memory, the later ones compute from cache
+// with memory otherwise idle. `lines` cache lines per chunk of those tiles'
+// loops, spread so (a burst of prefetches stalls the core on its
+// outstanding misses).
+struct Ahead {
+  const char* next = nullptr;
+  int64_t lines = 0;
+};
+
+// Ahead for a task of `columns` output columns whose weights take
+// block_bytes, over m rows in tiles of tile_rows x tile_columns, each tile
+// looping over `chunks` chunks of k.
+constexpr Ahead ahead_of(const char* next_block, int64_t block_bytes, int64_t m, int64_t tile_rows,
+                         int64_t columns, int64_t tile_columns, int64_t chunks) {
+  const int64_t later_chunks =
+      (m / tile_rows - 1) * ((columns + tile_columns - 1) / tile_columns) * chunks;
+  const int64_t lines = (block_bytes + 63) / 64;
+  return {next_block, later_chunks > 0 ? (lines + later_chunks - 1) / later_chunks : 0};
+}
+
 // Output columns [column_begin, column_end) for every row of x. The AVX2
 // kernel's scratch is null, or, with x_halves, room for (column_end -
 // column_begin) * k16 floats: the block's weights in the halves layout.

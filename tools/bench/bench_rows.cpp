@@ -122,10 +122,11 @@ int main(int argc, char** argv) try {
   const hive::bench::ComputePeak peak = hive::bench::probe_compute_peak(hive::cpu::cpu_threads());
   const double bytes_per_token = hive::bench::decode_weight_bytes_per_token(model);
   const hive::bench::ModelArithmetic arithmetic = hive::bench::model_arithmetic(model);
-  std::printf("%s, %d threads, read %.1f GB/s, %.0f MB of weights per decode token, peak %.0f "
-              "GFLOP/s (%s)\n\n",
-              model_dir.c_str(), hive::cpu::cpu_threads(), bandwidth / 1e9, bytes_per_token / 1e6,
-              peak.flops_per_s / 1e9, peak.instruction.empty() ? "no SIMD path" : peak.instruction.c_str());
+  std::printf(
+      "%s, %d threads, read %.1f GB/s, %.0f MB of weights per decode token, peak %.0f "
+      "GFLOP/s (%s)\n\n",
+      model_dir.c_str(), hive::cpu::cpu_threads(), bandwidth / 1e9, bytes_per_token / 1e6,
+      peak.flops_per_s / 1e9, peak.instruction.empty() ? "no SIMD path" : peak.instruction.c_str());
   std::printf("| row | tok/s | roofline tok/s | of roofline |\n|---|---|---|---|\n");
   nlohmann::json rows = nlohmann::json::array();
   const auto add = [&](const std::string& row, double tokens_per_s, double roofline) {

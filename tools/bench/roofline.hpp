@@ -56,8 +56,8 @@ inline double decode_weight_bytes_per_token(const Model& model) {
 // matmuls (2 per multiply-add) and the attention's two products; norms,
 // activations and the router's choice are left out.
 struct ModelArithmetic {
-  double body_flops_per_token = 0;  // the active weights but the embedding and lm_head
-  double logits_flops = 0;          // lm_head, per row of logits
+  double body_flops_per_token = 0;     // the active weights but the embedding and lm_head
+  double logits_flops = 0;             // lm_head, per row of logits
   double attention_flops_per_key = 0;  // per (query token, context token) pair, all layers
   double weight_bytes = 0;             // every weight a full step reads: all but the embedding
   double kv_bytes_per_key = 0;         // KV read per (query token, context token), bf16
@@ -77,10 +77,10 @@ inline ModelArithmetic model_arithmetic(const Model& model) {
   const double v_dim = static_cast<double>(c.mla ? c.mla->v_head_dim : c.head_dim);
   const auto layers = static_cast<double>(c.num_layers);
   a.attention_flops_per_key = layers * static_cast<double>(c.num_heads) * 2 * (qk_dim + v_dim);
-  a.weight_bytes =
-      static_cast<double>(stats.weight_bytes) - (c.tie_word_embeddings ? 0 : table * bytes_per_param);
+  a.weight_bytes = static_cast<double>(stats.weight_bytes) -
+                   (c.tie_word_embeddings ? 0 : table * bytes_per_param);
   a.kv_bytes_per_key = c.mla ? layers * static_cast<double>(c.mla->latent_dim()) * 2
-                              : layers * 2 * static_cast<double>(c.num_kv_heads * c.head_dim) * 2;
+                             : layers * 2 * static_cast<double>(c.num_kv_heads * c.head_dim) * 2;
   return a;
 }
 
