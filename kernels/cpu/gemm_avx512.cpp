@@ -10,19 +10,13 @@
 // measured (docs/benchmarks.md).
 //
 // Compiled with -mavx512f -mavx512bw -mavx512vl -mavx512dq -mfma -mf16c:
-// this file includes nothing but intrinsics and gemm_kernels.hpp, and keeps
+// this file includes nothing but intrinsics, gemm_kernels.hpp and
+// avx512_fold.hpp, and keeps
 // every helper internal, so no AVX-512 code can leak into shared symbols.
 #include "kernels/cpu/gemm_kernels.hpp"
 
 #if defined(__x86_64__)
-// GCC 12's AVX-512 intrinsics initialise their "undefined" vectors from
-// themselves (`__m512 __Y = __Y;`), which -Wuninitialized reports at every
-// use (GCC bug 105593, fixed in 13); only the header is exempted.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#include <immintrin.h>
-#pragma GCC diagnostic pop
+#include "kernels/cpu/avx512_fold.hpp"
 
 namespace hive::cpu {
 
@@ -61,15 +55,6 @@ struct F16Weights {
     return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(mask, w));
   }
 };
-
-// Lanes folded in halves: l + 8 onto l, + 4, + 2, + 1 (the reference's order).
-inline float fold(__m512 v) {
-  const __m256 s8 = _mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1));
-  const __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(s8), _mm256_extractf128_ps(s8, 1));
-  const __m128 s2 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
-  const __m128 s1 = _mm_add_ss(s2, _mm_shuffle_ps(s2, s2, 1));
-  return _mm_cvtss_f32(s1);
-}
 
 // out[r][c] for R rows of x and C weight rows; row strides are k. Prefetch:
 // whether the tile fetches the next tile's weight rows ahead (the first row
@@ -112,8 +97,7 @@ void tile(const float* x, const typename W::Element* w, int64_t k, const float* 
       for (int c = 0; c < C; ++c) acc[r][c] = _mm512_fmadd_ps(xv, wv[c], acc[r][c]);
     }
   }
-  for (int r = 0; r < R; ++r)
-    for (int c = 0; c < C; ++c) out[r * out_stride + c] = fold(acc[r][c]) + (bias ? bias[c] : 0.0f);
+  for (int r = 0; r < R; ++r) store_folded(acc[r], bias, out + r * out_stride);
 }
 
 template <int R, class W, bool Prefetch = true>

@@ -10,17 +10,12 @@
 // pair (2l, 2l + 1).
 //
 // Compiled with -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx512bf16;
-// like gemm_avx512.cpp it includes nothing but intrinsics and
-// gemm_kernels.hpp and keeps its helpers internal.
+// like gemm_avx512.cpp it includes nothing but intrinsics, gemm_kernels.hpp
+// and avx512_fold.hpp, and keeps its helpers internal.
 #include "kernels/cpu/gemm_kernels.hpp"
 
 #if defined(__x86_64__)
-// GCC 12's AVX-512 headers trip -Wuninitialized (gemm_avx512.cpp says why).
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#include <immintrin.h>
-#pragma GCC diagnostic pop
+#include "kernels/cpu/avx512_fold.hpp"
 
 namespace hive::cpu {
 
@@ -34,15 +29,6 @@ inline __m512bh load(const uint16_t* p) {
 }
 inline __m512bh load_partial(const uint16_t* p, __mmask32 mask) {
   return (__m512bh)_mm512_maskz_loadu_epi16(mask, p);
-}
-
-// Lanes folded in halves: l + 8 onto l, + 4, + 2, + 1.
-inline float fold(__m512 v) {
-  const __m256 s8 = _mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1));
-  const __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(s8), _mm256_extractf128_ps(s8, 1));
-  const __m128 s2 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
-  const __m128 s1 = _mm_add_ss(s2, _mm_shuffle_ps(s2, s2, 1));
-  return _mm_cvtss_f32(s1);
 }
 
 // out[r][c] for R rows of x and C weight rows; row strides are k. Prefetch:
@@ -83,8 +69,7 @@ void tile(const uint16_t* x, const uint16_t* w, int64_t k, const float* bias, fl
       for (int c = 0; c < C; ++c) acc[r][c] = _mm512_dpbf16_ps(acc[r][c], xv, wv[c]);
     }
   }
-  for (int r = 0; r < R; ++r)
-    for (int c = 0; c < C; ++c) out[r * out_stride + c] = fold(acc[r][c]) + (bias ? bias[c] : 0.0f);
+  for (int r = 0; r < R; ++r) store_folded(acc[r], bias, out + r * out_stride);
 }
 
 template <int R, bool Prefetch = true>
