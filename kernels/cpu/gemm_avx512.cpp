@@ -68,9 +68,11 @@ void tile(const float* x, const typename W::Element* w, int64_t k, const float* 
   int64_t p = 0;
   for (; p + kLanes <= k; p += kLanes) {
     if constexpr (!Prefetch) {
-      for (int64_t line = 0; line < ahead.lines; ++line)
-        _mm_prefetch(ahead.next + line * 64, _MM_HINT_T1);
-      ahead.next += ahead.lines * 64;
+      if (ahead.next < ahead.end) {
+        for (int64_t line = 0; line < ahead.lines; ++line)
+          _mm_prefetch(ahead.next + line * 64, _MM_HINT_T1);
+        ahead.next += ahead.lines * 64;
+      }
     }
     __m512 wv[C];
     for (int c = 0; c < C; ++c) {

@@ -43,9 +43,11 @@ void tile(const uint16_t* x, const uint16_t* w, int64_t k, const float* bias, fl
   int64_t p = 0;
   for (; p + kPairs <= k; p += kPairs) {
     if constexpr (!Prefetch) {
-      for (int64_t line = 0; line < ahead.lines; ++line)
-        _mm_prefetch(ahead.next + line * 64, _MM_HINT_T1);
-      ahead.next += ahead.lines * 64;
+      if (ahead.next < ahead.end) {
+        for (int64_t line = 0; line < ahead.lines; ++line)
+          _mm_prefetch(ahead.next + line * 64, _MM_HINT_T1);
+        ahead.next += ahead.lines * 64;
+      }
     }
     __m512bh wv[C];
     for (int c = 0; c < C; ++c) {

@@ -54,8 +54,12 @@ constexpr int64_t weight_rows_per_tile(int64_t rows_left, int64_t widest) {
 // with memory otherwise idle. `lines` cache lines per chunk of those tiles'
 // loops, spread so (a burst of prefetches stalls the core on its
 // outstanding misses).
+// The fetches stop at the block's end: rounded up to whole lines per chunk
+// they would otherwise run on through the blocks after it, which the thread
+// reaches only after they have left L2.
 struct Ahead {
   const char* next = nullptr;
+  const char* end = nullptr;
   int64_t lines = 0;
 };
 
@@ -67,7 +71,8 @@ constexpr Ahead ahead_of(const char* next_block, int64_t block_bytes, int64_t m,
   const int64_t later_chunks =
       (m / tile_rows - 1) * ((columns + tile_columns - 1) / tile_columns) * chunks;
   const int64_t lines = (block_bytes + 63) / 64;
-  return {next_block, later_chunks > 0 ? (lines + later_chunks - 1) / later_chunks : 0};
+  return {next_block, next_block + block_bytes,
+          later_chunks > 0 ? (lines + later_chunks - 1) / later_chunks : 0};
 }
 
 // Output columns [column_begin, column_end) for every row of x. The AVX2
