@@ -79,17 +79,44 @@ inline __attribute__((always_inline)) float dot_row(const float* q, const float*
   }
   const Lanes8 s8 = __builtin_shufflevector(partial, partial, 0, 1, 2, 3, 4, 5, 6, 7) +
                     __builtin_shufflevector(partial, partial, 8, 9, 10, 11, 12, 13, 14, 15);
-  const Lanes4 s4 = __builtin_shufflevector(s8, s8, 0, 1, 2, 3) +
-                    __builtin_shufflevector(s8, s8, 4, 5, 6, 7);
+  const Lanes4 s4 =
+      __builtin_shufflevector(s8, s8, 0, 1, 2, 3) + __builtin_shufflevector(s8, s8, 4, 5, 6, 7);
   const float s2_0 = s4[0] + s4[2], s2_1 = s4[1] + s4[3];
   return s2_0 + s2_1;
 }
 
+// Folds 16 dot_row partial-sum vectors to their 16 sums, sums[j] from p[j],
+// as one transposing tree: each level adds lane l to lane l + half within
+// every vector, as dot_row's fold does, with 15 vector adds where 16
+// separate folds took 16 horizontal ones.
+inline __attribute__((always_inline)) void fold_16(const Lanes16* p, float* sums) {
+  Lanes16 s8[8], s4[4], s2[2];
+  for (int j = 0; j < 8; ++j)  // vectors 2j, 2j+1: lanes l + (l + 8)
+    s8[j] = __builtin_shufflevector(p[2 * j], p[2 * j + 1], 0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19,
+                                    20, 21, 22, 23) +
+            __builtin_shufflevector(p[2 * j], p[2 * j + 1], 8, 9, 10, 11, 12, 13, 14, 15, 24, 25,
+                                    26, 27, 28, 29, 30, 31);
+  for (int j = 0; j < 4; ++j)  // vectors 4j..4j+3: lanes l + (l + 4)
+    s4[j] = __builtin_shufflevector(s8[2 * j], s8[2 * j + 1], 0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18,
+                                    19, 24, 25, 26, 27) +
+            __builtin_shufflevector(s8[2 * j], s8[2 * j + 1], 4, 5, 6, 7, 12, 13, 14, 15, 20, 21,
+                                    22, 23, 28, 29, 30, 31);
+  for (int j = 0; j < 2; ++j)  // vectors 8j..8j+7: lanes l + (l + 2)
+    s2[j] = __builtin_shufflevector(s4[2 * j], s4[2 * j + 1], 0, 1, 4, 5, 8, 9, 12, 13, 16, 17, 20,
+                                    21, 24, 25, 28, 29) +
+            __builtin_shufflevector(s4[2 * j], s4[2 * j + 1], 2, 3, 6, 7, 10, 11, 14, 15, 18, 19,
+                                    22, 23, 26, 27, 30, 31);
+  // vectors 0..15: lane 0 + lane 1
+  const Lanes16 s1 = __builtin_shufflevector(s2[0], s2[1], 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20,
+                                             22, 24, 26, 28, 30) +
+                     __builtin_shufflevector(s2[0], s2[1], 1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21,
+                                             23, 25, 27, 29, 31);
+  std::memcpy(sums, &s1, sizeof s1);
+}
+
 // dot_row of q with 16 key rows at once, scores[j] = dot_row(q, keys[j], n)
-// bit for bit (n a multiple of 16): each key's 16 partial sums are built the
-// same way, then the 16 folds run as one transposing tree, each level
-// adding lane l to lane l + half within every key, as the fold does, with
-// 15 vector adds where 16 separate folds took 16 horizontal ones.
+// bit for bit (n a multiple of 16): each key's 16 partial sums built the
+// same way, then folded by fold_16.
 inline __attribute__((always_inline)) void dot_16_rows(const float* q, const float* const* keys,
                                                        int64_t n, float* scores) {
   Lanes16 p[16];
@@ -103,28 +130,27 @@ inline __attribute__((always_inline)) void dot_16_rows(const float* q, const flo
       p[j] += a * b;
     }
   }
-  Lanes16 s8[8], s4[4], s2[2];
-  for (int j = 0; j < 8; ++j)  // keys 2j, 2j+1: lanes l + (l + 8)
-    s8[j] = __builtin_shufflevector(p[2 * j], p[2 * j + 1], 0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18,
-                                    19, 20, 21, 22, 23) +
-            __builtin_shufflevector(p[2 * j], p[2 * j + 1], 8, 9, 10, 11, 12, 13, 14, 15, 24, 25,
-                                    26, 27, 28, 29, 30, 31);
-  for (int j = 0; j < 4; ++j)  // keys 4j..4j+3: lanes l + (l + 4)
-    s4[j] = __builtin_shufflevector(s8[2 * j], s8[2 * j + 1], 0, 1, 2, 3, 8, 9, 10, 11, 16, 17,
-                                    18, 19, 24, 25, 26, 27) +
-            __builtin_shufflevector(s8[2 * j], s8[2 * j + 1], 4, 5, 6, 7, 12, 13, 14, 15, 20, 21,
-                                    22, 23, 28, 29, 30, 31);
-  for (int j = 0; j < 2; ++j)  // keys 8j..8j+7: lanes l + (l + 2)
-    s2[j] = __builtin_shufflevector(s4[2 * j], s4[2 * j + 1], 0, 1, 4, 5, 8, 9, 12, 13, 16, 17,
-                                    20, 21, 24, 25, 28, 29) +
-            __builtin_shufflevector(s4[2 * j], s4[2 * j + 1], 2, 3, 6, 7, 10, 11, 14, 15, 18, 19,
-                                    22, 23, 26, 27, 30, 31);
-  // keys 0..15: lane 0 + lane 1
-  const Lanes16 s1 = __builtin_shufflevector(s2[0], s2[1], 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20,
-                                             22, 24, 26, 28, 30) +
-                     __builtin_shufflevector(s2[0], s2[1], 1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21,
-                                             23, 25, 27, 29, 31);
-  std::memcpy(scores, &s1, sizeof s1);
+  fold_16(p, scores);
+}
+
+// dot_row of 4 query heads (q rows n apart) with 4 key rows, bit for bit
+// (n a multiple of 16): scores[g * kKeyTile + j] for head g and key j. Each
+// key vector loaded serves the 4 heads of a GQA group, where dot_16_rows
+// loads every key row once per head.
+inline __attribute__((always_inline)) void dot_4x4(const float* q, const float* const* keys,
+                                                   int64_t n, float* scores) {
+  Lanes16 p[16];
+  for (int j = 0; j < 16; ++j) p[j] = Lanes16{};
+  for (int64_t i = 0; i < n; i += 16) {
+    Lanes16 a[4], b[4];
+    for (int g = 0; g < 4; ++g) std::memcpy(&a[g], q + g * n + i, sizeof a[g]);
+    for (int j = 0; j < 4; ++j) std::memcpy(&b[j], keys[j] + i, sizeof b[j]);
+    for (int g = 0; g < 4; ++g)
+      for (int j = 0; j < 4; ++j) p[g * 4 + j] += a[g] * b[j];
+  }
+  float sums[16];
+  fold_16(p, sums);
+  for (int g = 0; g < 4; ++g) std::memcpy(scores + g * kKeyTile, sums + 4 * g, 4 * sizeof(float));
 }
 
 // exp(x) for the softmax's weights, where x <= 0 (a score minus a running
@@ -162,8 +188,81 @@ inline __attribute__((always_inline)) void load_rows(const Layout& l, const Item
   }
 }
 
+// A tile's scores times scale in lanes [lane_lo, lane_hi), -inf elsewhere.
+inline __attribute__((always_inline)) void scale_and_mask(float* scores, int64_t lane_lo,
+                                                          int64_t lane_hi, float scale) {
+  using Ints16 = int32_t __attribute__((vector_size(64)));
+  const Ints16 lanes = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+  const auto lo = static_cast<int32_t>(lane_lo), hi = static_cast<int32_t>(lane_hi);
+  for (int32_t half = 0; half < 2; ++half) {
+    Lanes16 x;
+    std::memcpy(&x, scores + 16 * half, sizeof x);
+    const Ints16 lane = lanes + 16 * half;
+    const Lanes16 minus_infinity = Lanes16{} - INFINITY;
+    x = (lane >= lo && lane < hi) ? x * scale : minus_infinity;
+    std::memcpy(scores + 16 * half, &x, sizeof x);
+  }
+}
+
+// The largest of a tile's kKeyTile lanes (exact in any order).
+inline __attribute__((always_inline)) float max_lanes(const float* x) {
+  Lanes16 a, b;
+  std::memcpy(&a, x, sizeof a);
+  std::memcpy(&b, x + 16, sizeof b);
+  const Lanes16 m16 = a > b ? a : b;
+  const Lanes8 lo8 = __builtin_shufflevector(m16, m16, 0, 1, 2, 3, 4, 5, 6, 7),
+               hi8 = __builtin_shufflevector(m16, m16, 8, 9, 10, 11, 12, 13, 14, 15);
+  const Lanes8 m8 = lo8 > hi8 ? lo8 : hi8;
+  float m = m8[0];
+  for (int lane = 1; lane < 8; ++lane) m = std::max(m, m8[lane]);
+  return m;
+}
+
+// The sum of a tile's kKeyTile lanes in one fixed order: lane l + (l + 16),
+// then folded in halves as dot_row folds. Lanes a query does not see hold
+// +0, which adds exactly nothing, so the sum depends on the weights it sees
+// and their positions alone.
+inline __attribute__((always_inline)) float sum_lanes(const float* x) {
+  Lanes16 a, b;
+  std::memcpy(&a, x, sizeof a);
+  std::memcpy(&b, x + 16, sizeof b);
+  const Lanes16 s16 = a + b;
+  const Lanes8 s8 = __builtin_shufflevector(s16, s16, 0, 1, 2, 3, 4, 5, 6, 7) +
+                    __builtin_shufflevector(s16, s16, 8, 9, 10, 11, 12, 13, 14, 15);
+  const Lanes4 s4 =
+      __builtin_shufflevector(s8, s8, 0, 1, 2, 3) + __builtin_shufflevector(s8, s8, 4, 5, 6, 7);
+  const float s2_0 = s4[0] + s4[2], s2_1 = s4[1] + s4[3];
+  return s2_0 + s2_1;
+}
+
+// acc[g][d] += sum over j of w[g][j] * values[j][d], j in [0, count) in
+// order, for G heads (accumulators head_dim apart, weights kKeyTile apart)
+// and d in [0, 64): the G x 4 accumulators stay in registers for all the
+// tile's values, each value vector loaded once for the G heads. Every
+// acc[g][d] is the chain of multiply-adds the one-at-a-time loop makes.
+template <int G>
+inline __attribute__((always_inline)) void add_values_64(float* acc, int64_t hd, const float* w,
+                                                         const float* const* values, int64_t count,
+                                                         int64_t d0) {
+  Lanes16 a[G][4];
+  for (int g = 0; g < G; ++g)
+    for (int v = 0; v < 4; ++v) std::memcpy(&a[g][v], acc + g * hd + d0 + 16 * v, sizeof a[g][v]);
+  for (int64_t j = 0; j < count; ++j) {
+    Lanes16 row[4];
+    for (int v = 0; v < 4; ++v) std::memcpy(&row[v], values[j] + d0 + 16 * v, sizeof row[v]);
+    for (int g = 0; g < G; ++g) {
+      const float weight = w[g * kKeyTile + j];
+      for (int v = 0; v < 4; ++v) a[g][v] += weight * row[v];
+    }
+  }
+  for (int g = 0; g < G; ++g)
+    for (int v = 0; v < 4; ++v) std::memcpy(acc + g * hd + d0 + 16 * v, &a[g][v], sizeof a[g][v]);
+}
+
 // Folds key tile [tile_begin, tile_end) into the chunk state of the (query,
-// head) pairs of `item` whose queries see part of it.
+// head) pairs of `item` whose queries see part of it. A tile's scores and
+// weights sit at lane position - tile_begin of s.scores; lanes a query does
+// not see are -inf before the softmax and 0 after it.
 inline __attribute__((always_inline)) void add_tile(const Layout& l, const Item& item, int64_t kvh,
                                                     int64_t tile_begin, int64_t tile_end,
                                                     Scratch& s) {
@@ -178,60 +277,65 @@ inline __attribute__((always_inline)) void add_tile(const Layout& l, const Item&
     const int64_t lo = std::max(first, tile_begin), hi = std::min(last + 1, tile_end);
     if (lo >= hi) continue;
     load_rows(l, item, kvh, tile_begin, lo, hi, s);
+    const int64_t lane_lo = lo - tile_begin, lane_hi = hi - tile_begin;
     // Scores and softmax weights of every head of the group, then each value
     // row read once for all of them; each acc[d] still adds in position order.
     const int64_t token = l.query_start[item.seq] + item.first_query + i;
-    for (int64_t g = 0; g < l.group; ++g) {
-      const int64_t head = kvh * l.group + g, state = i * l.group + g;
-      const float* q = l.q + (token * l.num_heads + head) * hd;
-      float* scores = s.scores.data() + g * kKeyTile;
-      const float* const* keys = s.keys.data() + (lo - tile_begin);
-      int64_t first_single = lo;  // keys before it went 16 at a time
-      if (hd % 16 == 0)
-        for (; first_single + 16 <= hi; first_single += 16)
-          dot_16_rows(q, keys + (first_single - lo), hd, scores + (first_single - lo));
-      for (int64_t j = first_single; j < hi; ++j) scores[j - lo] = dot_row(q, keys[j - lo], hd);
-      float tile_max = -INFINITY;
-      for (int64_t j = lo; j < hi; ++j) {
-        scores[j - lo] *= l.scale;
-        tile_max = std::max(tile_max, scores[j - lo]);
+    const float* group_q = l.q + (token * l.num_heads + kvh * l.group) * hd;
+    const float* const* keys = s.keys.data();
+    int64_t g = 0;
+    if (hd % 16 == 0)  // 4 heads x 4 keys at a time, the rest below
+      for (; g + 4 <= l.group; g += 4) {
+        float* scores = s.scores.data() + g * kKeyTile;
+        int64_t lane = lane_lo;
+        for (; lane + 4 <= lane_hi; lane += 4)
+          dot_4x4(group_q + g * hd, keys + lane, hd, scores + lane);
+        for (int64_t h = 0; h < 4; ++h)
+          for (int64_t j = lane; j < lane_hi; ++j)
+            scores[h * kKeyTile + j] = dot_row(group_q + (g + h) * hd, keys[j], hd);
       }
+    for (; g < l.group; ++g) {
+      const float* q = group_q + g * hd;
+      float* scores = s.scores.data() + g * kKeyTile;
+      int64_t lane = lane_lo;  // keys before it went 16 at a time
+      if (hd % 16 == 0)
+        for (; lane + 16 <= lane_hi; lane += 16) dot_16_rows(q, keys + lane, hd, scores + lane);
+      for (; lane < lane_hi; ++lane) scores[lane] = dot_row(q, keys[lane], hd);
+    }
+    for (g = 0; g < l.group; ++g) {
+      const int64_t state = i * l.group + g;
+      float* scores = s.scores.data() + g * kKeyTile;
+      scale_and_mask(scores, lane_lo, lane_hi, l.scale);
       float& running_max = s.max[static_cast<size_t>(state)];
-      const float new_max = std::max(running_max, tile_max);
+      const float new_max = std::max(running_max, max_lanes(scores));
       const float rescale = softmax_exp(running_max - new_max);  // 0 on the first tile
-      // The weights first (a loop the clone vectorizes), then their sum in
-      // position order.
-      for (int64_t j = lo; j < hi; ++j) scores[j - lo] = softmax_exp(scores[j - lo] - new_max);
-      float tile_sum = 0.0f;
-      for (int64_t j = lo; j < hi; ++j) tile_sum += scores[j - lo];
+      for (int64_t j = 0; j < kKeyTile; ++j) scores[j] = softmax_exp(scores[j] - new_max);
       float& sum = s.sum[static_cast<size_t>(state)];
-      sum = sum * rescale + tile_sum;
+      sum = sum * rescale + sum_lanes(scores);
       running_max = new_max;
       float* acc = s.acc.data() + state * hd;
       for (int64_t d = 0; d < hd; ++d) acc[d] *= rescale;
     }
-    // Four value rows per pass over each accumulator (a quarter of its loads
-    // and stores); the sum is still written in position order.
     float* acc = s.acc.data() + i * l.group * hd;
-    const float* const* values = s.values.data() + (lo - tile_begin);
-    int64_t j = lo;
-    for (; j + 4 <= hi; j += 4, values += 4) {
-      const float *v0 = values[0], *v1 = values[1], *v2 = values[2], *v3 = values[3];
-      for (int64_t g = 0; g < l.group; ++g) {
-        const float* w = s.scores.data() + g * kKeyTile + (j - lo);
-        float* a = acc + g * hd;
-        for (int64_t d = 0; d < hd; ++d)
-          a[d] = a[d] + w[0] * v0[d] + w[1] * v1[d] + w[2] * v2[d] + w[3] * v3[d];
-      }
+    const float* const* values = s.values.data() + lane_lo;
+    const float* weights = s.scores.data() + lane_lo;
+    const int64_t count = lane_hi - lane_lo;
+    if (hd % 64 == 0) {
+      int64_t h = 0;
+      for (; h + 4 <= l.group; h += 4)
+        for (int64_t d0 = 0; d0 < hd; d0 += 64)
+          add_values_64<4>(acc + h * hd, hd, weights + h * kKeyTile, values, count, d0);
+      for (; h < l.group; ++h)
+        for (int64_t d0 = 0; d0 < hd; d0 += 64)
+          add_values_64<1>(acc + h * hd, hd, weights + h * kKeyTile, values, count, d0);
+      continue;
     }
-    for (; j < hi; ++j) {
-      const float* v = s.values[static_cast<size_t>(j - tile_begin)];
-      for (int64_t g = 0; g < l.group; ++g) {
-        const float weight = s.scores[static_cast<size_t>(g * kKeyTile + j - lo)];
-        float* a = acc + g * hd;
-        for (int64_t d = 0; d < hd; ++d) a[d] += weight * v[d];
+    for (int64_t j = 0; j < count; ++j)
+      for (int64_t h = 0; h < l.group; ++h) {
+        const float weight = weights[h * kKeyTile + j];
+        float* a = acc + h * hd;
+        for (int64_t d = 0; d < hd; ++d) a[d] += weight * values[j][d];
       }
-    }
   }
 }
 
@@ -250,8 +354,7 @@ inline __attribute__((always_inline)) void fold(float& total_max, float& total_s
     return;
   }
   const float new_max = std::max(total_max, max);
-  const float total_weight = softmax_exp(total_max - new_max),
-              weight = softmax_exp(max - new_max);
+  const float total_weight = softmax_exp(total_max - new_max), weight = softmax_exp(max - new_max);
   total_sum = total_sum * total_weight + sum * weight;
   for (int64_t d = 0; d < hd; ++d) total_acc[d] = total_acc[d] * total_weight + acc[d] * weight;
   total_max = new_max;
