@@ -78,10 +78,12 @@ void tile(const float* x, const typename W::Element* w, int64_t k, const float* 
     for (int c = 0; c < C; ++c) {
       // The next tile's weight rows, a tile ahead: side by side they are
       // short streams (2 KiB at k = 1024, bf16) that the hardware
-      // prefetcher would start too late. A prefetch never faults. A walk
-      // of one weight row at a time is one sequential stream, which the
-      // hardware prefetcher follows better alone (docs/benchmarks.md).
-      if constexpr (Prefetch && C > 1)
+      // prefetcher would start too late. A prefetch never faults. A lone
+      // row of x walking one weight row at a time is one sequential
+      // stream, which the hardware prefetcher follows better alone; with
+      // several rows of x the walk is slower and the prefetch still helps
+      // (docs/benchmarks.md).
+      if constexpr (Prefetch && (C > 1 || R > 1))
         _mm_prefetch(reinterpret_cast<const char*>(w + (C + c) * k + p), _MM_HINT_T0);
       wv[c] = W::load(w + c * k + p);
     }

@@ -51,9 +51,9 @@ void tile(const uint16_t* x, const uint16_t* w, int64_t k, const float* bias, fl
     }
     __m512bh wv[C];
     for (int c = 0; c < C; ++c) {
-      // The next tile's weight rows, a tile ahead, unless the tile walks one
-      // row at a time (gemm_avx512.cpp says why).
-      if constexpr (Prefetch && C > 1)
+      // The next tile's weight rows, a tile ahead, unless a lone row of x
+      // walks one weight row at a time (gemm_avx512.cpp says why).
+      if constexpr (Prefetch && (C > 1 || R > 1))
         _mm_prefetch(reinterpret_cast<const char*>(w + (C + c) * k + p), _MM_HINT_T0);
       wv[c] = load(w + c * k + p);
     }
