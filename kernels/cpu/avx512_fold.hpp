@@ -7,14 +7,7 @@
 // functions are internal to each, so their AVX-512 code is never the copy
 // that another file's call links to.
 #if defined(__x86_64__)
-// GCC 12's AVX-512 intrinsics initialise their "undefined" vectors from
-// themselves (`__m512 __Y = __Y;`), which -Wuninitialized reports at every
-// use (GCC bug 105593, fixed in 13); only the header is exempted.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#include <immintrin.h>
-#pragma GCC diagnostic pop
+#include "kernels/cpu/intrinsics.hpp"
 
 namespace hive::cpu {
 namespace {

@@ -17,14 +17,7 @@
 #include "kernels/cpu/gemm_kernels.hpp"
 
 #if defined(__x86_64__)
-// GCC 12's AVX-512 intrinsics initialise their "undefined" vectors from
-// themselves (`__m512 __Y = __Y;`), which -Wuninitialized reports at every
-// use (GCC bug 105593, fixed in 13); only the header is exempted.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#include <immintrin.h>
-#pragma GCC diagnostic pop
+#include "kernels/cpu/intrinsics.hpp"
 
 namespace hive::cpu {
 
@@ -114,8 +107,7 @@ void tile(const float* x, const typename W::Element* w, int64_t k, const float* 
     }
   }
   for (int r = 0; r < R; ++r)
-    for (int c = 0; c < C; ++c)
-      out[r * out_stride + c] = fold(acc[r][c]) + (bias ? bias[c] : 0.0f);
+    for (int c = 0; c < C; ++c) out[r * out_stride + c] = fold(acc[r][c]) + (bias ? bias[c] : 0.0f);
 }
 
 template <class W>

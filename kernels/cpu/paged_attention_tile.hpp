@@ -52,15 +52,25 @@ struct Scratch {
   std::vector<float> total_acc, total_max, total_sum;
 };
 
+using Lanes16 = float __attribute__((vector_size(64)));
+using Lanes8 = float __attribute__((vector_size(32)));
+using Lanes4 = float __attribute__((vector_size(16)));
+
+// 16 lanes folded in halves: l + 8 onto l, then + 4, + 2, + 1.
+inline __attribute__((always_inline)) float fold_lanes(const Lanes16& v) {
+  const Lanes8 s8 = __builtin_shufflevector(v, v, 0, 1, 2, 3, 4, 5, 6, 7) +
+                    __builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15);
+  const Lanes4 s4 =
+      __builtin_shufflevector(s8, s8, 0, 1, 2, 3) + __builtin_shufflevector(s8, s8, 4, 5, 6, 7);
+  const float s2_0 = s4[0] + s4[2], s2_1 = s4[1] + s4[3];
+  return s2_0 + s2_1;
+}
+
 // q . k in 16 lanes folded 8/4/2/1, as dot() sums, but inlined into the
 // caller's clone: one call per key and head cost more than its arithmetic.
 // The lanes are a vector type so the fold stays in registers (as a float
 // array it went through the stack, a third of the kernel's time); the
 // arithmetic and its order are those of the array.
-using Lanes16 = float __attribute__((vector_size(64)));
-using Lanes8 = float __attribute__((vector_size(32)));
-using Lanes4 = float __attribute__((vector_size(16)));
-
 inline __attribute__((always_inline)) float dot_row(const float* q, const float* k, int64_t n) {
   constexpr int kLanes = 16;
   Lanes16 partial = {};
@@ -77,12 +87,7 @@ inline __attribute__((always_inline)) float dot_row(const float* q, const float*
     for (int lane = 0; i < n; ++i, ++lane) lanes[lane] += q[i] * k[i];
     std::memcpy(&partial, lanes, sizeof lanes);
   }
-  const Lanes8 s8 = __builtin_shufflevector(partial, partial, 0, 1, 2, 3, 4, 5, 6, 7) +
-                    __builtin_shufflevector(partial, partial, 8, 9, 10, 11, 12, 13, 14, 15);
-  const Lanes4 s4 =
-      __builtin_shufflevector(s8, s8, 0, 1, 2, 3) + __builtin_shufflevector(s8, s8, 4, 5, 6, 7);
-  const float s2_0 = s4[0] + s4[2], s2_1 = s4[1] + s4[3];
-  return s2_0 + s2_1;
+  return fold_lanes(partial);
 }
 
 // Folds 16 dot_row partial-sum vectors to their 16 sums, sums[j] from p[j],
@@ -227,12 +232,7 @@ inline __attribute__((always_inline)) float sum_lanes(const float* x) {
   std::memcpy(&a, x, sizeof a);
   std::memcpy(&b, x + 16, sizeof b);
   const Lanes16 s16 = a + b;
-  const Lanes8 s8 = __builtin_shufflevector(s16, s16, 0, 1, 2, 3, 4, 5, 6, 7) +
-                    __builtin_shufflevector(s16, s16, 8, 9, 10, 11, 12, 13, 14, 15);
-  const Lanes4 s4 =
-      __builtin_shufflevector(s8, s8, 0, 1, 2, 3) + __builtin_shufflevector(s8, s8, 4, 5, 6, 7);
-  const float s2_0 = s4[0] + s4[2], s2_1 = s4[1] + s4[3];
-  return s2_0 + s2_1;
+  return fold_lanes(s16);
 }
 
 // acc[g][d] += sum over j of w[g][j] * values[j][d], j in [0, count) in

@@ -7,15 +7,7 @@
 #include <vector>
 
 #include "kernels/cpu/cpu_features.hpp"
-
-#if defined(__x86_64__)
-// GCC 12's AVX-512 headers trip -Wuninitialized (kernels/cpu/gemm_avx512.cpp).
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#include <immintrin.h>
-#pragma GCC diagnostic pop
-#endif
+#include "kernels/cpu/intrinsics.hpp"
 
 namespace hive::bench {
 
