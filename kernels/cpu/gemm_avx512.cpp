@@ -11,8 +11,8 @@
 //
 // Compiled with -mavx512f -mavx512bw -mavx512vl -mavx512dq -mfma -mf16c:
 // this file includes nothing but intrinsics, gemm_kernels.hpp and
-// avx512_fold.hpp, and keeps
-// every helper internal, so no AVX-512 code can leak into shared symbols.
+// avx512_fold.hpp, and keeps every helper internal, so no AVX-512 code can
+// leak into shared symbols.
 #include "kernels/cpu/gemm_kernels.hpp"
 
 #if defined(__x86_64__)
