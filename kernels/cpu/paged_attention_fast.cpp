@@ -91,6 +91,17 @@ inline __attribute__((always_inline)) Positions positions(const Layout& l, const
   return {first_seen, first + item.num_queries - 1};
 }
 
+// Asks for the first key tile of chunk [chunk_begin, chunk_end) of the
+// item's context, the rows run_chunk reads first.
+inline __attribute__((always_inline)) void prefetch_first_tile(const Layout& l, const Item& item,
+                                                               int64_t kvh, int64_t chunk_begin,
+                                                               int64_t chunk_end) {
+  const Positions at = positions(l, item);
+  const int64_t begin = std::max(chunk_begin, at.first_seen / kKeyTile * kKeyTile);
+  paged::prefetch_rows(l, item, kvh, std::max(begin, at.first_seen),
+                       std::min({begin + kKeyTile, chunk_end, at.last + 1}));
+}
+
 // The softmax state of chunk [chunk_begin, chunk_end) of the context for
 // every (query, head) of the item, from empty, in s.max/sum/acc.
 inline __attribute__((always_inline)) void run_chunk(const Layout& l, const Item& item, int64_t kvh,
@@ -102,7 +113,12 @@ inline __attribute__((always_inline)) void run_chunk(const Layout& l, const Item
   std::fill_n(s.acc.begin(), num_states * l.head_dim, 0.0f);
   const Positions at = positions(l, item);
   const int64_t begin = std::max(chunk_begin, at.first_seen / kKeyTile * kKeyTile);
-  for (int64_t tile = begin; tile < std::min(chunk_end, at.last + 1); tile += kKeyTile) {
+  const int64_t end = std::min(chunk_end, at.last + 1);
+  // The first tile's rows now (already asked for when the task before it
+  // ran on this thread), every later tile's a tile ahead.
+  prefetch_first_tile(l, item, kvh, chunk_begin, chunk_end);
+  for (int64_t tile = begin; tile < end; tile += kKeyTile) {
+    paged::prefetch_rows(l, item, kvh, tile + kKeyTile, std::min(tile + 2 * kKeyTile, end));
     std::fill(s.keys.begin(), s.keys.end(), nullptr);
     paged::add_tile(l, item, kvh, tile, tile + kKeyTile, s);
   }
@@ -265,17 +281,32 @@ void paged_attention_chunked(const PagedAttentionParams& p, int64_t context_chun
   partial_buffer.resize(static_cast<size_t>(num_slots * num_kv_heads * stride));
   float* const partials = partial_buffer.data();
   const int64_t work = 2 * plan.query_key_pairs * num_heads * head_dim;
-  for_each_task(
-      static_cast<int64_t>(tasks.size()) * num_kv_heads, work, make_scratch,
-      [&](int64_t task, Scratch& scratch) {
-        const auto [index, c] = tasks[static_cast<size_t>(task / num_kv_heads)];
-        const int64_t kvh = task % num_kv_heads;
-        if (c < 0) return run_item(layout, items[index], kvh, chunk, scratch);
-        const SplitItem& split = splits[index];
-        const int64_t begin = (split.first_chunk + c) * chunk;
-        float* partial = partials + ((split.first_slot + c) * num_kv_heads + kvh) * stride;
-        run_chunk_to(layout, items[split.item], kvh, begin, begin + chunk, partial, scratch);
-      });
+  const int64_t num_tasks = static_cast<int64_t>(tasks.size()) * num_kv_heads;
+  // The first tile of task t, asked for while task t - 1 runs (the thread
+  // that took t - 1 usually takes t): with short contexts most of a step's
+  // rows are in first tiles.
+  const auto prefetch_task = [&](int64_t task) {
+    const auto [index, c] = tasks[static_cast<size_t>(task / num_kv_heads)];
+    const int64_t kvh = task % num_kv_heads;
+    if (c < 0) {
+      const Item& item = items[index];
+      const int64_t begin = positions(layout, item).first_seen / chunk * chunk;
+      return prefetch_first_tile(layout, item, kvh, begin, begin + chunk);
+    }
+    const SplitItem& split = splits[index];
+    const int64_t begin = (split.first_chunk + c) * chunk;
+    prefetch_first_tile(layout, items[split.item], kvh, begin, begin + chunk);
+  };
+  for_each_task(num_tasks, work, make_scratch, [&](int64_t task, Scratch& scratch) {
+    if (task + 1 < num_tasks) prefetch_task(task + 1);
+    const auto [index, c] = tasks[static_cast<size_t>(task / num_kv_heads)];
+    const int64_t kvh = task % num_kv_heads;
+    if (c < 0) return run_item(layout, items[index], kvh, chunk, scratch);
+    const SplitItem& split = splits[index];
+    const int64_t begin = (split.first_chunk + c) * chunk;
+    float* partial = partials + ((split.first_slot + c) * num_kv_heads + kvh) * stride;
+    run_chunk_to(layout, items[split.item], kvh, begin, begin + chunk, partial, scratch);
+  });
   if (splits.empty()) return;
   for_each_task(static_cast<int64_t>(splits.size()) * num_kv_heads,
                 num_slots * stride * num_kv_heads, make_scratch,

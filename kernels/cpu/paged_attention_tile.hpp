@@ -193,6 +193,30 @@ inline __attribute__((always_inline)) void load_rows(const Layout& l, const Item
   }
 }
 
+// Asks for the K and V rows of positions [lo, hi) ahead of load_rows. A
+// row is a line or two at a stride of num_kv_heads rows, in blocks scattered
+// over the pool: the hardware prefetchers miss most of them, and a tile's
+// loads would otherwise wait on memory one row after another. Into L2
+// (prefetcht1): into L1 measured slower, the tile's widened rows and
+// scores live there (docs/benchmarks.md).
+inline __attribute__((always_inline)) void prefetch_rows(const Layout& l, const Item& item,
+                                                         int64_t kvh, int64_t lo, int64_t hi) {
+  const int32_t* table = l.tables + l.table_start[item.seq];
+  const int64_t row_bytes = l.head_dim * (l.kv_bf16 ? 2 : 4);
+  const char* k = static_cast<const char*>(l.k);
+  const char* v = static_cast<const char*>(l.v);
+  for (int64_t j = lo; j < hi; ++j) {
+    const int64_t slot = int64_t{table[j / l.block_size]} * l.block_size + j % l.block_size;
+    const int64_t offset = (slot * l.num_kv_heads + kvh) * row_bytes;
+    for (int64_t byte = 0; byte < row_bytes; byte += 64) {
+      __builtin_prefetch(k + offset + byte, 0, 2);
+      __builtin_prefetch(v + offset + byte, 0, 2);
+    }
+    __builtin_prefetch(k + offset + row_bytes - 1, 0, 2);  // a row that straddles a line
+    __builtin_prefetch(v + offset + row_bytes - 1, 0, 2);
+  }
+}
+
 // A tile's scores times scale in lanes [lane_lo, lane_hi), -inf elsewhere.
 inline __attribute__((always_inline)) void scale_and_mask(float* scores, int64_t lane_lo,
                                                           int64_t lane_hi, float scale) {
