@@ -35,8 +35,9 @@ inline __m512bh load_partial(const uint16_t* p, __mmask32 mask) {
 // whether the tile fetches the next tile's weight rows ahead (the first row
 // tile of a block, which reads it from memory), else it fetches `ahead`.
 template <int R, int C, bool Prefetch>
-void tile(const uint16_t* x, const uint16_t* w, int64_t k, const float* bias, float* out,
-          int64_t out_stride, Ahead& ahead) {
+inline __attribute__((always_inline)) void tile(const uint16_t* x, const uint16_t* w, int64_t k,
+                                                const float* bias, float* out, int64_t out_stride,
+                                                Ahead& ahead) {
   __m512 acc[R][C];
   for (int r = 0; r < R; ++r)
     for (int c = 0; c < C; ++c) acc[r][c] = _mm512_setzero_ps();
@@ -75,19 +76,31 @@ void tile(const uint16_t* x, const uint16_t* w, int64_t k, const float* bias, fl
   for (int r = 0; r < R; ++r) store_folded(acc[r], bias, out + r * out_stride);
 }
 
+// R rows of x against weight rows [0, columns) of w, tile_columns (4, or 1
+// for a lone row tile) at a time, the last tile narrower. One call per row
+// tile, the tiles inlined: a call per tile, with its prologue and the
+// accumulators' spills, cost about a sixth of a 6 x 4 tile at k = 1024.
 template <int R, bool Prefetch = true>
-void tile_rows(int columns, const uint16_t* x, const uint16_t* w, int64_t k, const float* bias,
-               float* out, int64_t out_stride, Ahead& ahead) {
-  switch (columns) {
-    case 4:
-      return tile<R, 4, Prefetch>(x, w, k, bias, out, out_stride, ahead);
-    case 3:
-      return tile<R, 3, Prefetch>(x, w, k, bias, out, out_stride, ahead);
-    case 2:
-      return tile<R, 2, Prefetch>(x, w, k, bias, out, out_stride, ahead);
-    default:
-      return tile<R, 1, Prefetch>(x, w, k, bias, out, out_stride, ahead);
+__attribute__((noinline)) void row_tile(int64_t columns, int64_t tile_columns, const uint16_t* x,
+                                        const uint16_t* w, int64_t k, const float* bias, float* out,
+                                        int64_t out_stride, Ahead& ahead) {
+  int64_t j = 0;
+  const auto at = [&](int64_t column) { return bias ? bias + column : nullptr; };
+  if (tile_columns == kTileColumns) {
+    for (; j + kTileColumns <= columns; j += kTileColumns)
+      tile<R, kTileColumns, Prefetch>(x, w + j * k, k, at(j), out + j, out_stride, ahead);
+    switch (columns - j) {
+      case 3:
+        return tile<R, 3, Prefetch>(x, w + j * k, k, at(j), out + j, out_stride, ahead);
+      case 2:
+        return tile<R, 2, Prefetch>(x, w + j * k, k, at(j), out + j, out_stride, ahead);
+      case 1:
+        return tile<R, 1, Prefetch>(x, w + j * k, k, at(j), out + j, out_stride, ahead);
+      default:
+        return;
+    }
   }
+  for (; j < columns; ++j) tile<R, 1, Prefetch>(x, w + j * k, k, at(j), out + j, out_stride, ahead);
 }
 
 }  // namespace
@@ -120,37 +133,34 @@ void gemm_columns_avx512_bf16(const GemmArgs& a, int64_t column_begin, int64_t c
     // The f32 kernel's FMAs, twice as many per byte, do not.
     const int64_t tile_columns =
         a.m <= kTileRows ? 1 : weight_rows_per_tile(rows_left, kTileColumns);
-    for (int64_t j = column_begin; j < column_end; j += tile_columns) {
-      const int64_t columns_left = column_end - j;
-      const int cols = columns_left < tile_columns ? static_cast<int>(columns_left)
-                                                   : static_cast<int>(tile_columns);
-      const uint16_t* x = a.x_bf16 + i * k;
-      const float* bias = a.bias ? a.bias + j : nullptr;
-      float* out = a.out + i * n + j;
-      switch (rows) {
-        case 6:
-          // As in gemm_avx512.cpp: only the first row tile prefetches.
-          if (i == 0) {
-            tile_rows<6>(cols, x, w + j * k, k, bias, out, n, ahead);
-          } else {
-            tile_rows<6, false>(cols, x, w + j * k, k, bias, out, n, ahead);
-          }
-          break;
-        case 5:
-          tile_rows<5>(cols, x, w + j * k, k, bias, out, n, ahead);
-          break;
-        case 4:
-          tile_rows<4>(cols, x, w + j * k, k, bias, out, n, ahead);
-          break;
-        case 3:
-          tile_rows<3>(cols, x, w + j * k, k, bias, out, n, ahead);
-          break;
-        case 2:
-          tile_rows<2>(cols, x, w + j * k, k, bias, out, n, ahead);
-          break;
-        default:
-          tile_rows<1>(cols, x, w + j * k, k, bias, out, n, ahead);
-      }
+    const int64_t columns = column_end - column_begin;
+    const uint16_t* x = a.x_bf16 + i * k;
+    const uint16_t* wj = w + column_begin * k;
+    const float* bias = a.bias ? a.bias + column_begin : nullptr;
+    float* out = a.out + i * n + column_begin;
+    switch (rows) {
+      case 6:
+        // As in gemm_avx512.cpp: only the first row tile prefetches.
+        if (i == 0) {
+          row_tile<6>(columns, tile_columns, x, wj, k, bias, out, n, ahead);
+        } else {
+          row_tile<6, false>(columns, tile_columns, x, wj, k, bias, out, n, ahead);
+        }
+        break;
+      case 5:
+        row_tile<5>(columns, tile_columns, x, wj, k, bias, out, n, ahead);
+        break;
+      case 4:
+        row_tile<4>(columns, tile_columns, x, wj, k, bias, out, n, ahead);
+        break;
+      case 3:
+        row_tile<3>(columns, tile_columns, x, wj, k, bias, out, n, ahead);
+        break;
+      case 2:
+        row_tile<2>(columns, tile_columns, x, wj, k, bias, out, n, ahead);
+        break;
+      default:
+        row_tile<1>(columns, tile_columns, x, wj, k, bias, out, n, ahead);
     }
   }
 }
