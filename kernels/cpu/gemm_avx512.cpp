@@ -60,8 +60,9 @@ struct F16Weights {
 // whether the tile fetches the next tile's weight rows ahead (the first row
 // tile of a block, which reads it from memory; see below), else `ahead`.
 template <int R, int C, class W, bool Prefetch>
-void tile(const float* x, const typename W::Element* w, int64_t k, const float* bias, float* out,
-          int64_t out_stride, Ahead& ahead) {
+inline __attribute__((always_inline)) void tile(const float* x, const typename W::Element* w,
+                                                int64_t k, const float* bias, float* out,
+                                                int64_t out_stride, Ahead& ahead) {
   __m512 acc[R][C];
   for (int r = 0; r < R; ++r)
     for (int c = 0; c < C; ++c) acc[r][c] = _mm512_setzero_ps();
@@ -106,19 +107,32 @@ void tile(const float* x, const typename W::Element* w, int64_t k, const float* 
   for (int r = 0; r < R; ++r) store_folded(acc[r], bias, out + r * out_stride);
 }
 
+// R rows of x against weight rows [0, columns) of w, tile_columns (4, or 1
+// for a lone row) at a time, the last tile narrower. One call per row tile
+// with the tiles inlined, as in gemm_avx512_bf16.cpp (a call per tile cost
+// its prologue and the accumulators' spills every tile).
 template <int R, class W, bool Prefetch = true>
-void tile_rows(int columns, const float* x, const typename W::Element* w, int64_t k,
-               const float* bias, float* out, int64_t out_stride, Ahead& ahead) {
-  switch (columns) {
-    case 4:
-      return tile<R, 4, W, Prefetch>(x, w, k, bias, out, out_stride, ahead);
-    case 3:
-      return tile<R, 3, W, Prefetch>(x, w, k, bias, out, out_stride, ahead);
-    case 2:
-      return tile<R, 2, W, Prefetch>(x, w, k, bias, out, out_stride, ahead);
-    default:
-      return tile<R, 1, W, Prefetch>(x, w, k, bias, out, out_stride, ahead);
+__attribute__((noinline)) void row_tile(int64_t columns, int64_t tile_columns, const float* x,
+                                        const typename W::Element* w, int64_t k, const float* bias,
+                                        float* out, int64_t out_stride, Ahead& ahead) {
+  int64_t j = 0;
+  const auto at = [&](int64_t column) { return bias ? bias + column : nullptr; };
+  if (tile_columns == kTileColumns) {
+    for (; j + kTileColumns <= columns; j += kTileColumns)
+      tile<R, kTileColumns, W, Prefetch>(x, w + j * k, k, at(j), out + j, out_stride, ahead);
+    switch (columns - j) {
+      case 3:
+        return tile<R, 3, W, Prefetch>(x, w + j * k, k, at(j), out + j, out_stride, ahead);
+      case 2:
+        return tile<R, 2, W, Prefetch>(x, w + j * k, k, at(j), out + j, out_stride, ahead);
+      case 1:
+        return tile<R, 1, W, Prefetch>(x, w + j * k, k, at(j), out + j, out_stride, ahead);
+      default:
+        return;
+    }
   }
+  for (; j < columns; ++j)
+    tile<R, 1, W, Prefetch>(x, w + j * k, k, at(j), out + j, out_stride, ahead);
 }
 
 // Columns [begin, end) of out for all rows; w points at weight row `begin`.
@@ -132,40 +146,35 @@ void columns(const GemmArgs& a, const typename W::Element* w, int64_t begin, int
     const int64_t rows_left = a.m - i;
     const int rows = rows_left < kTileRows ? static_cast<int>(rows_left) : kTileRows;
     const int64_t tile_columns = weight_rows_per_tile(rows_left, kTileColumns);
-    for (int64_t j = begin; j < end; j += tile_columns) {
-      const int64_t columns_left = end - j;
-      const int cols = columns_left < tile_columns ? static_cast<int>(columns_left)
-                                                   : static_cast<int>(tile_columns);
-      const float* x = a.x + i * k;
-      const typename W::Element* wj = w + (j - begin) * k;
-      const float* bias = a.bias ? a.bias + j : nullptr;
-      float* out = a.out + i * n + j;
-      switch (rows) {
-        case 6:
-          // The first row tile brings the block's weights in from memory;
-          // the later ones find them in cache, where a prefetch only takes
-          // a load slot from the kernel (docs/benchmarks.md).
-          if (i == 0) {
-            tile_rows<6, W>(cols, x, wj, k, bias, out, n, ahead);
-          } else {
-            tile_rows<6, W, false>(cols, x, wj, k, bias, out, n, ahead);
-          }
-          break;
-        case 5:
-          tile_rows<5, W>(cols, x, wj, k, bias, out, n, ahead);
-          break;
-        case 4:
-          tile_rows<4, W>(cols, x, wj, k, bias, out, n, ahead);
-          break;
-        case 3:
-          tile_rows<3, W>(cols, x, wj, k, bias, out, n, ahead);
-          break;
-        case 2:
-          tile_rows<2, W>(cols, x, wj, k, bias, out, n, ahead);
-          break;
-        default:
-          tile_rows<1, W>(cols, x, wj, k, bias, out, n, ahead);
-      }
+    const float* x = a.x + i * k;
+    const float* bias = a.bias ? a.bias + begin : nullptr;
+    float* out = a.out + i * n + begin;
+    const int64_t cols = end - begin;
+    switch (rows) {
+      case 6:
+        // The first row tile brings the block's weights in from memory;
+        // the later ones find them in cache, where a prefetch only takes
+        // a load slot from the kernel (docs/benchmarks.md).
+        if (i == 0) {
+          row_tile<6, W>(cols, tile_columns, x, w, k, bias, out, n, ahead);
+        } else {
+          row_tile<6, W, false>(cols, tile_columns, x, w, k, bias, out, n, ahead);
+        }
+        break;
+      case 5:
+        row_tile<5, W>(cols, tile_columns, x, w, k, bias, out, n, ahead);
+        break;
+      case 4:
+        row_tile<4, W>(cols, tile_columns, x, w, k, bias, out, n, ahead);
+        break;
+      case 3:
+        row_tile<3, W>(cols, tile_columns, x, w, k, bias, out, n, ahead);
+        break;
+      case 2:
+        row_tile<2, W>(cols, tile_columns, x, w, k, bias, out, n, ahead);
+        break;
+      default:
+        row_tile<1, W>(cols, tile_columns, x, w, k, bias, out, n, ahead);
     }
   }
 }
