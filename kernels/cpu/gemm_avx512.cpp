@@ -135,6 +135,11 @@ __attribute__((noinline)) void row_tile(int64_t columns, int64_t tile_columns, c
     tile<R, 1, W, Prefetch>(x, w + j * k, k, at(j), out + j, out_stride, ahead);
 }
 
+// row_tile<R, W> for R = 1..6, each fetching its next tile's weights.
+template <class W>
+constexpr decltype(&row_tile<1, W>) kRowTiles[kTileRows] = {
+    row_tile<1, W>, row_tile<2, W>, row_tile<3, W>, row_tile<4, W>, row_tile<5, W>, row_tile<6, W>};
+
 // Columns [begin, end) of out for all rows; w points at weight row `begin`.
 template <class W>
 void columns(const GemmArgs& a, const typename W::Element* w, int64_t begin, int64_t end) {
@@ -150,32 +155,12 @@ void columns(const GemmArgs& a, const typename W::Element* w, int64_t begin, int
     const float* bias = a.bias ? a.bias + begin : nullptr;
     float* out = a.out + i * n + begin;
     const int64_t cols = end - begin;
-    switch (rows) {
-      case 6:
-        // The first row tile brings the block's weights in from memory;
-        // the later ones find them in cache, where a prefetch only takes
-        // a load slot from the kernel (docs/benchmarks.md).
-        if (i == 0) {
-          row_tile<6, W>(cols, tile_columns, x, w, k, bias, out, n, ahead);
-        } else {
-          row_tile<6, W, false>(cols, tile_columns, x, w, k, bias, out, n, ahead);
-        }
-        break;
-      case 5:
-        row_tile<5, W>(cols, tile_columns, x, w, k, bias, out, n, ahead);
-        break;
-      case 4:
-        row_tile<4, W>(cols, tile_columns, x, w, k, bias, out, n, ahead);
-        break;
-      case 3:
-        row_tile<3, W>(cols, tile_columns, x, w, k, bias, out, n, ahead);
-        break;
-      case 2:
-        row_tile<2, W>(cols, tile_columns, x, w, k, bias, out, n, ahead);
-        break;
-      default:
-        row_tile<1, W>(cols, tile_columns, x, w, k, bias, out, n, ahead);
-    }
+    // The first row tile brings the block's weights in from memory; the
+    // later ones find them in cache, where a prefetch only takes a load slot
+    // from the kernel (docs/benchmarks.md).
+    const auto row_tile_of =
+        i == 0 || rows < kTileRows ? kRowTiles<W>[rows - 1] : row_tile<6, W, false>;
+    row_tile_of(cols, tile_columns, x, w, k, bias, out, n, ahead);
   }
 }
 

@@ -103,6 +103,10 @@ __attribute__((noinline)) void row_tile(int64_t columns, int64_t tile_columns, c
   for (; j < columns; ++j) tile<R, 1, Prefetch>(x, w + j * k, k, at(j), out + j, out_stride, ahead);
 }
 
+// row_tile<R> for R = 1..6, each fetching its next tile's weights.
+constexpr decltype(&row_tile<1>) kRowTiles[kTileRows] = {row_tile<1>, row_tile<2>, row_tile<3>,
+                                                         row_tile<4>, row_tile<5>, row_tile<6>};
+
 }  // namespace
 
 void round_to_bf16_avx512_bf16(const float* x, int64_t count, uint16_t* out) {
@@ -138,30 +142,9 @@ void gemm_columns_avx512_bf16(const GemmArgs& a, int64_t column_begin, int64_t c
     const uint16_t* wj = w + column_begin * k;
     const float* bias = a.bias ? a.bias + column_begin : nullptr;
     float* out = a.out + i * n + column_begin;
-    switch (rows) {
-      case 6:
-        // As in gemm_avx512.cpp: only the first row tile prefetches.
-        if (i == 0) {
-          row_tile<6>(columns, tile_columns, x, wj, k, bias, out, n, ahead);
-        } else {
-          row_tile<6, false>(columns, tile_columns, x, wj, k, bias, out, n, ahead);
-        }
-        break;
-      case 5:
-        row_tile<5>(columns, tile_columns, x, wj, k, bias, out, n, ahead);
-        break;
-      case 4:
-        row_tile<4>(columns, tile_columns, x, wj, k, bias, out, n, ahead);
-        break;
-      case 3:
-        row_tile<3>(columns, tile_columns, x, wj, k, bias, out, n, ahead);
-        break;
-      case 2:
-        row_tile<2>(columns, tile_columns, x, wj, k, bias, out, n, ahead);
-        break;
-      default:
-        row_tile<1>(columns, tile_columns, x, wj, k, bias, out, n, ahead);
-    }
+    // As in gemm_avx512.cpp: only the first row tile prefetches.
+    const auto row_tile_of = i == 0 || rows < kTileRows ? kRowTiles[rows - 1] : row_tile<6, false>;
+    row_tile_of(columns, tile_columns, x, wj, k, bias, out, n, ahead);
   }
 }
 
