@@ -282,30 +282,36 @@ void paged_attention_chunked(const PagedAttentionParams& p, int64_t context_chun
   float* const partials = partial_buffer.data();
   const int64_t work = 2 * plan.query_key_pairs * num_heads * head_dim;
   const int64_t num_tasks = static_cast<int64_t>(tasks.size()) * num_kv_heads;
-  // The first tile of task t, asked for while task t - 1 runs (the thread
-  // that took t - 1 usually takes t): with short contexts most of a step's
-  // rows are in first tiles.
-  const auto prefetch_task = [&](int64_t task) {
+  // What task t computes: a whole item (split null) from its first chunk, or
+  // chunk `c` of a split item.
+  struct Work {
+    const Item* item;
+    int64_t kvh, chunk_begin;
+    const SplitItem* split;
+    int64_t c;
+  };
+  const auto work_of = [&](int64_t task) {
     const auto [index, c] = tasks[static_cast<size_t>(task / num_kv_heads)];
     const int64_t kvh = task % num_kv_heads;
     if (c < 0) {
       const Item& item = items[index];
-      const int64_t begin = positions(layout, item).first_seen / chunk * chunk;
-      return prefetch_first_tile(layout, item, kvh, begin, begin + chunk);
+      return Work{&item, kvh, positions(layout, item).first_seen / chunk * chunk, nullptr, c};
     }
     const SplitItem& split = splits[index];
-    const int64_t begin = (split.first_chunk + c) * chunk;
-    prefetch_first_tile(layout, items[split.item], kvh, begin, begin + chunk);
+    return Work{&items[split.item], kvh, (split.first_chunk + c) * chunk, &split, c};
   };
   for_each_task(num_tasks, work, make_scratch, [&](int64_t task, Scratch& scratch) {
-    if (task + 1 < num_tasks) prefetch_task(task + 1);
-    const auto [index, c] = tasks[static_cast<size_t>(task / num_kv_heads)];
-    const int64_t kvh = task % num_kv_heads;
-    if (c < 0) return run_item(layout, items[index], kvh, chunk, scratch);
-    const SplitItem& split = splits[index];
-    const int64_t begin = (split.first_chunk + c) * chunk;
-    float* partial = partials + ((split.first_slot + c) * num_kv_heads + kvh) * stride;
-    run_chunk_to(layout, items[split.item], kvh, begin, begin + chunk, partial, scratch);
+    // The next task's first tile, asked for while this one runs (the thread
+    // that takes a task usually takes the next): with short contexts most
+    // of a step's rows are in first tiles.
+    if (task + 1 < num_tasks) {
+      const Work next = work_of(task + 1);
+      prefetch_first_tile(layout, *next.item, next.kvh, next.chunk_begin, next.chunk_begin + chunk);
+    }
+    const Work w = work_of(task);
+    if (w.split == nullptr) return run_item(layout, *w.item, w.kvh, chunk, scratch);
+    float* partial = partials + ((w.split->first_slot + w.c) * num_kv_heads + w.kvh) * stride;
+    run_chunk_to(layout, *w.item, w.kvh, w.chunk_begin, w.chunk_begin + chunk, partial, scratch);
   });
   if (splits.empty()) return;
   for_each_task(static_cast<int64_t>(splits.size()) * num_kv_heads,

@@ -164,6 +164,13 @@ inline __attribute__((always_inline)) float softmax_exp(float x) {
   return vector_exp(x);
 }
 
+// Where position j's row of KV head kvh starts, in elements of the pool.
+inline __attribute__((always_inline)) int64_t row_offset(const Layout& l, const int32_t* table,
+                                                         int64_t kvh, int64_t j) {
+  const int64_t slot = int64_t{table[j / l.block_size]} * l.block_size + j % l.block_size;
+  return (slot * l.num_kv_heads + kvh) * l.head_dim;
+}
+
 // Points s.keys/s.values at the rows of positions [lo, hi) of the tile that
 // starts at tile_begin, widening bf16 rows once for all queries and heads of
 // the item (exact, so the bits are those of an f32 cache of those values).
@@ -175,8 +182,7 @@ inline __attribute__((always_inline)) void load_rows(const Layout& l, const Item
   for (int64_t j = lo; j < hi; ++j) {
     const auto at = static_cast<size_t>(j - tile_begin);
     if (s.keys[at] != nullptr) continue;
-    const int64_t slot = int64_t{table[j / l.block_size]} * l.block_size + j % l.block_size;
-    const int64_t offset = (slot * l.num_kv_heads + kvh) * hd;
+    const int64_t offset = row_offset(l, table, kvh, j);
     if (l.kv_bf16) {
       float* key_row = s.key_rows.data() + (j - tile_begin) * hd;
       float* value_row = s.value_rows.data() + (j - tile_begin) * hd;
@@ -202,12 +208,11 @@ inline __attribute__((always_inline)) void load_rows(const Layout& l, const Item
 inline __attribute__((always_inline)) void prefetch_rows(const Layout& l, const Item& item,
                                                          int64_t kvh, int64_t lo, int64_t hi) {
   const int32_t* table = l.tables + l.table_start[item.seq];
-  const int64_t row_bytes = l.head_dim * (l.kv_bf16 ? 2 : 4);
+  const int64_t element_bytes = l.kv_bf16 ? 2 : 4, row_bytes = l.head_dim * element_bytes;
   const char* k = static_cast<const char*>(l.k);
   const char* v = static_cast<const char*>(l.v);
   for (int64_t j = lo; j < hi; ++j) {
-    const int64_t slot = int64_t{table[j / l.block_size]} * l.block_size + j % l.block_size;
-    const int64_t offset = (slot * l.num_kv_heads + kvh) * row_bytes;
+    const int64_t offset = row_offset(l, table, kvh, j) * element_bytes;
     for (int64_t byte = 0; byte < row_bytes; byte += 64) {
       __builtin_prefetch(k + offset + byte, 0, 2);
       __builtin_prefetch(v + offset + byte, 0, 2);
