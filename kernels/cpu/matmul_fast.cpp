@@ -27,6 +27,19 @@ constexpr int64_t kL1BlockBytes = 40 << 10;
 constexpr int64_t kMinRowsForL1Blocks = 16;
 // The AVX2 halves tiles are 3 columns wide: 15 leaves no 1-column strip.
 constexpr int64_t kHalvesColumnsPerTask = 15;
+// x bytes one task's rows may take (in the layout its kernel reads): half
+// of a 1 MiB L2. A task reads its rows once per column tile of its block, so
+// they must stay in L2 beside the task's weights: a prefill's 512 rows (2.8
+// MiB for a down projection's k = 2816 in bf16) did not, and every task
+// streamed all of them again from L3, which two cores could not feed
+// (docs/benchmarks.md). Tasks go row block by row block, so the threads
+// share one at a time. Each row block reads the weights again, so a task
+// takes at least kMinRowsPerTask rows: decode's steps, bound by reading the
+// weights, read them once.
+constexpr int64_t kRowBlockBytes = 512 << 10;
+constexpr int64_t kMinRowsPerTask = 64;
+// Row blocks are whole tiles of every kernel (6 rows AVX-512, 4 and 2 AVX2).
+constexpr int64_t kRowBlockMultiple = 12;
 // AVX2: from this many rows (a full 4 x 3 tile) x and each block's weights
 // are laid out in halves (gemm_kernels.hpp); below, the 2 x 2 tiles read the
 // bf16 rows as stored, which is what decode's memory-bound steps want.
@@ -47,6 +60,15 @@ void to_halves(const float* x, int64_t m, int64_t k, std::vector<float>& out) {
       std::fill(std::copy_n(row + p + 8, in_hi, hi + p / 2), hi + p / 2 + 8, 0.0f);
     }
   }
+}
+
+// Rows per task for m rows of row_bytes each: as few row blocks as keep
+// each within kRowBlockBytes, of about equal size.
+int64_t rows_per_task(int64_t m, int64_t row_bytes) {
+  const int64_t blocks =
+      std::max<int64_t>(1, (m * row_bytes + kRowBlockBytes - 1) / kRowBlockBytes);
+  const int64_t rows = std::max(kMinRowsPerTask, (m + blocks - 1) / blocks);
+  return (rows + kRowBlockMultiple - 1) / kRowBlockMultiple * kRowBlockMultiple;
 }
 
 GemmWeights gemm_weights(DType dtype) {
@@ -72,8 +94,10 @@ namespace {
 struct Prepared {
   GemmArgs args;
   bool bf16_mode = false;
-  bool avx512 = false;  // else the AVX2 kernel
-  int64_t columns = kColumnsPerTask;
+  bool avx512 = false;                // else the AVX2 kernel
+  int64_t columns = kColumnsPerTask;  // output columns per task
+  int64_t rows = 0;                   // rows of x per task
+  int64_t column_tasks = 0;           // tasks per row block
   int64_t tasks = 0;
   size_t scratch_floats = 0;  // per task, the AVX2 halves layout's; 0: none
 };
@@ -144,16 +168,27 @@ Prepared prepare(const MatmulProblem& problem, CpuPath path, Staging& staging,
       p.scratch_floats = static_cast<size_t>(p.columns * ((k + 15) / 16 * 16));
     }
   }
-  p.tasks = (n + p.columns - 1) / p.columns;
+  const int64_t row_bytes = p.bf16_mode ? k * 2 : p.args.x_halves ? (k + 15) / 16 * 16 * 4 : k * 4;
+  p.rows = rows_per_task(m, row_bytes);
+  p.column_tasks = (n + p.columns - 1) / p.columns;
+  p.tasks = (m + p.rows - 1) / p.rows * p.column_tasks;
   return p;
 }
 
+// Task t: row block t / column_tasks, column block t % column_tasks.
 void run_task(const Prepared& p, int64_t task, float* scratch) {
-  const int64_t begin = task * p.columns;
+  const int64_t begin = task % p.column_tasks * p.columns;
   const int64_t end = std::min(p.args.n, begin + p.columns);
-  if (p.bf16_mode) return gemm_columns_avx512_bf16(p.args, begin, end);
-  if (p.avx512) return gemm_columns_avx512(p.args, begin, end);
-  gemm_columns_avx2(p.args, begin, end, p.scratch_floats > 0 ? scratch : nullptr);
+  const int64_t first_row = task / p.column_tasks * p.rows;
+  GemmArgs a = p.args;
+  a.m = std::min(p.rows, a.m - first_row);
+  a.x += first_row * a.k;
+  a.out += first_row * a.n;
+  if (a.x_bf16) a.x_bf16 += first_row * a.k;
+  if (a.x_halves) a.x_halves += first_row * ((a.k + 15) / 16 * 16);
+  if (p.bf16_mode) return gemm_columns_avx512_bf16(a, begin, end);
+  if (p.avx512) return gemm_columns_avx512(a, begin, end);
+  gemm_columns_avx2(a, begin, end, p.scratch_floats > 0 ? scratch : nullptr);
 }
 
 }  // namespace

@@ -366,6 +366,47 @@ TEST_P(CpuPaths, AGroupGivesEveryProductItsLoneBits) {
   set_matmul_precision(saved_precision);
 }
 
+// A product whose x outgrows a task's row block (matmul_fast.cpp: 512 KiB of
+// x per task, from 64 rows) runs as several row blocks of tasks: every row
+// still gets the bits it gets alone, the last, shorter block included, and
+// every output is written once within its bound.
+TEST_P(CpuPaths, RowBlocksGiveEveryRowItsLoneBits) {
+  SCOPED_TRACE(testing::Message() << "seed " << test::test_seed() << ", path "
+                                  << cpu_path_name(GetParam()));
+  const MatmulPrecision saved_precision = matmul_precision();
+  std::vector<MatmulPrecision> precisions = {MatmulPrecision::f32};
+  if (GetParam() >= CpuPath::avx512_bf16) precisions.push_back(MatmulPrecision::bf16);
+  // 250 rows of k = 1100: 1.1 MB of f32 x (three row blocks), 550 KB in
+  // bf16 (two); 37 columns end in a partial column block.
+  constexpr int64_t m = 250, k = 1100, n = 37;
+  const auto x = test::random_floats(rng_, static_cast<size_t>(m * k));
+  const Tensor xt = Tensor::view(const_cast<float*>(x.data()), DType::f32, {m, k});
+  std::vector<float> x_rounded(x.size());
+  for (size_t i = 0; i < x.size(); ++i) x_rounded[i] = bf16_to_f32(f32_to_bf16(x[i]));
+  for (const MatmulPrecision precision : precisions)
+    for (DType dtype : {DType::f32, DType::bf16}) {
+      const bool bf16_mode = precision == MatmulPrecision::bf16 && dtype == DType::bf16;
+      SCOPED_TRACE(testing::Message() << dtype_name(dtype) << (bf16_mode ? " bf16 mode" : ""));
+      set_matmul_precision(precision);
+      const Weights w = random_weights(rng_, dtype, n, k);
+      for (const int threads : {1, 2}) {
+        set_cpu_threads(threads);
+        GuardedOutput batched(m, n);
+        matmul(xt, w.tensor(), nullptr, batched.tensor());
+        ASSERT_TRUE(batched.intact()) << threads;
+        ASSERT_TRUE(within_error_bound(batched.data(), bf16_mode ? x_rounded : x, w, nullptr, m));
+        for (int64_t i = 0; i < m; ++i) {
+          GuardedOutput alone(1, n);
+          matmul(xt.rows(i, 1), w.tensor(), nullptr, alone.tensor());
+          ASSERT_EQ(std::memcmp(alone.data(), batched.data() + i * n, n * sizeof(float)), 0)
+              << "row " << i << " alone differs from the batch of " << m << ", " << threads
+              << " threads";
+        }
+      }
+    }
+  set_matmul_precision(saved_precision);
+}
+
 INSTANTIATE_TEST_SUITE_P(EverySupportedPath, CpuPaths,
                          ::testing::ValuesIn(supported_cpu_paths()),
                          [](const ::testing::TestParamInfo<CpuPath>& param) {
