@@ -77,8 +77,9 @@ float fold(Half16 v) {
 }
 
 template <int R, int C, class W>
-void tile(const float* x, const typename W::Element* w, int64_t k, const float* bias, float* out,
-          int64_t out_stride) {
+inline __attribute__((always_inline)) void tile(const float* x, const typename W::Element* w,
+                                                int64_t k, const float* bias, float* out,
+                                                int64_t out_stride) {
   Half16 acc[R][C];
   for (int r = 0; r < R; ++r)
     for (int c = 0; c < C; ++c) acc[r][c] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
@@ -110,8 +111,11 @@ void tile(const float* x, const typename W::Element* w, int64_t k, const float* 
     for (int c = 0; c < C; ++c) out[r * out_stride + c] = fold(acc[r][c]) + (bias ? bias[c] : 0.0f);
 }
 
+// The tiles inlined: a call per tile cost its prologue and the
+// accumulators' trip through the stack (see gemm_avx512_bf16.cpp).
 template <class W>
-void columns(const GemmArgs& a, const typename W::Element* w, int64_t begin, int64_t end) {
+__attribute__((noinline)) void columns(const GemmArgs& a, const typename W::Element* w,
+                                       int64_t begin, int64_t end) {
   const int64_t k = a.k, n = a.n;
   for (int64_t i = 0; i < a.m; i += kTileRows) {
     const bool two_rows = a.m - i >= 2;
@@ -139,7 +143,8 @@ void columns(const GemmArgs& a, const typename W::Element* w, int64_t begin, int
 // The accumulators are locals, copied out once: written through `result`
 // in the loop, they would be stored at every step (result may alias x or w).
 template <int R, int C>
-void half_pass(const float* x, const float* w, int64_t k16, int64_t half, __m256 (&result)[R][C]) {
+inline __attribute__((always_inline)) void half_pass(const float* x, const float* w, int64_t k16,
+                                                     int64_t half, __m256 (&result)[R][C]) {
   __m256 acc[R][C];
   for (int r = 0; r < R; ++r)
     for (int c = 0; c < C; ++c) acc[r][c] = _mm256_setzero_ps();
@@ -156,8 +161,9 @@ void half_pass(const float* x, const float* w, int64_t k16, int64_t half, __m256
 }
 
 template <int R, int C>
-void halves_tile(const float* x, const float* w, int64_t k16, const float* bias, float* out,
-                 int64_t out_stride) {
+inline __attribute__((always_inline)) void halves_tile(const float* x, const float* w, int64_t k16,
+                                                       const float* bias, float* out,
+                                                       int64_t out_stride) {
   const int64_t half = k16 / 2;
   __m256 lo[R][C], hi[R][C];
   half_pass<R, C>(x, w, k16, half, lo);
@@ -167,13 +173,35 @@ void halves_tile(const float* x, const float* w, int64_t k16, const float* bias,
       out[r * out_stride + c] = fold({lo[r][c], hi[r][c]}) + (bias ? bias[c] : 0.0f);
 }
 
-using HalvesTile = void (*)(const float*, const float*, int64_t, const float*, float*, int64_t);
 constexpr int kHalvesRows = 4, kHalvesColumns = 3;
-constexpr HalvesTile kHalvesTiles[kHalvesRows][kHalvesColumns] = {
-    {halves_tile<1, 1>, halves_tile<1, 2>, halves_tile<1, 3>},
-    {halves_tile<2, 1>, halves_tile<2, 2>, halves_tile<2, 3>},
-    {halves_tile<3, 1>, halves_tile<3, 2>, halves_tile<3, 3>},
-    {halves_tile<4, 1>, halves_tile<4, 2>, halves_tile<4, 3>}};
+
+// A strip of C weight rows against rows [0, rows) of x, kHalvesRows at a
+// time, the last tile shorter. One call per strip with the tiles inlined,
+// as gemm_avx512_bf16.cpp's row tiles (a call per tile cost its prologue and
+// the accumulators' trip through the stack).
+template <int C>
+__attribute__((noinline)) void halves_strip(int64_t rows, const float* x, const float* w,
+                                            int64_t k16, const float* bias, float* out,
+                                            int64_t out_stride) {
+  int64_t i = 0;
+  for (; i + kHalvesRows <= rows; i += kHalvesRows)
+    halves_tile<kHalvesRows, C>(x + i * k16, w, k16, bias, out + i * out_stride, out_stride);
+  switch (rows - i) {
+    case 3:
+      return halves_tile<3, C>(x + i * k16, w, k16, bias, out + i * out_stride, out_stride);
+    case 2:
+      return halves_tile<2, C>(x + i * k16, w, k16, bias, out + i * out_stride, out_stride);
+    case 1:
+      return halves_tile<1, C>(x + i * k16, w, k16, bias, out + i * out_stride, out_stride);
+    default:
+      return;
+  }
+}
+
+using HalvesStrip = void (*)(int64_t, const float*, const float*, int64_t, const float*, float*,
+                             int64_t);
+constexpr HalvesStrip kHalvesStrips[kHalvesColumns] = {halves_strip<1>, halves_strip<2>,
+                                                       halves_strip<3>};
 
 // Rows of x_halves per pass over the block's columns: with the block's
 // weights (16 columns), they stay in L2 while every 3-column strip reads them.
@@ -207,12 +235,8 @@ void halves_columns(const GemmArgs& a, const float* w, int64_t begin, int64_t en
     const int64_t i1 = i0 + block_rows < a.m ? i0 + block_rows : a.m;
     for (int64_t j = begin; j < end; j += kHalvesColumns) {
       const int64_t columns = end - j < kHalvesColumns ? end - j : kHalvesColumns;
-      for (int64_t i = i0; i < i1; i += kHalvesRows) {
-        const int64_t rows = i1 - i < kHalvesRows ? i1 - i : kHalvesRows;
-        kHalvesTiles[rows - 1][columns - 1](a.x_halves + i * k16, w + (j - begin) * k16, k16,
-                                            a.bias ? a.bias + j : nullptr, a.out + i * a.n + j,
-                                            a.n);
-      }
+      kHalvesStrips[columns - 1](i1 - i0, a.x_halves + i0 * k16, w + (j - begin) * k16, k16,
+                                 a.bias ? a.bias + j : nullptr, a.out + i0 * a.n + j, a.n);
     }
   }
 }
