@@ -123,6 +123,12 @@ struct NmseSum {
   double nmse() const { return reference == 0 ? error : error / reference; }
 };
 
+// The matmul modes a path runs: f32, and the bf16 mode where it has vdpbf16ps.
+std::vector<MatmulPrecision> precisions_of(CpuPath path) {
+  if (path >= CpuPath::avx512_bf16) return {MatmulPrecision::f32, MatmulPrecision::bf16};
+  return {MatmulPrecision::f32};
+}
+
 class CpuPaths : public ::testing::TestWithParam<CpuPath> {
  protected:
   void SetUp() override {
@@ -330,9 +336,7 @@ TEST_P(CpuPaths, AGroupGivesEveryProductItsLoneBits) {
   SCOPED_TRACE(testing::Message() << "seed " << test::test_seed() << ", path "
                                   << cpu_path_name(GetParam()));
   const MatmulPrecision saved_precision = matmul_precision();
-  std::vector<MatmulPrecision> precisions = {MatmulPrecision::f32};
-  if (GetParam() >= CpuPath::avx512_bf16) precisions.push_back(MatmulPrecision::bf16);
-  for (const MatmulPrecision precision : precisions)
+  for (const MatmulPrecision precision : precisions_of(GetParam()))
     for (int64_t m : {1, 4, 7, 33})
       for (int64_t k : {64, 300}) {
         SCOPED_TRACE(testing::Message() << "m=" << m << " k=" << k
@@ -374,8 +378,6 @@ TEST_P(CpuPaths, RowBlocksGiveEveryRowItsLoneBits) {
   SCOPED_TRACE(testing::Message() << "seed " << test::test_seed() << ", path "
                                   << cpu_path_name(GetParam()));
   const MatmulPrecision saved_precision = matmul_precision();
-  std::vector<MatmulPrecision> precisions = {MatmulPrecision::f32};
-  if (GetParam() >= CpuPath::avx512_bf16) precisions.push_back(MatmulPrecision::bf16);
   // 250 rows of k = 1100: 1.1 MB of f32 x (three row blocks), 550 KB in
   // bf16 (two); 37 columns end in a partial column block.
   constexpr int64_t m = 250, k = 1100, n = 37;
@@ -383,7 +385,7 @@ TEST_P(CpuPaths, RowBlocksGiveEveryRowItsLoneBits) {
   const Tensor xt = Tensor::view(const_cast<float*>(x.data()), DType::f32, {m, k});
   std::vector<float> x_rounded(x.size());
   for (size_t i = 0; i < x.size(); ++i) x_rounded[i] = bf16_to_f32(f32_to_bf16(x[i]));
-  for (const MatmulPrecision precision : precisions)
+  for (const MatmulPrecision precision : precisions_of(GetParam()))
     for (DType dtype : {DType::f32, DType::bf16}) {
       const bool bf16_mode = precision == MatmulPrecision::bf16 && dtype == DType::bf16;
       SCOPED_TRACE(testing::Message() << dtype_name(dtype) << (bf16_mode ? " bf16 mode" : ""));
