@@ -57,8 +57,9 @@ struct F16Weights {
 };
 
 // out[r][c] for R rows of x and C weight rows; row strides are k. Prefetch:
-// whether the tile fetches the next tile's weight rows ahead (the first row
-// tile of a block, which reads it from memory; see below), else `ahead`.
+// whether the tile also fetches the next tile's weight rows ahead (the first
+// row tile of a block, which may read it from memory; see below). Every
+// tile fetches its share of `ahead`.
 template <int R, int C, class W, bool Prefetch>
 inline __attribute__((always_inline)) void tile(const float* x, const typename W::Element* w,
                                                 int64_t k, const float* bias, float* out,
@@ -68,12 +69,10 @@ inline __attribute__((always_inline)) void tile(const float* x, const typename W
     for (int c = 0; c < C; ++c) acc[r][c] = _mm512_setzero_ps();
   int64_t p = 0;
   for (; p + kLanes <= k; p += kLanes) {
-    if constexpr (!Prefetch) {
-      if (ahead.next < ahead.end) {
-        for (int64_t line = 0; line < ahead.lines; ++line)
-          _mm_prefetch(ahead.next + line * 64, _MM_HINT_T1);
-        ahead.next += ahead.lines * 64;
-      }
+    if (ahead.next < ahead.end) {
+      for (int64_t line = 0; line < ahead.lines; ++line)
+        _mm_prefetch(ahead.next + line * 64, _MM_HINT_T1);
+      ahead.next += ahead.lines * 64;
     }
     __m512 wv[C];
     for (int c = 0; c < C; ++c) {
@@ -155,9 +154,10 @@ void columns(const GemmArgs& a, const typename W::Element* w, int64_t begin, int
     const float* bias = a.bias ? a.bias + begin : nullptr;
     float* out = a.out + i * n + begin;
     const int64_t cols = end - begin;
-    // The first row tile brings the block's weights in from memory; the
-    // later ones find them in cache, where a prefetch only takes a load slot
-    // from the kernel (docs/benchmarks.md).
+    // The first row tile brings the block's weights in (from memory, or
+    // from L2 where the task before fetched them ahead); the later ones find
+    // them in cache, where a prefetch of the next tile only takes a load
+    // slot from the kernel (docs/benchmarks.md).
     const auto row_tile_of =
         i == 0 || rows < kTileRows ? kRowTiles<W>[rows - 1] : row_tile<6, W, false>;
     row_tile_of(cols, tile_columns, x, w, k, bias, out, n, ahead);

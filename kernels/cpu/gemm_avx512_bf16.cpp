@@ -32,8 +32,9 @@ inline __m512bh load_partial(const uint16_t* p, __mmask32 mask) {
 }
 
 // out[r][c] for R rows of x and C weight rows; row strides are k. Prefetch:
-// whether the tile fetches the next tile's weight rows ahead (the first row
-// tile of a block, which reads it from memory), else it fetches `ahead`.
+// whether the tile also fetches the next tile's weight rows ahead (the first
+// row tile of a block, which may read it from memory). Every tile fetches
+// its share of `ahead`.
 template <int R, int C, bool Prefetch>
 inline __attribute__((always_inline)) void tile(const uint16_t* x, const uint16_t* w, int64_t k,
                                                 const float* bias, float* out, int64_t out_stride,
@@ -43,12 +44,10 @@ inline __attribute__((always_inline)) void tile(const uint16_t* x, const uint16_
     for (int c = 0; c < C; ++c) acc[r][c] = _mm512_setzero_ps();
   int64_t p = 0;
   for (; p + kPairs <= k; p += kPairs) {
-    if constexpr (!Prefetch) {
-      if (ahead.next < ahead.end) {
-        for (int64_t line = 0; line < ahead.lines; ++line)
-          _mm_prefetch(ahead.next + line * 64, _MM_HINT_T1);
-        ahead.next += ahead.lines * 64;
-      }
+    if (ahead.next < ahead.end) {
+      for (int64_t line = 0; line < ahead.lines; ++line)
+        _mm_prefetch(ahead.next + line * 64, _MM_HINT_T1);
+      ahead.next += ahead.lines * 64;
     }
     __m512bh wv[C];
     for (int c = 0; c < C; ++c) {
@@ -142,7 +141,7 @@ void gemm_columns_avx512_bf16(const GemmArgs& a, int64_t column_begin, int64_t c
     const uint16_t* wj = w + column_begin * k;
     const float* bias = a.bias ? a.bias + column_begin : nullptr;
     float* out = a.out + i * n + column_begin;
-    // As in gemm_avx512.cpp: only the first row tile prefetches.
+    // As in gemm_avx512.cpp: only the first row tile fetches the next tile.
     const auto row_tile_of = i == 0 || rows < kTileRows ? kRowTiles[rows - 1] : row_tile<6, false>;
     row_tile_of(columns, tile_columns, x, wj, k, bias, out, n, ahead);
   }

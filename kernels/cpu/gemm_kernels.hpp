@@ -49,11 +49,15 @@ constexpr int64_t weight_rows_per_tile(int64_t rows_left, int64_t widest) {
 }
 
 // The weight block after a task's own (where the thread's next task usually
-// starts), fetched into L2 by the task's full row tiles after the first:
-// the first reads its block from memory, the later ones compute from cache
-// with memory otherwise idle. `lines` cache lines per chunk of those tiles'
-// loops, spread so (a burst of prefetches stalls the core on its
-// outstanding misses).
+// starts), fetched into L2 while the task computes, so that the next task
+// finds its weights in cache and memory works while the cores do. Spread
+// over all the task's row tiles, `lines` cache lines per chunk of their
+// loops: a burst of prefetches stalls the core on its outstanding misses,
+// and a 16-row task (3 row tiles) that fetched in its middle tile alone
+// asked memory for its block three times as fast as its compute needed,
+// more than two cores' share of the bus (docs/benchmarks.md). A task of one
+// row tile (decode of a few sequences) streams its own block from memory
+// and fetches nothing ahead.
 // The fetches stop at the block's end: rounded up to whole lines per chunk
 // they would otherwise run on through the blocks after it, which the thread
 // reaches only after they have left L2.
@@ -68,11 +72,11 @@ struct Ahead {
 // looping over `chunks` chunks of k.
 constexpr Ahead ahead_of(const char* next_block, int64_t block_bytes, int64_t m, int64_t tile_rows,
                          int64_t columns, int64_t tile_columns, int64_t chunks) {
-  const int64_t later_chunks =
-      (m / tile_rows - 1) * ((columns + tile_columns - 1) / tile_columns) * chunks;
+  const int64_t all_chunks =
+      (m + tile_rows - 1) / tile_rows * ((columns + tile_columns - 1) / tile_columns) * chunks;
+  if (m <= tile_rows || all_chunks == 0) return {next_block, next_block, 0};
   const int64_t lines = (block_bytes + 63) / 64;
-  return {next_block, next_block + block_bytes,
-          later_chunks > 0 ? (lines + later_chunks - 1) / later_chunks : 0};
+  return {next_block, next_block + block_bytes, (lines + all_chunks - 1) / all_chunks};
 }
 
 // Output columns [column_begin, column_end) for every row of x. The AVX2

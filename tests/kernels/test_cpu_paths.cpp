@@ -12,6 +12,7 @@
 #include <tuple>
 
 #include "kernels/cpu/cpu_features.hpp"
+#include "kernels/cpu/gemm_kernels.hpp"
 #include "kernels/cpu/ops.hpp"
 #include "kernels/cpu/thread_pool.hpp"
 #include "tests/common/random.hpp"
@@ -202,6 +203,24 @@ TEST_P(CpuPaths, MatmulMatchesTheReferenceAndIgnoresTheBatch) {
 
 // The SIMD paths share one reduction order, so they agree bit for bit: a
 // request's output does not depend on HIVE_CPU_ISA among them.
+// A task's fetches of the next weight block: spread over every row tile's
+// chunks, covering the block to its end and no further; none for a task of
+// one row tile, or of no whole chunk (k below a chunk).
+TEST(MatmulAhead, SpreadsTheNextBlockOverEveryRowTile) {
+  static const char block[64 << 10] = {};
+  // 16 rows in tiles of 6 (3 row tiles), 16 columns in tiles of 4, 32
+  // chunks: 384 chunks for the 512 lines of a 32 KiB block.
+  const Ahead three = ahead_of(block, 32 << 10, 16, 6, 16, 4, 32);
+  EXPECT_EQ(three.next, block);
+  EXPECT_EQ(three.end, block + (32 << 10));
+  EXPECT_EQ(three.lines, 2);
+  EXPECT_EQ(ahead_of(block, 32 << 10, 64, 6, 16, 4, 32).lines, 1);  // 11 row tiles
+  const Ahead one = ahead_of(block, 32 << 10, 6, 6, 16, 4, 32);
+  EXPECT_EQ(one.next, one.end);
+  const Ahead no_chunk = ahead_of(block, 1 << 10, 16, 6, 16, 4, 0);
+  EXPECT_EQ(no_chunk.next, no_chunk.end);
+}
+
 TEST(CpuPathsAgree, SimdPathsGiveTheSameBits) {
   std::vector<CpuPath> simd;
   for (CpuPath path : supported_cpu_paths())
