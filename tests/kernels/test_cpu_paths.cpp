@@ -201,8 +201,6 @@ TEST_P(CpuPaths, MatmulMatchesTheReferenceAndIgnoresTheBatch) {
               static_cast<long>(same_bits_as_reference));
 }
 
-// The SIMD paths share one reduction order, so they agree bit for bit: a
-// request's output does not depend on HIVE_CPU_ISA among them.
 // A task's fetches of the next weight block: spread over every row tile's
 // chunks, covering the block to its end and no further; none for a task of
 // one row tile, or of no whole chunk (k below a chunk).
@@ -221,6 +219,8 @@ TEST(MatmulAhead, SpreadsTheNextBlockOverEveryRowTile) {
   EXPECT_EQ(no_chunk.next, no_chunk.end);
 }
 
+// The SIMD paths share one reduction order, so they agree bit for bit: a
+// request's output does not depend on HIVE_CPU_ISA among them.
 TEST(CpuPathsAgree, SimdPathsGiveTheSameBits) {
   std::vector<CpuPath> simd;
   for (CpuPath path : supported_cpu_paths())
