@@ -7,7 +7,11 @@
 // model (Qwen2-0.5B: 14 heads, 2 KV heads, head_dim 64), blocks of 16
 // shuffled over the pool.
 //
-//   bench_paged_attention [--seconds S per case] [--kv-heads N] [--json FILE]
+//   bench_paged_attention [--seconds S per case] [--kv-heads N] [--group G]
+//                         [--json FILE]
+//
+// --group sets the query heads per KV head (7 as Qwen2-0.5B; the side-by-side's
+// models have 4).
 //
 // --kv-heads 1 (multi-query attention) leaves one task per sequence: the
 // shape where, on few cores, a lone long sequence needs the split.
@@ -47,8 +51,9 @@ using hive::Tensor;
 namespace cpu = hive::cpu;
 
 constexpr size_t kMinPoolBytes = size_t{512} << 20;
-constexpr int64_t kGroup = 7, kHeadDim = 64, kBlockSize = 16;
-// KV heads (--kv-heads, default 2 as Qwen2-0.5B); query heads are 7 per KV head.
+constexpr int64_t kHeadDim = 64, kBlockSize = 16;
+// KV heads (--kv-heads, default 2 as Qwen2-0.5B) and query heads (--group
+// per KV head, default 7).
 int64_t num_kv_heads = 2, num_heads = 14;
 
 std::string flag(int argc, char** argv, const std::string& name, const std::string& fallback) {
@@ -203,7 +208,9 @@ int main(int argc, char** argv) try {
   const std::string json_path = flag(argc, argv, "--json", "");
   num_kv_heads = std::stoll(flag(argc, argv, "--kv-heads", "2"));
   hive::check(num_kv_heads >= 1, "--kv-heads must be >= 1 (got ", num_kv_heads, ")");
-  num_heads = kGroup * num_kv_heads;
+  const int64_t group = std::stoll(flag(argc, argv, "--group", "7"));
+  hive::check(group >= 1, "--group must be >= 1 (got ", group, ")");
+  num_heads = group * num_kv_heads;
   const double bandwidth = probe_read_bandwidth();
   const int threads = cpu::cpu_threads();
   std::printf("threads %d, read bandwidth %.1f GB/s, heads %ld/%ld, head_dim %ld, block %ld\n\n",
