@@ -5,6 +5,8 @@
 // tokens), and every output's reduction order is fixed (gemm_kernels.hpp),
 // so a row's bits do not depend on m, on its neighbours or on the threads.
 #include <algorithm>
+#include <span>
+#include <utility>
 #include <vector>
 
 #include "kernels/cpu/cpu_features.hpp"
@@ -71,6 +73,12 @@ int64_t rows_per_task(int64_t m, int64_t row_bytes) {
   return (rows + kRowBlockMultiple - 1) / kRowBlockMultiple * kRowBlockMultiple;
 }
 
+// Elements of x one rounding task takes, and what rounding one costs in
+// multiply-adds (a load, a convert and a store per 16, against 32
+// multiply-adds per vdpbf16ps), for the pool's threshold.
+constexpr int64_t kRoundBlock = 16384;
+constexpr int64_t kRoundCost = 4;
+
 GemmWeights gemm_weights(DType dtype) {
   switch (dtype) {
     case DType::f16:
@@ -99,7 +107,8 @@ struct Prepared {
   int64_t rows = 0;                   // rows of x per task
   int64_t column_tasks = 0;           // tasks per row block
   int64_t tasks = 0;
-  size_t scratch_floats = 0;  // per task, the AVX2 halves layout's; 0: none
+  size_t scratch_floats = 0;      // per task, the AVX2 halves layout's; 0: none
+  uint16_t* rounded_x = nullptr;  // x_bf16 when it is this product's own
 };
 
 // The calling thread's buffers for x's layouts and a converted bias, one set
@@ -137,14 +146,15 @@ Prepared prepare(const MatmulProblem& problem, CpuPath path, Staging& staging,
   }
   if (m == 0 || n == 0) return p;
   if (w.dtype == DType::bf16 && bf16_matmul_active()) {
-    // The opt-in bf16 mode (cpu_features.hpp): x rounded once, on this thread.
+    // The opt-in bf16 mode (cpu_features.hpp): x rounded once per group,
+    // by round_group.
     p.bf16_mode = true;
     if (same_x && same_x->bf16_mode) {
       p.args.x_bf16 = same_x->args.x_bf16;
     } else {
       staging.x_bf16.resize(static_cast<size_t>(m * k));
-      round_to_bf16_avx512_bf16(p.args.x, m * k, staging.x_bf16.data());
-      p.args.x_bf16 = staging.x_bf16.data();
+      p.rounded_x = staging.x_bf16.data();
+      p.args.x_bf16 = p.rounded_x;
     }
     // With many rows a task's bf16 block is read again by every row tile:
     // a long reduction (a down projection's) takes half the columns, so the
@@ -173,6 +183,30 @@ Prepared prepare(const MatmulProblem& problem, CpuPath path, Staging& staging,
   p.column_tasks = (n + p.columns - 1) / p.columns;
   p.tasks = (m + p.rows - 1) / p.rows * p.column_tasks;
   return p;
+}
+
+// Rounds the x of every product that owns its x_bf16, all of them as one
+// job on the pool: a prefill's x, or a step's experts' x together, left the
+// other threads idle while the calling thread rounded them alone. Each
+// element is rounded alone, so the split changes no bit.
+void round_group(std::span<const Prepared> prepared) {
+  thread_local std::vector<std::pair<const Prepared*, int64_t>> kept_blocks;
+  std::vector<std::pair<const Prepared*, int64_t>>& blocks = kept_blocks;  // product, first
+  blocks.clear();
+  int64_t elements = 0;
+  for (const Prepared& p : prepared) {
+    if (!p.rounded_x) continue;
+    const int64_t count = p.args.m * p.args.k;
+    for (int64_t first = 0; first < count; first += kRoundBlock) blocks.push_back({&p, first});
+    elements += count;
+  }
+  for_each_task(
+      static_cast<int64_t>(blocks.size()), elements * kRoundCost, [] { return 0; },
+      [&](int64_t task, int&) {
+        const auto [p, first] = blocks[static_cast<size_t>(task)];
+        const int64_t count = std::min(kRoundBlock, p->args.m * p->args.k - first);
+        round_to_bf16_avx512_bf16(p->args.x + first, count, p->rounded_x + first);
+      });
 }
 
 // Task t: row block t / column_tasks, column block t % column_tasks.
@@ -238,6 +272,7 @@ void matmul_group(std::span<const MatmulProblem> problems) {
     scratch_floats = std::max(scratch_floats, p.scratch_floats);
     work += p.args.m * p.args.n * p.args.k;
   }
+  round_group(prepared);
   for_each_task(
       first_task.back(), work, [&] { return std::vector<float>(scratch_floats); },
       [&](int64_t task, std::vector<float>& scratch) {
