@@ -178,8 +178,7 @@ void sigmoid(const Tensor& x) {
 void fill(const Tensor& x, float value) {
   check(x.dtype == DType::f32 && x.is_contiguous(), "fill: expected a contiguous f32 tensor (got ",
         x.shape_text(), ")");
-  float* data = x.as<float>();
-  for (int64_t i = 0; i < x.numel(); ++i) data[i] = value;
+  std::fill_n(x.as<float>(), x.numel(), value);
 }
 
 }  // namespace hive::cpu

@@ -83,7 +83,9 @@ void scatter_add_rows(const Tensor& src, const Tensor& index, const Tensor& weig
     const int32_t r = index.as<int32_t>()[i];
     check(r >= 0 && r < out.shape[0], "scatter_add_rows: row ", r, " out of range");
     const float w = weight.as<float>()[i];
-    for (int64_t j = 0; j < d; ++j) out.as<float>()[r * d + j] += w * src.as<float>()[i * d + j];
+    const float* from = src.as<float>() + i * d;
+    float* to = out.as<float>() + r * d;
+    for (int64_t j = 0; j < d; ++j) to[j] += w * from[j];
   }
 }
 
