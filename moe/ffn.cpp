@@ -23,39 +23,51 @@ namespace {
 // activations a long prefill holds at once.
 constexpr int64_t kMaxGroupRows = 4096;
 
-// One expert's share of a group: its rows of x gathered, its FFN's
-// intermediates and result.
-struct ExpertRows {
-  int expert = 0;
-  int64_t begin = 0, count = 0;  // its slice of the plan
-  Buffer gathered, gate, up, computed;
-};
-
-// The FFNs of a group of experts: every gate and up projection as one grouped
-// matmul, then every down projection as another, then the scatters in expert
-// order (the order the one-expert-at-a-time loop added them in, so `out`
-// gets the same bits).
-void run_group(Backend& backend, std::vector<ExpertRows>& group,
+// The FFNs of experts [first, last] of the plan, whose rows are one
+// contiguous range of it: the range's rows of x gathered in one op, every
+// gate and up projection as one grouped matmul, one silu_mul over all their
+// intermediates, every down projection as another grouped matmul, and one
+// scatter of the range in plan order (the order the one-expert-at-a-time
+// loop added them in, so `out` gets the same bits). Each expert's rows are a
+// slice of the group's buffers.
+void run_group(Backend& backend, const Tensor& x, const DispatchPlan& plan, int first, int last,
                std::span<const FfnWeights> experts, const Tensor& token_index,
                const Tensor& token_weight, const Tensor& out) {
-  std::vector<MatmulProblem> problems;
-  for (ExpertRows& r : group) {
-    const FfnWeights& w = experts[static_cast<size_t>(r.expert)];
-    problems.push_back({r.gathered.tensor(), w.gate, nullptr, r.gate.tensor()});
-    problems.push_back({r.gathered.tensor(), w.up, nullptr, r.up.tensor()});
+  const int64_t hidden = x.shape[1];
+  const int64_t begin = plan.expert_offsets[static_cast<size_t>(first)];
+  const int64_t rows = plan.expert_offsets[static_cast<size_t>(last) + 1] - begin;
+  int64_t intermediates = 0;  // of the whole group (experts may differ in size)
+  for (int e = first; e <= last; ++e)
+    intermediates += plan.count(e) * experts[static_cast<size_t>(e)].intermediate_size();
+  Buffer gathered(backend, DType::f32, {rows, hidden});
+  Buffer computed(backend, DType::f32, {rows, hidden});
+  Buffer gate(backend, DType::f32, {intermediates});
+  Buffer up(backend, DType::f32, {intermediates});
+  backend.gather_rows(x, token_index.rows(begin, rows), gathered.tensor());
+
+  std::vector<MatmulProblem> gate_up, down;
+  int64_t offset = 0;  // into gate and up, in floats
+  for (int e = first; e <= last; ++e) {
+    const int64_t count = plan.count(e);
+    if (count == 0) continue;
+    const FfnWeights& w = experts[static_cast<size_t>(e)];
+    const int64_t inter = w.intermediate_size();
+    const int64_t row = plan.expert_offsets[static_cast<size_t>(e)] - begin;
+    const Tensor x_rows = gathered.tensor().rows(row, count);
+    const Tensor gate_rows =
+        Tensor::view(gate.tensor().as<float>() + offset, DType::f32, {count, inter}, x.device);
+    const Tensor up_rows =
+        Tensor::view(up.tensor().as<float>() + offset, DType::f32, {count, inter}, x.device);
+    gate_up.push_back({x_rows, w.gate, nullptr, gate_rows});
+    gate_up.push_back({x_rows, w.up, nullptr, up_rows});
+    down.push_back({gate_rows, w.down, nullptr, computed.tensor().rows(row, count)});
+    offset += count * inter;
   }
-  backend.matmul_group(problems);
-  problems.clear();
-  for (ExpertRows& r : group) {
-    backend.silu_mul(r.gate.tensor(), r.up.tensor(), r.gate.tensor());
-    problems.push_back({r.gate.tensor(), experts[static_cast<size_t>(r.expert)].down, nullptr,
-                        r.computed.tensor()});
-  }
-  backend.matmul_group(problems);
-  for (ExpertRows& r : group)
-    backend.scatter_add_rows(r.computed.tensor(), token_index.rows(r.begin, r.count),
-                             token_weight.rows(r.begin, r.count), out);
-  group.clear();
+  backend.matmul_group(gate_up);
+  backend.silu_mul(gate.tensor(), up.tensor(), gate.tensor());
+  backend.matmul_group(down);
+  backend.scatter_add_rows(computed.tensor(), token_index.rows(begin, rows),
+                           token_weight.rows(begin, rows), out);
 }
 
 }  // namespace
@@ -63,29 +75,18 @@ void run_group(Backend& backend, std::vector<ExpertRows>& group,
 void experts_forward(Backend& backend, const Tensor& x, const DispatchPlan& plan,
                      const Tensor& token_index, const Tensor& token_weight,
                      std::span<const FfnWeights> experts, const Tensor& out) {
-  const int64_t hidden = x.shape[1];
-  std::vector<ExpertRows> group;
+  const int num_experts = static_cast<int>(plan.expert_offsets.size()) - 1;
+  int first = 0;  // the group's first expert
   int64_t group_rows = 0;
-  for (int e = 0; e + 1 < static_cast<int>(plan.expert_offsets.size()); ++e) {
-    const int64_t count = plan.count(e);
-    if (count == 0) continue;
-    const int64_t inter = experts[static_cast<size_t>(e)].intermediate_size();
-    ExpertRows& r = group.emplace_back();
-    r.expert = e;
-    r.begin = plan.expert_offsets[static_cast<size_t>(e)];
-    r.count = count;
-    r.gathered = Buffer(backend, DType::f32, {count, hidden});
-    r.gate = Buffer(backend, DType::f32, {count, inter});
-    r.up = Buffer(backend, DType::f32, {count, inter});
-    r.computed = Buffer(backend, DType::f32, {count, hidden});
-    backend.gather_rows(x, token_index.rows(r.begin, count), r.gathered.tensor());
-    group_rows += count;
-    if (group_rows >= kMaxGroupRows) {
-      run_group(backend, group, experts, token_index, token_weight, out);
+  for (int e = 0; e < num_experts; ++e) {
+    group_rows += plan.count(e);
+    if (group_rows >= kMaxGroupRows || e + 1 == num_experts) {
+      if (group_rows > 0)
+        run_group(backend, x, plan, first, e, experts, token_index, token_weight, out);
+      first = e + 1;
       group_rows = 0;
     }
   }
-  if (!group.empty()) run_group(backend, group, experts, token_index, token_weight, out);
 }
 
 void moe_forward(Backend& backend, const Tensor& x, const MoeWeights& weights,
