@@ -3,6 +3,7 @@
 #include <cmath>
 #include <vector>
 
+#include "kernels/cpu/dot.hpp"
 #include "kernels/cpu/ops.hpp"
 #include "kernels/cpu/parallel.hpp"
 #include "kernels/cpu/vector_exp.hpp"
@@ -86,8 +87,9 @@ void rms_norm(const Tensor& x, const Tensor& weight, float eps, const Tensor& ou
     for (int64_t i = begin; i < end; ++i) {
       const float* xi = x_data + i * dim;
       float* oi = out_data + i * dim;
-      float sum = 0.0f;
-      for (int64_t j = 0; j < dim; ++j) sum += xi[j] * xi[j];
+      // In dot's 16 partial sums: one running sum was a chain of dim
+      // dependent adds, latency-bound on every row of a prompt.
+      const float sum = dot(xi, xi, dim);
       const float inv = 1.0f / std::sqrt(sum / static_cast<float>(dim) + eps);
       for (int64_t j = 0; j < dim; ++j) oi[j] = w[static_cast<size_t>(j)] * (xi[j] * inv);
     }
