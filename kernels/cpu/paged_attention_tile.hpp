@@ -288,6 +288,28 @@ inline __attribute__((always_inline)) void add_values_64(float* acc, int64_t hd,
     for (int v = 0; v < 4; ++v) std::memcpy(acc + g * hd + d0 + 16 * v, &a[g][v], sizeof a[g][v]);
 }
 
+// Turns query i's raw scores of a tile (s.scores, every head of the group,
+// lanes [lane_lo, lane_hi) seen) into softmax weights, updating each head's
+// running maximum and sum and rescaling its acc to the new maximum.
+inline __attribute__((always_inline)) void softmax_tile(const Layout& l, int64_t i,
+                                                        int64_t lane_lo, int64_t lane_hi,
+                                                        Scratch& s) {
+  for (int64_t g = 0; g < l.group; ++g) {
+    const int64_t state = i * l.group + g;
+    float* scores = s.scores.data() + g * kKeyTile;
+    scale_and_mask(scores, lane_lo, lane_hi, l.scale);
+    float& running_max = s.max[static_cast<size_t>(state)];
+    const float new_max = std::max(running_max, max_lanes(scores));
+    const float rescale = softmax_exp(running_max - new_max);  // 0 on the first tile
+    for (int64_t j = 0; j < kKeyTile; ++j) scores[j] = softmax_exp(scores[j] - new_max);
+    float& sum = s.sum[static_cast<size_t>(state)];
+    sum = sum * rescale + sum_lanes(scores);
+    running_max = new_max;
+    float* acc = s.acc.data() + state * l.head_dim;
+    for (int64_t d = 0; d < l.head_dim; ++d) acc[d] *= rescale;
+  }
+}
+
 // Folds key tile [tile_begin, tile_end) into the chunk state of the (query,
 // head) pairs of `item` whose queries see part of it. A tile's scores and
 // weights sit at lane position - tile_begin of s.scores; lanes a query does
@@ -331,20 +353,7 @@ inline __attribute__((always_inline)) void add_tile(const Layout& l, const Item&
         for (; lane + 16 <= lane_hi; lane += 16) dot_16_rows(q, keys + lane, hd, scores + lane);
       for (; lane < lane_hi; ++lane) scores[lane] = dot_row(q, keys[lane], hd);
     }
-    for (g = 0; g < l.group; ++g) {
-      const int64_t state = i * l.group + g;
-      float* scores = s.scores.data() + g * kKeyTile;
-      scale_and_mask(scores, lane_lo, lane_hi, l.scale);
-      float& running_max = s.max[static_cast<size_t>(state)];
-      const float new_max = std::max(running_max, max_lanes(scores));
-      const float rescale = softmax_exp(running_max - new_max);  // 0 on the first tile
-      for (int64_t j = 0; j < kKeyTile; ++j) scores[j] = softmax_exp(scores[j] - new_max);
-      float& sum = s.sum[static_cast<size_t>(state)];
-      sum = sum * rescale + sum_lanes(scores);
-      running_max = new_max;
-      float* acc = s.acc.data() + state * hd;
-      for (int64_t d = 0; d < hd; ++d) acc[d] *= rescale;
-    }
+    softmax_tile(l, i, lane_lo, lane_hi, s);
     float* acc = s.acc.data() + i * l.group * hd;
     const float* const* values = s.values.data() + lane_lo;
     const float* weights = s.scores.data() + lane_lo;
