@@ -36,6 +36,7 @@
 #include <cmath>
 #include <vector>
 
+#include "kernels/cpu/cpu_features.hpp"
 #include "kernels/cpu/ops.hpp"
 #include "kernels/cpu/paged_attention_tile.hpp"
 #include "kernels/cpu/parallel.hpp"
@@ -103,7 +104,9 @@ inline __attribute__((always_inline)) void prefetch_first_tile(const Layout& l, 
 }
 
 // The softmax state of chunk [chunk_begin, chunk_end) of the context for
-// every (query, head) of the item, from empty, in s.max/sum/acc.
+// every (query, head) of the item, from empty, in s.max/sum/acc; tiles by
+// add_tile, or by add_tile_bf16 in the bf16 mode.
+template <bool Bf16>
 inline __attribute__((always_inline)) void run_chunk(const Layout& l, const Item& item, int64_t kvh,
                                                      int64_t chunk_begin, int64_t chunk_end,
                                                      Scratch& s) {
@@ -119,8 +122,12 @@ inline __attribute__((always_inline)) void run_chunk(const Layout& l, const Item
   prefetch_first_tile(l, item, kvh, chunk_begin, chunk_end);
   for (int64_t tile = begin; tile < end; tile += kKeyTile) {
     paged::prefetch_rows(l, item, kvh, tile + kKeyTile, std::min(tile + 2 * kKeyTile, end));
-    std::fill(s.keys.begin(), s.keys.end(), nullptr);
-    paged::add_tile(l, item, kvh, tile, tile + kKeyTile, s);
+    if constexpr (Bf16) {
+      paged::add_tile_bf16(l, item, kvh, tile, tile + kKeyTile, s);
+    } else {
+      std::fill(s.keys.begin(), s.keys.end(), nullptr);
+      paged::add_tile(l, item, kvh, tile, tile + kKeyTile, s);
+    }
   }
 }
 
@@ -155,13 +162,14 @@ void reset_totals(int64_t num_states, Scratch& s) {
 #endif
 
 // A whole item on one thread: its chunks in order, each folded into the total.
-HIVE_PAGED_CLONES void run_item(const Layout& l, const Item& item, int64_t kvh, int64_t chunk,
-                                Scratch& s) {
+template <bool Bf16>
+inline __attribute__((always_inline)) void run_item_body(const Layout& l, const Item& item,
+                                                         int64_t kvh, int64_t chunk, Scratch& s) {
   const int64_t num_states = item.num_queries * l.group;
   reset_totals(num_states, s);
   const Positions at = positions(l, item);
   for (int64_t c = at.first_seen / chunk; c <= at.last / chunk; ++c) {
-    run_chunk(l, item, kvh, c * chunk, (c + 1) * chunk, s);
+    run_chunk<Bf16>(l, item, kvh, c * chunk, (c + 1) * chunk, s);
     for (int64_t state = 0; state < num_states; ++state) {
       const auto i = static_cast<size_t>(state);
       paged::fold(s.total_max[i], s.total_sum[i], s.total_acc.data() + state * l.head_dim, s.max[i],
@@ -171,12 +179,25 @@ HIVE_PAGED_CLONES void run_item(const Layout& l, const Item& item, int64_t kvh, 
   write_totals(l, item, kvh, s);
 }
 
+HIVE_PAGED_CLONES void run_item(const Layout& l, const Item& item, int64_t kvh, int64_t chunk,
+                                Scratch& s) {
+  run_item_body<false>(l, item, kvh, chunk, s);
+}
+
+// The bf16 mode's, built for its one target (HIVE_PAGED_BF16).
+HIVE_PAGED_BF16 void run_item_bf16(const Layout& l, const Item& item, int64_t kvh, int64_t chunk,
+                                   Scratch& s) {
+  run_item_body<true>(l, item, kvh, chunk, s);
+}
+
 // One chunk of a one-query item, its state stored in `partial` (per head of
 // the group: max, sum, acc[head_dim]) for merge_chunks.
-HIVE_PAGED_CLONES void run_chunk_to(const Layout& l, const Item& item, int64_t kvh,
-                                    int64_t chunk_begin, int64_t chunk_end, float* partial,
-                                    Scratch& s) {
-  run_chunk(l, item, kvh, chunk_begin, chunk_end, s);
+template <bool Bf16>
+inline __attribute__((always_inline)) void run_chunk_to_body(const Layout& l, const Item& item,
+                                                             int64_t kvh, int64_t chunk_begin,
+                                                             int64_t chunk_end, float* partial,
+                                                             Scratch& s) {
+  run_chunk<Bf16>(l, item, kvh, chunk_begin, chunk_end, s);
   for (int64_t g = 0; g < l.group; ++g) {
     float* state = partial + g * (l.head_dim + 2);
     state[0] = s.max[static_cast<size_t>(g)];
@@ -185,10 +206,23 @@ HIVE_PAGED_CLONES void run_chunk_to(const Layout& l, const Item& item, int64_t k
   }
 }
 
-// Folds the stored chunks of a one-query item in order, as run_item does.
-HIVE_PAGED_CLONES void merge_chunks(const Layout& l, const Item& item, int64_t kvh,
-                                    const float* partials, int64_t num_chunks, int64_t stride,
+HIVE_PAGED_CLONES void run_chunk_to(const Layout& l, const Item& item, int64_t kvh,
+                                    int64_t chunk_begin, int64_t chunk_end, float* partial,
                                     Scratch& s) {
+  run_chunk_to_body<false>(l, item, kvh, chunk_begin, chunk_end, partial, s);
+}
+
+HIVE_PAGED_BF16 void run_chunk_to_bf16(const Layout& l, const Item& item, int64_t kvh,
+                                       int64_t chunk_begin, int64_t chunk_end, float* partial,
+                                       Scratch& s) {
+  run_chunk_to_body<true>(l, item, kvh, chunk_begin, chunk_end, partial, s);
+}
+
+// Folds the stored chunks of a one-query item in order, as run_item does.
+inline __attribute__((always_inline)) void merge_chunks_body(const Layout& l, const Item& item,
+                                                             int64_t kvh, const float* partials,
+                                                             int64_t num_chunks, int64_t stride,
+                                                             Scratch& s) {
   reset_totals(l.group, s);
   for (int64_t c = 0; c < num_chunks; ++c)
     for (int64_t g = 0; g < l.group; ++g) {
@@ -198,6 +232,18 @@ HIVE_PAGED_CLONES void merge_chunks(const Layout& l, const Item& item, int64_t k
                   state[1], state + 2, l.head_dim);
     }
   write_totals(l, item, kvh, s);
+}
+
+HIVE_PAGED_CLONES void merge_chunks(const Layout& l, const Item& item, int64_t kvh,
+                                    const float* partials, int64_t num_chunks, int64_t stride,
+                                    Scratch& s) {
+  merge_chunks_body(l, item, kvh, partials, num_chunks, stride, s);
+}
+
+HIVE_PAGED_BF16 void merge_chunks_bf16(const Layout& l, const Item& item, int64_t kvh,
+                                       const float* partials, int64_t num_chunks, int64_t stride,
+                                       Scratch& s) {
+  merge_chunks_body(l, item, kvh, partials, num_chunks, stride, s);
 }
 
 // A one-query item whose context spans several chunks: its chunks run as
@@ -261,19 +307,27 @@ void paged_attention_chunked(const PagedAttentionParams& p, int64_t context_chun
     }
   }
   const int64_t states = kQueryBlock * layout.group, stride = layout.group * (head_dim + 2);
+  // The bf16 mode's tiles (paged_attention_tile.hpp, add_tile_bf16) where
+  // they apply: a bf16 cache, and head_dim in whole 64-byte rows of pairs.
+  const bool bf16_tiles = kv_bf16 && bf16_matmul_active() && head_dim % 32 == 0 && head_dim <= 256;
   const auto make_scratch = [&] {
-    const size_t rows = kv_bf16 ? static_cast<size_t>(kKeyTile * head_dim) : 0;
-    return Scratch{std::vector<float>(kKeyTile * layout.group),
-                   std::vector<float>(states * head_dim),
-                   std::vector<float>(states),
-                   std::vector<float>(states),
-                   std::vector<const float*>(kKeyTile),
-                   std::vector<const float*>(kKeyTile),
-                   std::vector<float>(rows),
-                   std::vector<float>(rows),
-                   std::vector<float>(states * head_dim),
-                   std::vector<float>(states),
-                   std::vector<float>(states)};
+    const auto floats = [](int64_t n) { return std::vector<float>(static_cast<size_t>(n)); };
+    Scratch s;
+    s.scores = floats(kKeyTile * layout.group);
+    s.acc = floats(states * head_dim);
+    s.max = floats(states);
+    s.sum = floats(states);
+    s.keys.resize(kKeyTile);
+    s.values.resize(kKeyTile);
+    if (kv_bf16 && !bf16_tiles) {
+      s.key_rows = floats(kKeyTile * head_dim);
+      s.value_rows = floats(kKeyTile * head_dim);
+    }
+    s.total_acc = floats(states * head_dim);
+    s.total_max = floats(states);
+    s.total_sum = floats(states);
+    if (bf16_tiles) paged::bf16_pairs_scratch(layout.group, head_dim, s);
+    return s;
   };
   // Reused across calls and layers; the pool's threads write through the
   // pointer (a thread_local named in the lambdas would be their own).
@@ -309,9 +363,14 @@ void paged_attention_chunked(const PagedAttentionParams& p, int64_t context_chun
       prefetch_first_tile(layout, *next.item, next.kvh, next.chunk_begin, next.chunk_begin + chunk);
     }
     const Work w = work_of(task);
-    if (w.split == nullptr) return run_item(layout, *w.item, w.kvh, chunk, scratch);
+    if (w.split == nullptr)
+      return bf16_tiles ? run_item_bf16(layout, *w.item, w.kvh, chunk, scratch)
+                        : run_item(layout, *w.item, w.kvh, chunk, scratch);
     float* partial = partials + ((w.split->first_slot + w.c) * num_kv_heads + w.kvh) * stride;
-    run_chunk_to(layout, *w.item, w.kvh, w.chunk_begin, w.chunk_begin + chunk, partial, scratch);
+    const int64_t end = w.chunk_begin + chunk;
+    if (bf16_tiles)
+      return run_chunk_to_bf16(layout, *w.item, w.kvh, w.chunk_begin, end, partial, scratch);
+    run_chunk_to(layout, *w.item, w.kvh, w.chunk_begin, end, partial, scratch);
   });
   if (splits.empty()) return;
   for_each_task(static_cast<int64_t>(splits.size()) * num_kv_heads,
@@ -319,9 +378,12 @@ void paged_attention_chunked(const PagedAttentionParams& p, int64_t context_chun
                 [&](int64_t task, Scratch& scratch) {
                   const SplitItem& split = splits[static_cast<size_t>(task / num_kv_heads)];
                   const int64_t kvh = task % num_kv_heads;
-                  merge_chunks(layout, items[split.item], kvh,
-                               partials + (split.first_slot * num_kv_heads + kvh) * stride,
-                               split.num_chunks, num_kv_heads * stride, scratch);
+                  const float* first = partials + (split.first_slot * num_kv_heads + kvh) * stride;
+                  if (bf16_tiles)
+                    return merge_chunks_bf16(layout, items[split.item], kvh, first,
+                                             split.num_chunks, num_kv_heads * stride, scratch);
+                  merge_chunks(layout, items[split.item], kvh, first, split.num_chunks,
+                               num_kv_heads * stride, scratch);
                 });
 }
 

@@ -50,6 +50,10 @@ struct Scratch {
   std::vector<const float*> keys, values;
   std::vector<float> key_rows, value_rows;  // a bf16 tile's rows, widened once
   std::vector<float> total_acc, total_max, total_sum;
+  // The bf16 mode's tile (paged_attention_bf16.cpp): query rows, key rows
+  // transposed, softmax weights and value rows, all as bf16 pairs.
+  std::vector<uint32_t> q_pairs, key_pairs, weight_pairs;
+  std::vector<uint16_t> value_pairs;
 };
 
 using Lanes16 = float __attribute__((vector_size(64)));
@@ -291,9 +295,8 @@ inline __attribute__((always_inline)) void add_values_64(float* acc, int64_t hd,
 // Turns query i's raw scores of a tile (s.scores, every head of the group,
 // lanes [lane_lo, lane_hi) seen) into softmax weights, updating each head's
 // running maximum and sum and rescaling its acc to the new maximum.
-inline __attribute__((always_inline)) void softmax_tile(const Layout& l, int64_t i,
-                                                        int64_t lane_lo, int64_t lane_hi,
-                                                        Scratch& s) {
+inline __attribute__((always_inline)) void softmax_tile(const Layout& l, int64_t i, int64_t lane_lo,
+                                                        int64_t lane_hi, Scratch& s) {
   for (int64_t g = 0; g < l.group; ++g) {
     const int64_t state = i * l.group + g;
     float* scores = s.scores.data() + g * kKeyTile;
@@ -397,5 +400,26 @@ inline __attribute__((always_inline)) void fold(float& total_max, float& total_s
   for (int64_t d = 0; d < hd; ++d) total_acc[d] = total_acc[d] * total_weight + acc[d] * weight;
   total_max = new_max;
 }
+
+// The ISA of the bf16 mode's attention, as a function attribute (the file
+// keeps baseline flags, so inline library code it instantiates stays
+// baseline code wherever the linker picks it). With FMA, as the x86-64-v4
+// clone of the f32 path: every function of the bf16 mode's path that folds
+// chunks is built for this one target, so a fold contracts the same way in
+// a prefill and in a decode's merge.
+#if defined(__x86_64__)
+#define HIVE_PAGED_BF16 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,fma")))
+#else
+#define HIVE_PAGED_BF16
+#endif
+
+// add_tile in the bf16 mode (cpu_features.hpp, MatmulPrecision::bf16), with
+// vdpbf16ps: the tile's K and V (a bf16 cache) read as stored, q and the
+// softmax weights rounded to bf16 (paged_attention_bf16.cpp). Only where the
+// CPU has AVX512_BF16, for head_dim a multiple of 32; s holds the pair
+// buffers (bf16_pairs_scratch).
+void add_tile_bf16(const Layout& l, const Item& item, int64_t kvh, int64_t tile_begin,
+                   int64_t tile_end, Scratch& s);
+void bf16_pairs_scratch(int64_t group, int64_t head_dim, Scratch& s);
 
 }  // namespace hive::cpu::paged

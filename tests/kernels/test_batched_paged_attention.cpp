@@ -15,6 +15,7 @@
 #include <numeric>
 
 #include "kernels/cpu/cpu_backend.hpp"
+#include "kernels/cpu/cpu_features.hpp"
 #include "kernels/cpu/ops.hpp"
 #include "kernels/cpu/thread_pool.hpp"
 #include "kernels/error.hpp"
@@ -172,9 +173,16 @@ void run(Step& step, size_t first, size_t count, bool reference, GuardedOutput& 
 
 class BatchedPagedAttention : public ::testing::Test {
  protected:
-  void SetUp() override { saved_threads_ = cpu::cpu_threads(); }
-  void TearDown() override { cpu::set_cpu_threads(saved_threads_); }
+  void SetUp() override {
+    saved_threads_ = cpu::cpu_threads();
+    saved_precision_ = cpu::matmul_precision();
+  }
+  void TearDown() override {
+    cpu::set_cpu_threads(saved_threads_);
+    cpu::set_matmul_precision(saved_precision_);
+  }
   int saved_threads_ = 1;
+  cpu::MatmulPrecision saved_precision_ = cpu::MatmulPrecision::f32;
 };
 
 TEST_F(BatchedPagedAttention, MatchesThePerSequenceReferenceOnRandomSteps) {
@@ -229,6 +237,48 @@ TEST_F(BatchedPagedAttention, Bf16CacheGivesTheBitsOfItsValuesInF32) {
     }
 }
 
+// The invariants, bit for bit: 1 and 2 threads, each sequence alone and in
+// the batch, and the step's prompts split into two chunks each.
+void expect_same_bits_every_way(Step& step) {
+  const size_t num_seqs = step.sequences.size();
+  GuardedOutput one_thread(step.num_tokens, step.row()), two(step.num_tokens, step.row());
+  cpu::set_cpu_threads(1);
+  run(step, 0, num_seqs, false, one_thread);
+  cpu::set_cpu_threads(2);
+  run(step, 0, num_seqs, false, two);
+  ASSERT_TRUE(one_thread.intact());
+  ASSERT_TRUE(two.intact());
+  ASSERT_EQ(std::memcmp(one_thread.data(), two.data(), two.size * 4), 0)
+      << "1 and 2 threads differ";
+  int64_t offset = 0;
+  for (size_t s = 0; s < num_seqs; ++s) {
+    const int64_t rows = step.sequences[s].num_queries;
+    GuardedOutput alone(rows, step.row());
+    run(step, s, 1, false, alone);
+    ASSERT_TRUE(alone.intact());
+    ASSERT_EQ(std::memcmp(alone.data(), two.data() + offset * step.row(),
+                          static_cast<size_t>(rows * step.row()) * 4),
+              0)
+        << "sequence " << s << " alone differs from the batch";
+    offset += rows;
+  }
+  // The whole step's queries as two chunks of each sequence: the first
+  // chunk sees a shorter context, as in an earlier step.
+  Step chunked = step;
+  chunked.sequences.clear();
+  for (const Sequence& s : step.sequences) {
+    const int64_t head = s.num_queries / 2;
+    if (head > 0)
+      chunked.sequences.push_back({head, s.context_len - (s.num_queries - head), s.table});
+    chunked.sequences.push_back({s.num_queries - head, s.context_len, s.table});
+  }
+  GuardedOutput split(step.num_tokens, step.row());
+  run(chunked, 0, chunked.sequences.size(), false, split);
+  ASSERT_TRUE(split.intact());
+  ASSERT_EQ(std::memcmp(split.data(), two.data(), two.size * 4), 0)
+      << "chunked prefill differs from one chunk";
+}
+
 TEST_F(BatchedPagedAttention, SameBitsAloneBatchedChunkedAndOnAnyThreadCount) {
   std::mt19937_64 rng(test::test_seed());
   SCOPED_TRACE(testing::Message() << "seed " << test::test_seed());
@@ -237,43 +287,35 @@ TEST_F(BatchedPagedAttention, SameBitsAloneBatchedChunkedAndOnAnyThreadCount) {
       for (const int64_t window : {0, 37}) {
         Step step = random_step(rng, {2 * group, 2, 64, block_size, window});
         SCOPED_TRACE(testing::Message() << step);
-        const size_t num_seqs = step.sequences.size();
-        GuardedOutput one_thread(step.num_tokens, step.row()), two(step.num_tokens, step.row());
-        cpu::set_cpu_threads(1);
-        run(step, 0, num_seqs, false, one_thread);
-        cpu::set_cpu_threads(2);
-        run(step, 0, num_seqs, false, two);
-        ASSERT_TRUE(one_thread.intact());
-        ASSERT_TRUE(two.intact());
-        ASSERT_EQ(std::memcmp(one_thread.data(), two.data(), two.size * 4), 0)
-            << "1 and 2 threads differ";
-        int64_t offset = 0;
-        for (size_t s = 0; s < num_seqs; ++s) {
-          const int64_t rows = step.sequences[s].num_queries;
-          GuardedOutput alone(rows, step.row());
-          run(step, s, 1, false, alone);
-          ASSERT_TRUE(alone.intact());
-          ASSERT_EQ(std::memcmp(alone.data(), two.data() + offset * step.row(),
-                                static_cast<size_t>(rows * step.row()) * 4),
-                    0)
-              << "sequence " << s << " alone differs from the batch";
-          offset += rows;
-        }
-        // The whole step's queries as two chunks of each sequence: the first
-        // chunk sees a shorter context, as in an earlier step.
-        Step chunked = step;
-        chunked.sequences.clear();
-        for (const Sequence& s : step.sequences) {
-          const int64_t head = s.num_queries / 2;
-          if (head > 0)
-            chunked.sequences.push_back({head, s.context_len - (s.num_queries - head), s.table});
-          chunked.sequences.push_back({s.num_queries - head, s.context_len, s.table});
-        }
-        GuardedOutput split(step.num_tokens, step.row());
-        run(chunked, 0, chunked.sequences.size(), false, split);
-        ASSERT_TRUE(split.intact());
-        ASSERT_EQ(std::memcmp(split.data(), two.data(), two.size * 4), 0)
-            << "chunked prefill differs from one chunk";
+        expect_same_bits_every_way(step);
+      }
+}
+
+// The bf16 mode (cpu_features.hpp) on a bf16 cache: add_tile_bf16's
+// vdpbf16ps products, q and the softmax weights rounded to bf16. Within the
+// rounding of the reference, and the same invariants bit for bit; head_dim
+// 32, 64 and 128 take each of its value loops.
+TEST_F(BatchedPagedAttention, Bf16ModeIsCloseAndKeepsTheInvariants) {
+  if (cpu::best_cpu_path() < cpu::CpuPath::avx512_bf16)
+    GTEST_SKIP() << "no AVX512_BF16 on this machine";
+  std::mt19937_64 rng(test::test_seed());
+  SCOPED_TRACE(testing::Message() << "seed " << test::test_seed());
+  cpu::set_matmul_precision(cpu::MatmulPrecision::bf16);
+  for (const int64_t group : {1, 2, 4, 8})
+    for (const int64_t head_dim : {32, 64, 128})
+      for (const int64_t window : {0, 37}) {
+        Step step = random_step(rng, {2 * group, 2, head_dim, 16, window});
+        step.k_bf16 = test::to_half_bits(step.k_pool, DType::bf16);
+        step.v_bf16 = test::to_half_bits(step.v_pool, DType::bf16);
+        SCOPED_TRACE(testing::Message() << step);
+        GuardedOutput expected(step.num_tokens, step.row()), got(step.num_tokens, step.row());
+        run(step, 0, step.sequences.size(), true, expected);
+        run(step, 0, step.sequences.size(), false, got);
+        ASSERT_TRUE(got.intact());
+        const double error = test::nmse(got.data(), expected.data(), got.size);
+        EXPECT_LE(error, 1e-5);
+        EXPECT_GT(error, 1e-11) << "the bf16 mode did not round: did it run?";
+        expect_same_bits_every_way(step);
       }
 }
 

@@ -12,6 +12,7 @@
 #include <numeric>
 
 #include "kernels/cpu/cpu_backend.hpp"
+#include "kernels/cpu/cpu_features.hpp"
 #include "kernels/cpu/ops.hpp"
 #include "kernels/cpu/thread_pool.hpp"
 #include "kernels/error.hpp"
@@ -102,9 +103,16 @@ bool same_bits(const std::vector<float>& a, const float* b) {
 
 class SplitPagedAttention : public ::testing::Test {
  protected:
-  void SetUp() override { saved_threads_ = cpu::cpu_threads(); }
-  void TearDown() override { cpu::set_cpu_threads(saved_threads_); }
+  void SetUp() override {
+    saved_threads_ = cpu::cpu_threads();
+    saved_precision_ = cpu::matmul_precision();
+  }
+  void TearDown() override {
+    cpu::set_cpu_threads(saved_threads_);
+    cpu::set_matmul_precision(saved_precision_);
+  }
   int saved_threads_ = 1;
+  cpu::MatmulPrecision saved_precision_ = cpu::MatmulPrecision::f32;
 };
 
 TEST_F(SplitPagedAttention, LongContextsMatchTheReference) {
@@ -161,6 +169,33 @@ TEST_F(SplitPagedAttention, DecodeGivesThePrefillBitsOfTheSamePosition) {
   EXPECT_TRUE(same_bits(run(decode, 0, kPrefill, kChunk), whole.data()));
   // And the split is a real one: other chunk edges round differently.
   EXPECT_FALSE(same_bits(run(prefill, 0, 1, 0), whole.data()));
+}
+
+// The same in the bf16 mode (cpu_features.hpp) on a bf16 cache, whose
+// tiles (add_tile_bf16) run in the chunks of a prefill and of a decode
+// alike; and its splits stay close to the reference.
+TEST_F(SplitPagedAttention, Bf16ModeDecodeGivesThePrefillBitsAndSplitsStayClose) {
+  if (cpu::best_cpu_path() < cpu::CpuPath::avx512_bf16)
+    GTEST_SKIP() << "no AVX512_BF16 on this machine";
+  std::mt19937_64 rng(test::test_seed());
+  SCOPED_TRACE(testing::Message() << "seed " << test::test_seed());
+  cpu::set_cpu_threads(2);
+  cpu::set_matmul_precision(cpu::MatmulPrecision::bf16);
+  constexpr int64_t kChunk = 64, kContext = 300, kPrefill = 40;
+  for (const int64_t group : {1, 4}) {
+    Pool prefill = make_pool(rng, {kContext}, {kPrefill}, group, DType::bf16);
+    const std::vector<float> whole = run(prefill, 0, 1, kChunk);
+    Pool decode = prefill;
+    decode.contexts.clear();
+    decode.queries.assign(kPrefill, 1);
+    decode.tables.assign(kPrefill, prefill.tables[0]);
+    for (int64_t i = 0; i < kPrefill; ++i) decode.contexts.push_back(kContext - kPrefill + 1 + i);
+    EXPECT_TRUE(same_bits(run(decode, 0, kPrefill, kChunk), whole.data())) << "group " << group;
+    Pool long_contexts = make_pool(rng, {300, 4096, 4100, 1500}, {1, 1, 1, 20}, group, DType::bf16);
+    const std::vector<float> expected = run(long_contexts, 0, 4, -1);
+    const std::vector<float> got = run(long_contexts, 0, 4, cpu::kContextChunk);
+    EXPECT_LE(test::nmse(got.data(), expected.data(), got.size()), 1e-5) << "group " << group;
+  }
 }
 
 TEST_F(SplitPagedAttention, OneChunkGivesTheUnsplitBits) {

@@ -1,0 +1,278 @@
+// The batched paged attention's tile in the bf16 mode (cpu_features.hpp,
+// MatmulPrecision::bf16): add_tile's online softmax with its two products
+// made by vdpbf16ps, 32 pairs of bf16 per instruction into 16 f32 lanes,
+// where add_tile widens the bf16 cache to f32 and makes 16 multiply-adds.
+//
+// vdpbf16ps adds, per lane, the products of one adjacent pair of each
+// operand, so each product needs the values it sums over side by side:
+//   scores: lane j is key j, summing over the head's dimensions in pairs
+//     (2p, 2p + 1): q's pair p broadcast against key_pairs[p], the pair p of
+//     the tile's 32 keys. Keys lie along the lanes, so no sum is folded
+//     across lanes.
+//   values: lane d is the dimension, summing over positions in pairs
+//     (2t, 2t + 1): the weights' pair t broadcast against value_pairs[t],
+//     value rows 2t and 2t + 1 interleaved.
+// K and V are read as the cache stores them (bf16); q is rounded to bf16
+// once per query and each tile's softmax weights once per head, the
+// rounding the bf16 mode's matmul gives x (about 2^-9 relative); scores,
+// the softmax and the sums stay f32.
+//
+// The same invariance as add_tile: the tile buffers hold the positions any
+// query of the item sees (zero elsewhere), and a query adds only the pairs
+// that hold a position it sees. In a pair it sees half of, the other half's
+// weight is +0 and adds nothing to a nonzero sum, so its bits depend on its
+// own q, keys and values alone, in a batch, a chunk or a decode.
+//
+// Its functions carry the ISA as a target attribute (HIVE_PAGED_BF16), not
+// the file as flags.
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "kernels/cpu/paged_attention_tile.hpp"
+
+namespace hive::cpu::paged {
+
+#if defined(__x86_64__)
+
+namespace {
+
+constexpr int64_t kPairLanes = 16;  // f32 lanes of a vdpbf16ps
+
+inline HIVE_PAGED_BF16 __attribute__((always_inline)) __m512bh pairs_of(uint32_t pair) {
+  return (__m512bh)_mm512_set1_epi32(static_cast<int>(pair));
+}
+
+// `count` floats (a multiple of 32) as bf16 pairs, rounded to nearest even.
+inline HIVE_PAGED_BF16 __attribute__((always_inline)) void round_pairs(const float* x,
+                                                                       int64_t count,
+                                                                       uint32_t* out) {
+  for (int64_t p = 0; p < count; p += 32) {
+    const __m512bh pair = _mm512_cvtne2ps_pbh(_mm512_loadu_ps(x + p + 16), _mm512_loadu_ps(x + p));
+    _mm512_storeu_si512(out + p / 2, (__m512i)pair);
+  }
+}
+
+// c[p] = lane p of rows r[0..15]: a 16 x 16 transpose of 32-bit values in
+// four rounds of shuffles, pairs of rows, then fours, then 128-bit lanes.
+// All are two-source permutes: GCC 12 flags the unpack and 128-bit shuffle
+// intrinsics' undefined pass-through as uninitialized.
+inline HIVE_PAGED_BF16 __attribute__((always_inline)) void transpose_16x16(const __m512i* r,
+                                                                           __m512i* c) {
+  // Per 128-bit lane L of a and b (b's values from 16): 32-bit values 0, 1
+  // of a and b interleaved, then 2, 3; 64-bit halves 0 of a and b, then 1.
+  const __m512i low32 = _mm512_set_epi32(29, 13, 28, 12, 25, 9, 24, 8, 21, 5, 20, 4, 17, 1, 16, 0);
+  const __m512i high32 =
+      _mm512_set_epi32(31, 15, 30, 14, 27, 11, 26, 10, 23, 7, 22, 6, 19, 3, 18, 2);
+  const __m512i low64 = _mm512_set_epi32(29, 28, 13, 12, 25, 24, 9, 8, 21, 20, 5, 4, 17, 16, 1, 0);
+  const __m512i high64 =
+      _mm512_set_epi32(31, 30, 15, 14, 27, 26, 11, 10, 23, 22, 7, 6, 19, 18, 3, 2);
+  __m512i t[16], u[16];
+  for (int i = 0; i < 16; i += 2) {
+    t[i] = _mm512_permutex2var_epi32(r[i], low32, r[i + 1]);
+    t[i + 1] = _mm512_permutex2var_epi32(r[i], high32, r[i + 1]);
+  }
+  // u[4a + m], 128-bit lane L: rows 4a..4a + 3 of column 4L + m.
+  for (int a = 0; a < 16; a += 4) {
+    u[a] = _mm512_permutex2var_epi32(t[a], low64, t[a + 2]);
+    u[a + 1] = _mm512_permutex2var_epi32(t[a], high64, t[a + 2]);
+    u[a + 2] = _mm512_permutex2var_epi32(t[a + 1], low64, t[a + 3]);
+    u[a + 3] = _mm512_permutex2var_epi32(t[a + 1], high64, t[a + 3]);
+  }
+  // 128-bit lanes (pairs of 64-bit values) of a and b (b's from 8): lanes
+  // 0, 1 of each; lanes 2, 3 of each; lanes 0, 2 of each; lanes 1, 3.
+  const __m512i lanes01 = _mm512_set_epi64(11, 10, 9, 8, 3, 2, 1, 0);
+  const __m512i lanes23 = _mm512_set_epi64(15, 14, 13, 12, 7, 6, 5, 4);
+  const __m512i lanes02 = _mm512_set_epi64(13, 12, 9, 8, 5, 4, 1, 0);
+  const __m512i lanes13 = _mm512_set_epi64(15, 14, 11, 10, 7, 6, 3, 2);
+  for (int m = 0; m < 4; ++m) {
+    const __m512i x0 = _mm512_permutex2var_epi64(u[m], lanes01, u[4 + m]);
+    const __m512i x1 = _mm512_permutex2var_epi64(u[m], lanes23, u[4 + m]);
+    const __m512i y0 = _mm512_permutex2var_epi64(u[8 + m], lanes01, u[12 + m]);
+    const __m512i y1 = _mm512_permutex2var_epi64(u[8 + m], lanes23, u[12 + m]);
+    c[m] = _mm512_permutex2var_epi64(x0, lanes02, y0);
+    c[4 + m] = _mm512_permutex2var_epi64(x0, lanes13, y0);
+    c[8 + m] = _mm512_permutex2var_epi64(x1, lanes02, y1);
+    c[12 + m] = _mm512_permutex2var_epi64(x1, lanes13, y1);
+  }
+}
+
+// The item's rows of positions [lo, hi) of the tile that starts at
+// tile_begin into s.key_pairs (transposed: pair p of key j at p * kKeyTile +
+// j) and s.value_pairs (rows 2t and 2t + 1 interleaved, element d of row 2t
+// + e at (t * head_dim + d) * 2 + e); every other position is 0.
+inline HIVE_PAGED_BF16 __attribute__((always_inline)) void load_pairs(const Layout& l,
+                                                                      const Item& item, int64_t kvh,
+                                                                      int64_t tile_begin,
+                                                                      int64_t lo, int64_t hi,
+                                                                      Scratch& s) {
+  const int32_t* table = l.tables + l.table_start[item.seq];
+  const int64_t hd = l.head_dim;
+  const auto* k = static_cast<const uint16_t*>(l.k);
+  const auto* v = static_cast<const uint16_t*>(l.v);
+  const __m512i zero = _mm512_setzero_si512();
+  // Keys 16 at a time, their pairs 16 at a time (32 values of each row).
+  for (int64_t j0 = 0; j0 < kKeyTile; j0 += 16) {
+    const uint16_t* rows[16];
+    for (int64_t j = 0; j < 16; ++j) {
+      const int64_t position = tile_begin + j0 + j;
+      rows[j] = position >= lo && position < hi ? k + row_offset(l, table, kvh, position) : nullptr;
+    }
+    for (int64_t d = 0; d < hd; d += 32) {
+      __m512i r[16], c[16];
+      for (int j = 0; j < 16; ++j) r[j] = rows[j] ? _mm512_loadu_si512(rows[j] + d) : zero;
+      transpose_16x16(r, c);
+      for (int p = 0; p < 16; ++p)
+        _mm512_storeu_si512(s.key_pairs.data() + (d / 2 + p) * kKeyTile + j0, c[p]);
+    }
+  }
+  // Interleaving two rows: the low 16 values of a 32-value block from each,
+  // then the high 16.
+  alignas(64) static constexpr uint16_t kLow[32] = {0,  32, 1,  33, 2,  34, 3,  35, 4,  36, 5,
+                                                    37, 6,  38, 7,  39, 8,  40, 9,  41, 10, 42,
+                                                    11, 43, 12, 44, 13, 45, 14, 46, 15, 47};
+  alignas(64) static constexpr uint16_t kHigh[32] = {16, 48, 17, 49, 18, 50, 19, 51, 20, 52, 21,
+                                                     53, 22, 54, 23, 55, 24, 56, 25, 57, 26, 58,
+                                                     27, 59, 28, 60, 29, 61, 30, 62, 31, 63};
+  const __m512i low = _mm512_load_si512(kLow), high = _mm512_load_si512(kHigh);
+  for (int64_t t = (lo - tile_begin) / 2; t < (hi - tile_begin + 1) / 2; ++t) {
+    const int64_t first = tile_begin + 2 * t, second = first + 1;
+    const uint16_t* a = first >= lo ? v + row_offset(l, table, kvh, first) : nullptr;
+    const uint16_t* b = second < hi ? v + row_offset(l, table, kvh, second) : nullptr;
+    uint16_t* out = s.value_pairs.data() + t * 2 * hd;
+    for (int64_t d = 0; d < hd; d += 32) {
+      const __m512i x = a ? _mm512_loadu_si512(a + d) : zero;
+      const __m512i y = b ? _mm512_loadu_si512(b + d) : zero;
+      _mm512_storeu_si512(out + 2 * d, _mm512_permutex2var_epi16(x, low, y));
+      _mm512_storeu_si512(out + 2 * d + 32, _mm512_permutex2var_epi16(x, high, y));
+    }
+  }
+}
+
+// Raw scores of the tile's 32 keys for G heads of one query: scores[g *
+// kKeyTile + j] = sum over pairs p in order of the pair products of q_pairs[g
+// * pairs + p] and key j's pair p.
+template <int G>
+inline HIVE_PAGED_BF16 __attribute__((always_inline)) void scores_of(const uint32_t* q_pairs,
+                                                                     int64_t pairs,
+                                                                     const uint32_t* key_pairs,
+                                                                     float* scores) {
+  __m512 acc[G][2];
+  for (int g = 0; g < G; ++g) acc[g][0] = acc[g][1] = _mm512_setzero_ps();
+  for (int64_t p = 0; p < pairs; ++p) {
+    const auto k0 = (__m512bh)_mm512_loadu_si512(key_pairs + p * kKeyTile);
+    const auto k1 = (__m512bh)_mm512_loadu_si512(key_pairs + p * kKeyTile + kPairLanes);
+    for (int g = 0; g < G; ++g) {
+      const __m512bh q = pairs_of(q_pairs[g * pairs + p]);
+      acc[g][0] = _mm512_dpbf16_ps(acc[g][0], q, k0);
+      acc[g][1] = _mm512_dpbf16_ps(acc[g][1], q, k1);
+    }
+  }
+  for (int g = 0; g < G; ++g) {
+    _mm512_storeu_ps(scores + g * kKeyTile, acc[g][0]);
+    _mm512_storeu_ps(scores + g * kKeyTile + kPairLanes, acc[g][1]);
+  }
+}
+
+// acc[g][d0 + d] += the pair products of weight pairs [t_lo, t_hi) and
+// value pairs, in increasing t, for G heads (acc head_dim apart, weight
+// pairs kKeyTile / 2 apart) and B blocks of 16 dimensions.
+template <int G, int B>
+inline HIVE_PAGED_BF16 __attribute__((always_inline)) void add_value_pairs(
+    float* acc, int64_t hd, const uint32_t* weight_pairs, const uint16_t* value_pairs, int64_t t_lo,
+    int64_t t_hi, int64_t d0) {
+  __m512 a[G][B];
+  for (int g = 0; g < G; ++g)
+    for (int b = 0; b < B; ++b) a[g][b] = _mm512_loadu_ps(acc + g * hd + d0 + kPairLanes * b);
+  for (int64_t t = t_lo; t < t_hi; ++t) {
+    __m512bh v[B];
+    for (int b = 0; b < B; ++b)
+      v[b] = (__m512bh)_mm512_loadu_si512(value_pairs + (t * hd + d0 + kPairLanes * b) * 2);
+    for (int g = 0; g < G; ++g) {
+      const __m512bh w = pairs_of(weight_pairs[g * kKeyTile / 2 + t]);
+      for (int b = 0; b < B; ++b) a[g][b] = _mm512_dpbf16_ps(a[g][b], w, v[b]);
+    }
+  }
+  for (int g = 0; g < G; ++g)
+    for (int b = 0; b < B; ++b) _mm512_storeu_ps(acc + g * hd + d0 + kPairLanes * b, a[g][b]);
+}
+
+template <int G>
+inline HIVE_PAGED_BF16 __attribute__((always_inline)) void add_values(float* acc, int64_t hd,
+                                                                      const uint32_t* weights,
+                                                                      const uint16_t* values,
+                                                                      int64_t t_lo, int64_t t_hi) {
+  int64_t d0 = 0;
+  for (; d0 + 64 <= hd; d0 += 64) add_value_pairs<G, 4>(acc, hd, weights, values, t_lo, t_hi, d0);
+  if (d0 < hd) add_value_pairs<G, 2>(acc, hd, weights, values, t_lo, t_hi, d0);  // 32 left
+}
+
+}  // namespace
+
+void bf16_pairs_scratch(int64_t group, int64_t head_dim, Scratch& s) {
+  s.q_pairs.resize(static_cast<size_t>(group * head_dim / 2));
+  s.key_pairs.resize(static_cast<size_t>(head_dim / 2 * kKeyTile));
+  s.weight_pairs.resize(static_cast<size_t>(group * kKeyTile / 2));
+  s.value_pairs.resize(static_cast<size_t>(kKeyTile * head_dim));
+}
+
+HIVE_PAGED_BF16 void add_tile_bf16(const Layout& l, const Item& item, int64_t kvh,
+                                   int64_t tile_begin, int64_t tile_end, Scratch& s) {
+  const int64_t num_seq_queries = l.query_start[item.seq + 1] - l.query_start[item.seq];
+  const int64_t first_position = l.context_lens[item.seq] - num_seq_queries;
+  const int64_t hd = l.head_dim, pairs = hd / 2;
+  const auto first_seen = [&](int64_t last) {
+    return l.sliding_window > 0 ? std::max<int64_t>(0, last - l.sliding_window + 1) : 0;
+  };
+  // The positions of the tile any query of the item sees: from the first
+  // query's first to the last query's last.
+  const int64_t item_last = first_position + item.first_query + item.num_queries - 1;
+  const int64_t item_lo = std::max(first_seen(first_position + item.first_query), tile_begin);
+  const int64_t item_hi = std::min(item_last + 1, tile_end);
+  if (item_lo >= item_hi) return;
+  load_pairs(l, item, kvh, tile_begin, item_lo, item_hi, s);
+  for (int64_t i = 0; i < item.num_queries; ++i) {
+    const int64_t last = first_position + item.first_query + i;
+    const int64_t lo = std::max(first_seen(last), tile_begin), hi = std::min(last + 1, tile_end);
+    if (lo >= hi) continue;
+    const int64_t lane_lo = lo - tile_begin, lane_hi = hi - tile_begin;
+    const int64_t token = l.query_start[item.seq] + item.first_query + i;
+    round_pairs(l.q + (token * l.num_heads + kvh * l.group) * hd, l.group * hd, s.q_pairs.data());
+    int64_t g = 0;
+    for (; g + 4 <= l.group; g += 4)
+      scores_of<4>(s.q_pairs.data() + g * pairs, pairs, s.key_pairs.data(),
+                   s.scores.data() + g * kKeyTile);
+    for (; g + 2 <= l.group; g += 2)
+      scores_of<2>(s.q_pairs.data() + g * pairs, pairs, s.key_pairs.data(),
+                   s.scores.data() + g * kKeyTile);
+    for (; g < l.group; ++g)
+      scores_of<1>(s.q_pairs.data() + g * pairs, pairs, s.key_pairs.data(),
+                   s.scores.data() + g * kKeyTile);
+    softmax_tile(l, i, lane_lo, lane_hi, s);
+    // Lanes the query does not see hold weight +0.
+    round_pairs(s.scores.data(), l.group * kKeyTile, s.weight_pairs.data());
+    float* acc = s.acc.data() + i * l.group * hd;
+    const int64_t t_lo = lane_lo / 2, t_hi = (lane_hi + 1) / 2;
+    const uint32_t* weights = s.weight_pairs.data();
+    const uint16_t* values = s.value_pairs.data();
+    g = 0;
+    for (; g + 4 <= l.group; g += 4)
+      add_values<4>(acc + g * hd, hd, weights + g * kKeyTile / 2, values, t_lo, t_hi);
+    for (; g + 2 <= l.group; g += 2)
+      add_values<2>(acc + g * hd, hd, weights + g * kKeyTile / 2, values, t_lo, t_hi);
+    for (; g < l.group; ++g)
+      add_values<1>(acc + g * hd, hd, weights + g * kKeyTile / 2, values, t_lo, t_hi);
+  }
+}
+
+#else
+
+void bf16_pairs_scratch(int64_t, int64_t, Scratch&) {}
+void add_tile_bf16(const Layout&, const Item&, int64_t, int64_t, int64_t, Scratch&) {
+  // Unreachable: the bf16 mode runs only on x86-64 CPUs with AVX512_BF16.
+}
+
+#endif
+
+}  // namespace hive::cpu::paged
