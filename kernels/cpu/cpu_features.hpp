@@ -47,7 +47,9 @@ void set_cpu_kernel_path(CpuPath path);
 //         per instruction, at a relative error of 2^-9 per activation. Still
 //         one fixed order per output (batch- and thread-invariant), but its
 //         own: it runs on the avx512_bf16 and amx paths, and on a lower path
-//         the f32 mode runs instead.
+//         the f32 mode runs instead. The paged attention over a bf16 cache
+//         does the same (paged_attention_bf16.cpp): q and the softmax
+//         weights rounded to bf16, K and V multiplied as stored.
 // HIVE_MATMUL_PRECISION=f32|bf16 sets it at start (an unknown name is an
 // error); tests and benchmarks switch it in process.
 enum class MatmulPrecision : uint8_t { f32, bf16 };

@@ -23,7 +23,9 @@
 // prefill chunk gives the bits of decoding the same positions.
 //
 // K/V are f32 or bf16 (the default cache); bf16 rows are widened once per
-// tile into scratch and the arithmetic stays f32.
+// tile into scratch and the arithmetic stays f32, except in the bf16 mode
+// (cpu_features.hpp), whose tiles multiply bf16 pairs (add_tile_bf16,
+// paged_attention_bf16.cpp).
 //
 // Moves: per item, its KV head's K and V rows of the context (2 *
 // context_len * head_dim * 2 or 4 bytes), once for all its query heads and
