@@ -23,6 +23,7 @@ namespace {
 
 constexpr int kPairs = 32;  // bf16 values per vdpbf16ps operand
 constexpr int kTileRows = 6, kTileColumns = 4;
+constexpr int64_t kStreamAhead = 4;  // weight rows
 
 inline __m512bh load(const uint16_t* p) {
   return (__m512bh)_mm512_loadu_si512(p);
@@ -52,8 +53,13 @@ inline __attribute__((always_inline)) void tile(const uint16_t* x, const uint16_
     __m512bh wv[C];
     for (int c = 0; c < C; ++c) {
       // The next tile's weight rows, a tile ahead, unless a lone row of x
-      // walks one weight row at a time (gemm_avx512.cpp says why).
-      if constexpr (Prefetch && (C > 1 || R > 1))
+      // walks one weight row at a time (gemm_avx512.cpp says why). A few
+      // rows of x walking one weight row at a time stream it from memory:
+      // into L2, kStreamAhead rows ahead, which keeps more lines in flight
+      // than L1's misses allow (docs/benchmarks.md).
+      if constexpr (Prefetch && C == 1 && R > 1)
+        _mm_prefetch(reinterpret_cast<const char*>(w + kStreamAhead * k + p), _MM_HINT_T1);
+      else if constexpr (Prefetch && (C > 1 || R > 1))
         _mm_prefetch(reinterpret_cast<const char*>(w + (C + c) * k + p), _MM_HINT_T0);
       wv[c] = load(w + c * k + p);
     }
