@@ -20,6 +20,7 @@
 #include "kernels/cpu/thread_pool.hpp"
 #include "kernels/error.hpp"
 #include "kernels/step_attention_plan.hpp"
+#include "tests/common/cpu_settings.hpp"
 #include "tests/common/random.hpp"
 
 namespace hive {
@@ -172,17 +173,8 @@ void run(Step& step, size_t first, size_t count, bool reference, GuardedOutput& 
 }
 
 class BatchedPagedAttention : public ::testing::Test {
- protected:
-  void SetUp() override {
-    saved_threads_ = cpu::cpu_threads();
-    saved_precision_ = cpu::matmul_precision();
-  }
-  void TearDown() override {
-    cpu::set_cpu_threads(saved_threads_);
-    cpu::set_matmul_precision(saved_precision_);
-  }
-  int saved_threads_ = 1;
-  cpu::MatmulPrecision saved_precision_ = cpu::MatmulPrecision::f32;
+ private:
+  test::KeptCpuSettings kept_;
 };
 
 TEST_F(BatchedPagedAttention, MatchesThePerSequenceReferenceOnRandomSteps) {

@@ -17,6 +17,7 @@
 #include "kernels/cpu/thread_pool.hpp"
 #include "kernels/error.hpp"
 #include "kernels/step_attention_plan.hpp"
+#include "tests/common/cpu_settings.hpp"
 #include "tests/common/random.hpp"
 
 namespace hive {
@@ -97,22 +98,25 @@ std::vector<float> run(Pool& pool, size_t first, size_t count, int64_t chunk) {
   return out;
 }
 
+// A pool of one prefill sequence as its queries' decodes: one one-query
+// sequence per query, over the same table, each seeing up to its position.
+Pool as_decodes(const Pool& prefill) {
+  const int64_t context = prefill.contexts[0], queries = prefill.queries[0];
+  Pool decode = prefill;
+  decode.contexts.clear();
+  decode.queries.assign(static_cast<size_t>(queries), 1);
+  decode.tables.assign(static_cast<size_t>(queries), prefill.tables[0]);
+  for (int64_t i = 0; i < queries; ++i) decode.contexts.push_back(context - queries + 1 + i);
+  return decode;
+}
+
 bool same_bits(const std::vector<float>& a, const float* b) {
   return std::memcmp(a.data(), b, a.size() * sizeof(float)) == 0;
 }
 
 class SplitPagedAttention : public ::testing::Test {
- protected:
-  void SetUp() override {
-    saved_threads_ = cpu::cpu_threads();
-    saved_precision_ = cpu::matmul_precision();
-  }
-  void TearDown() override {
-    cpu::set_cpu_threads(saved_threads_);
-    cpu::set_matmul_precision(saved_precision_);
-  }
-  int saved_threads_ = 1;
-  cpu::MatmulPrecision saved_precision_ = cpu::MatmulPrecision::f32;
+ private:
+  test::KeptCpuSettings kept_;
 };
 
 TEST_F(SplitPagedAttention, LongContextsMatchTheReference) {
@@ -160,12 +164,7 @@ TEST_F(SplitPagedAttention, DecodeGivesThePrefillBitsOfTheSamePosition) {
   constexpr int64_t kChunk = 64, kContext = 300, kPrefill = 40;
   Pool prefill = make_pool(rng, {kContext}, {kPrefill}, 4, DType::f32);
   const std::vector<float> whole = run(prefill, 0, 1, kChunk);
-  // The same queries as kPrefill one-query sequences over the same table.
-  Pool decode = prefill;
-  decode.contexts.clear();
-  decode.queries.assign(kPrefill, 1);
-  decode.tables.assign(kPrefill, prefill.tables[0]);
-  for (int64_t i = 0; i < kPrefill; ++i) decode.contexts.push_back(kContext - kPrefill + 1 + i);
+  Pool decode = as_decodes(prefill);
   EXPECT_TRUE(same_bits(run(decode, 0, kPrefill, kChunk), whole.data()));
   // And the split is a real one: other chunk edges round differently.
   EXPECT_FALSE(same_bits(run(prefill, 0, 1, 0), whole.data()));
@@ -185,11 +184,7 @@ TEST_F(SplitPagedAttention, Bf16ModeDecodeGivesThePrefillBitsAndSplitsStayClose)
   for (const int64_t group : {1, 4}) {
     Pool prefill = make_pool(rng, {kContext}, {kPrefill}, group, DType::bf16);
     const std::vector<float> whole = run(prefill, 0, 1, kChunk);
-    Pool decode = prefill;
-    decode.contexts.clear();
-    decode.queries.assign(kPrefill, 1);
-    decode.tables.assign(kPrefill, prefill.tables[0]);
-    for (int64_t i = 0; i < kPrefill; ++i) decode.contexts.push_back(kContext - kPrefill + 1 + i);
+    Pool decode = as_decodes(prefill);
     EXPECT_TRUE(same_bits(run(decode, 0, kPrefill, kChunk), whole.data())) << "group " << group;
     Pool long_contexts = make_pool(rng, {300, 4096, 4100, 1500}, {1, 1, 1, 20}, group, DType::bf16);
     const std::vector<float> expected = run(long_contexts, 0, 4, -1);
