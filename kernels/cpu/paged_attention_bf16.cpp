@@ -12,10 +12,10 @@
 //   values: lane d is the dimension, summing over positions in pairs
 //     (2t, 2t + 1): the weights' pair t broadcast against value_pairs[t],
 //     value rows 2t and 2t + 1 interleaved.
-// K and V are read as the cache stores them (bf16); q is rounded to bf16
-// once per query and each tile's softmax weights once per head, the
-// rounding the bf16 mode's matmul gives x (about 2^-9 relative); scores,
-// the softmax and the sums stay f32.
+// K and V are read as the cache stores them (bf16); q (at each tile, a few
+// conversions beside the tile's products) and each tile's softmax weights
+// are rounded to bf16, the rounding the bf16 mode's matmul gives x (about
+// 2^-9 relative); scores, the softmax and the sums stay f32.
 //
 // The same invariance as add_tile: the tile buffers hold the positions any
 // query of the item sees (zero elsewhere), and a query adds only the pairs
