@@ -37,6 +37,9 @@ struct GemmArgs {
   const float* x_halves = nullptr;
   // x rounded to bf16, [m, k]: the bf16 mode's kernel reads it in place of x.
   const uint16_t* x_bf16 = nullptr;
+  // x rounded to bf16 and packed for AMX tiles (pack_x_amx): the bf16 mode's
+  // kernel on the amx path reads it in place of x.
+  const uint16_t* x_amx = nullptr;
 };
 
 // Weight rows per tile for rows_left rows of x: a lone row (decode of one
@@ -94,5 +97,22 @@ void gemm_columns_avx512(const GemmArgs& args, int64_t column_begin, int64_t col
 void gemm_columns_avx512_bf16(const GemmArgs& args, int64_t column_begin, int64_t column_end);
 // x -> bf16, rounded to nearest even as vcvtneps2bf16 does.
 void round_to_bf16_avx512_bf16(const float* x, int64_t count, uint16_t* out);
+
+// The bf16 mode on the amx path (gemm_amx.cpp): output (i, j) is one f32 sum
+// to which tdpbf16ps adds the 32-value chunks of x_bf16[i] . w[j] in
+// increasing order (the last chunk zero-filled), then + bias[j].
+//
+// x_amx, x rounded as above and packed: blocks of 16 rows (rows past m
+// zero), block b at b * 16 * 32 * amx_chunks(k) values, chunk c of a block
+// at c * 512 in it; there pair p of row i, x[16b + i][32c + 2p] and [.. +
+// 1] (zero past k), at (p * 16 + i) * 2. A call with more than 16 rows
+// reads one zero block past an odd number of blocks.
+constexpr int64_t amx_chunks(int64_t k) {
+  return (k + 31) / 32;
+}
+// Writes packed block `block` of x [m, k] into x_amx.
+void pack_x_amx(const float* x, int64_t m, int64_t k, int64_t block, uint16_t* x_amx);
+// args.x_amx holds the packed blocks of args.x's rows; rows in tiles of 16.
+void gemm_columns_amx(const GemmArgs& args, int64_t column_begin, int64_t column_end);
 
 }  // namespace hive::cpu

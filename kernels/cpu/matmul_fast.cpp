@@ -28,6 +28,9 @@ constexpr int64_t kColumnsPerTask = 16;
 // 48 KiB L1 beside a row tile of x, from this many rows.
 constexpr int64_t kL1BlockBytes = 40 << 10;
 constexpr int64_t kMinRowsForL1Blocks = 16;
+// The amx kernel's tasks: 4 blocks of 16 weight rows, which a decode's
+// one block of x passes over at once (gemm_amx.cpp).
+constexpr int64_t kAmxColumnsPerTask = 64;
 // The AVX2 halves tiles are 3 columns wide: 15 leaves no 1-column strip.
 constexpr int64_t kHalvesColumnsPerTask = 15;
 // x bytes one task's rows may take (in the layout its kernel reads): half
@@ -41,8 +44,10 @@ constexpr int64_t kHalvesColumnsPerTask = 15;
 // weights, read them once.
 constexpr int64_t kRowBlockBytes = 512 << 10;
 constexpr int64_t kMinRowsPerTask = 64;
-// Row blocks are whole tiles of every kernel (6 rows AVX-512, 4 and 2 AVX2).
+// Row blocks are whole tiles of every kernel (6 rows AVX-512, 4 and 2 AVX2),
+// and for the amx kernel whole pairs of its 16-row blocks.
 constexpr int64_t kRowBlockMultiple = 12;
+constexpr int64_t kAmxRowBlockMultiple = 32;
 // AVX2: from this many rows (a full 4 x 3 tile) x and each block's weights
 // are laid out in halves (gemm_kernels.hpp); below, the 2 x 2 tiles read the
 // bf16 rows as stored, which is what decode's memory-bound steps want.
@@ -67,11 +72,19 @@ void to_halves(const float* x, int64_t m, int64_t k, std::vector<float>& out) {
 
 // Rows per task for m rows of row_bytes each: as few row blocks as keep
 // each within kRowBlockBytes, of about equal size.
-int64_t rows_per_task(int64_t m, int64_t row_bytes) {
+int64_t rows_per_task(int64_t m, int64_t row_bytes, int64_t multiple) {
   const int64_t blocks =
       std::max<int64_t>(1, (m * row_bytes + kRowBlockBytes - 1) / kRowBlockBytes);
   const int64_t rows = std::max(kMinRowsPerTask, (m + blocks - 1) / blocks);
-  return (rows + kRowBlockMultiple - 1) / kRowBlockMultiple * kRowBlockMultiple;
+  return (rows + multiple - 1) / multiple * multiple;
+}
+
+// Values of x_amx for m rows of k: whole 16-row blocks, and past an odd
+// number of them above one the zero block the kernel's pairs read.
+int64_t amx_values(int64_t m, int64_t k) {
+  int64_t blocks = (m + 15) / 16;
+  if (blocks > 1 && blocks % 2 == 1) ++blocks;
+  return blocks * 16 * 32 * amx_chunks(k);
 }
 
 // Elements of x one rounding task takes, and what rounding one costs in
@@ -103,13 +116,14 @@ namespace {
 struct Prepared {
   GemmArgs args;
   bool bf16_mode = false;
+  bool amx = false;                   // the bf16 mode's amx kernel
   bool avx512 = false;                // else the AVX2 kernel
   int64_t columns = kColumnsPerTask;  // output columns per task
   int64_t rows = 0;                   // rows of x per task
   int64_t column_tasks = 0;           // tasks per row block
   int64_t tasks = 0;
   size_t scratch_floats = 0;      // per task, the AVX2 halves layout's; 0: none
-  uint16_t* rounded_x = nullptr;  // x_bf16 when it is this product's own
+  uint16_t* rounded_x = nullptr;  // x_bf16 (x_amx) when it is this product's own
 };
 
 // The calling thread's buffers for x's layouts and a converted bias, one set
@@ -160,8 +174,13 @@ Prepared prepare(const MatmulProblem& problem, CpuPath path, Staging& staging,
     // The opt-in bf16 mode (cpu_features.hpp): x rounded once per group,
     // by round_group.
     p.bf16_mode = true;
+    p.amx = path == CpuPath::amx;
     if (same_x && same_x->bf16_mode) {
       p.args.x_bf16 = same_x->args.x_bf16;
+      p.args.x_amx = same_x->args.x_amx;
+    } else if (p.amx) {
+      p.rounded_x = cache_line_aligned(staging.x_bf16, amx_values(m, k));
+      p.args.x_amx = p.rounded_x;
     } else {
       p.rounded_x = cache_line_aligned(staging.x_bf16, m * k);
       p.args.x_bf16 = p.rounded_x;
@@ -169,7 +188,8 @@ Prepared prepare(const MatmulProblem& problem, CpuPath path, Staging& staging,
     // With many rows a task's bf16 block is read again by every row tile:
     // a long reduction (a down projection's) takes half the columns, so the
     // block stays in L1. Decode keeps wide tasks, where the bytes stream once.
-    p.columns = m >= kMinRowsForL1Blocks && k * 2 * kColumnsPerTask > kL1BlockBytes
+    p.columns = p.amx ? kAmxColumnsPerTask
+                : m >= kMinRowsForL1Blocks && k * 2 * kColumnsPerTask > kL1BlockBytes
                     ? kColumnsPerTask / 2
                     : kColumnsPerTask;
   } else {
@@ -188,17 +208,21 @@ Prepared prepare(const MatmulProblem& problem, CpuPath path, Staging& staging,
       p.scratch_floats = static_cast<size_t>(p.columns * ((k + 15) / 16 * 16));
     }
   }
-  const int64_t row_bytes = p.bf16_mode ? k * 2 : p.args.x_halves ? (k + 15) / 16 * 16 * 4 : k * 4;
-  p.rows = rows_per_task(m, row_bytes);
+  const int64_t row_bytes = p.amx             ? amx_chunks(k) * 64
+                            : p.bf16_mode     ? k * 2
+                            : p.args.x_halves ? (k + 15) / 16 * 16 * 4
+                                              : k * 4;
+  p.rows = rows_per_task(m, row_bytes, p.amx ? kAmxRowBlockMultiple : kRowBlockMultiple);
   p.column_tasks = (n + p.columns - 1) / p.columns;
   p.tasks = (m + p.rows - 1) / p.rows * p.column_tasks;
   return p;
 }
 
-// Rounds the x of every product that owns its x_bf16, all of them as one
-// job on the pool: a prefill's x, or a step's experts' x together, left the
-// other threads idle while the calling thread rounded them alone. Each
-// element is rounded alone, so the split changes no bit.
+// Rounds the x of every product that owns its x_bf16 (or packs its x_amx,
+// a task per 16-row block), all of them as one job on the pool: a
+// prefill's x, or a step's experts' x together, left the other threads
+// idle while the calling thread rounded them alone. Each element is rounded
+// alone, so the split changes no bit.
 void round_group(std::span<const Prepared> prepared) {
   thread_local std::vector<std::pair<const Prepared*, int64_t>> kept_blocks;
   std::vector<std::pair<const Prepared*, int64_t>>& blocks = kept_blocks;  // product, first
@@ -207,13 +231,19 @@ void round_group(std::span<const Prepared> prepared) {
   for (const Prepared& p : prepared) {
     if (!p.rounded_x) continue;
     const int64_t count = p.args.m * p.args.k;
-    for (int64_t first = 0; first < count; first += kRoundBlock) blocks.push_back({&p, first});
+    if (p.amx) {  // first: a block of 16 rows
+      const int64_t amx_blocks = amx_values(p.args.m, p.args.k) / (16 * 32 * amx_chunks(p.args.k));
+      for (int64_t block = 0; block < amx_blocks; ++block) blocks.push_back({&p, block});
+    } else {
+      for (int64_t first = 0; first < count; first += kRoundBlock) blocks.push_back({&p, first});
+    }
     elements += count;
   }
   for_each_task(
       static_cast<int64_t>(blocks.size()), elements * kRoundCost, [] { return 0; },
       [&](int64_t task, int&) {
         const auto [p, first] = blocks[static_cast<size_t>(task)];
+        if (p->amx) return pack_x_amx(p->args.x, p->args.m, p->args.k, first, p->rounded_x);
         const int64_t count = std::min(kRoundBlock, p->args.m * p->args.k - first);
         round_to_bf16_avx512_bf16(p->args.x + first, count, p->rounded_x + first);
       });
@@ -229,7 +259,9 @@ void run_task(const Prepared& p, int64_t task, float* scratch) {
   a.x += first_row * a.k;
   a.out += first_row * a.n;
   if (a.x_bf16) a.x_bf16 += first_row * a.k;
+  if (a.x_amx) a.x_amx += first_row * amx_chunks(a.k) * 32;
   if (a.x_halves) a.x_halves += first_row * ((a.k + 15) / 16 * 16);
+  if (p.amx) return gemm_columns_amx(a, begin, end);
   if (p.bf16_mode) return gemm_columns_avx512_bf16(a, begin, end);
   if (p.avx512) return gemm_columns_avx512(a, begin, end);
   gemm_columns_avx2(a, begin, end, p.scratch_floats > 0 ? scratch : nullptr);

@@ -35,6 +35,35 @@ __attribute__((target("avx512f,avx512bf16"))) double dot_bf16_zmm(int64_t rounds
   return static_cast<double>(rounds) * kChains * 64 + sum;
 }
 
+// Four independent tdpbf16ps chains, each 16 x 16 x 32 multiply-adds, over
+// zero tiles: the amx kernel's 2 x 2 shape (gemm_amx.cpp).
+__attribute__((target("amx-tile,amx-bf16"))) double dot_bf16_amx(int64_t rounds) {
+  struct alignas(64) {
+    uint8_t palette = 1, start_row = 0, reserved[14] = {};
+    uint16_t bytes_per_row[16] = {64, 64, 64, 64, 64, 64, 64, 64};
+    uint8_t rows[16] = {16, 16, 16, 16, 16, 16, 16, 16};
+  } config;
+  alignas(64) static const uint16_t zeros[16 * 32] = {};
+  // _tile_loadconfig let GCC 12 drop the stores to config as dead.
+  asm volatile("ldtilecfg %0" : : "m"(config));
+  _tile_zero(0);
+  _tile_zero(1);
+  _tile_zero(2);
+  _tile_zero(3);
+  _tile_loadd(4, zeros, 64);
+  _tile_loadd(5, zeros, 64);
+  _tile_loadd(6, zeros, 64);
+  _tile_loadd(7, zeros, 64);
+  for (int64_t r = 0; r < rounds; ++r) {
+    _tile_dpbf16ps(0, 4, 6);
+    _tile_dpbf16ps(1, 4, 7);
+    _tile_dpbf16ps(2, 5, 6);
+    _tile_dpbf16ps(3, 5, 7);
+  }
+  _tile_release();
+  return static_cast<double>(rounds) * 4 * 16 * 16 * 32 * 2;
+}
+
 __attribute__((target("avx512f"))) double fma_zmm(int64_t rounds) {
   __m512 acc[kChains];
   for (__m512& a : acc) a = _mm512_setzero_ps();
@@ -74,8 +103,13 @@ ComputePeak probe_compute_peak(int threads) {
   ComputePeak peak;
 #if defined(__x86_64__)
   double (*loop)(int64_t) = nullptr;
+  int64_t rounds = kRounds;
   switch (cpu::cpu_kernel_path()) {
     case cpu::CpuPath::amx:
+      peak.instruction = "tdpbf16ps";
+      loop = dot_bf16_amx;
+      rounds = kRounds / 4;
+      break;
     case cpu::CpuPath::avx512_bf16:
       peak.instruction = "vdpbf16ps zmm";
       loop = dot_bf16_zmm;
@@ -96,7 +130,7 @@ ComputePeak probe_compute_peak(int threads) {
     const auto start = std::chrono::steady_clock::now();
     std::vector<std::thread> workers;
     for (int t = 0; t < threads; ++t)
-      workers.emplace_back([&, t] { flops[static_cast<size_t>(t)] = loop(kRounds); });
+      workers.emplace_back([&, t] { flops[static_cast<size_t>(t)] = loop(rounds); });
     for (std::thread& w : workers) w.join();
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
