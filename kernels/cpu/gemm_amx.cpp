@@ -122,6 +122,12 @@ void pair(const Weights& w, const uint16_t* x0, const uint16_t* x1, Sums* sums) 
   const int64_t stride = w.stride * 2, block = kTileRows * w.stride;
   const uint16_t* a = w.w;
   for (int64_t c = 0; c < w.full_chunks; ++c, a += kPairs, x0 += kChunkValues, x1 += kChunkValues) {
+    // The next chunk's x tiles into L1: their loads from L2 stalled the
+    // tiles (docs/benchmarks.md). The weights' strided rows need no help.
+    for (int64_t line = 0; line < kChunkValues; line += kPairs) {
+      _mm_prefetch(reinterpret_cast<const char*>(x0 + kChunkValues + line), _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(x1 + kChunkValues + line), _MM_HINT_T0);
+    }
     _tile_loadd(4, a, stride);
     _tile_loadd(6, x0, kTileBytes);
     _tile_dpbf16ps(0, 4, 6);
