@@ -12,9 +12,9 @@
 //   values: lane d is the dimension, summing over positions in pairs
 //     (2t, 2t + 1): the weights' pair t broadcast against value_pairs[t],
 //     value rows 2t and 2t + 1 interleaved.
-// K and V are read as the cache stores them (bf16); q (at each tile, a few
-// conversions beside the tile's products) and each tile's softmax weights
-// are rounded to bf16, the rounding the bf16 mode's matmul gives x (about
+// K and V are read as the cache stores them (bf16); q (once per chunk of
+// the context, round_queries_bf16) and each tile's softmax weights are
+// rounded to bf16, the rounding the bf16 mode's matmul gives x (about
 // 2^-9 relative); scores, the softmax and the sums stay f32.
 //
 // The same invariance as add_tile: the tile buffers hold the positions any
@@ -167,11 +167,21 @@ inline HIVE_PAGED_BF16 __attribute__((always_inline)) void add_values(float* acc
 
 }  // namespace
 
-void bf16_pairs_scratch(int64_t group, int64_t head_dim, Scratch& s) {
-  s.q_pairs.resize(static_cast<size_t>(group * head_dim / 2));
+void bf16_pairs_scratch(int64_t states, int64_t group, int64_t head_dim, Scratch& s) {
+  s.q_pairs.resize(static_cast<size_t>(states * head_dim / 2));
   s.key_pairs.resize(static_cast<size_t>(head_dim / 2 * kKeyTile));
   s.weight_pairs.resize(static_cast<size_t>(group * kKeyTile / 2));
   s.value_pairs.resize(static_cast<size_t>(kKeyTile * head_dim));
+}
+
+HIVE_PAGED_BF16 void round_queries_bf16(const Layout& l, const Item& item, int64_t kvh,
+                                        Scratch& s) {
+  const int64_t values = l.group * l.head_dim;
+  for (int64_t i = 0; i < item.num_queries; ++i) {
+    const int64_t token = l.query_start[item.seq] + item.first_query + i;
+    round_pairs(l.q + (token * l.num_heads + kvh * l.group) * l.head_dim, values,
+                s.q_pairs.data() + i * values / 2);
+  }
 }
 
 HIVE_PAGED_BF16 void add_tile_bf16(const Layout& l, const Item& item, int64_t kvh,
@@ -194,18 +204,14 @@ HIVE_PAGED_BF16 void add_tile_bf16(const Layout& l, const Item& item, int64_t kv
     const int64_t lo = std::max(first_seen(last), tile_begin), hi = std::min(last + 1, tile_end);
     if (lo >= hi) continue;
     const int64_t lane_lo = lo - tile_begin, lane_hi = hi - tile_begin;
-    const int64_t token = l.query_start[item.seq] + item.first_query + i;
-    round_pairs(l.q + (token * l.num_heads + kvh * l.group) * hd, l.group * hd, s.q_pairs.data());
+    const uint32_t* q_pairs = s.q_pairs.data() + i * l.group * pairs;
     int64_t g = 0;
     for (; g + 4 <= l.group; g += 4)
-      scores_of<4>(s.q_pairs.data() + g * pairs, pairs, s.key_pairs.data(),
-                   s.scores.data() + g * kKeyTile);
+      scores_of<4>(q_pairs + g * pairs, pairs, s.key_pairs.data(), s.scores.data() + g * kKeyTile);
     for (; g + 2 <= l.group; g += 2)
-      scores_of<2>(s.q_pairs.data() + g * pairs, pairs, s.key_pairs.data(),
-                   s.scores.data() + g * kKeyTile);
+      scores_of<2>(q_pairs + g * pairs, pairs, s.key_pairs.data(), s.scores.data() + g * kKeyTile);
     for (; g < l.group; ++g)
-      scores_of<1>(s.q_pairs.data() + g * pairs, pairs, s.key_pairs.data(),
-                   s.scores.data() + g * kKeyTile);
+      scores_of<1>(q_pairs + g * pairs, pairs, s.key_pairs.data(), s.scores.data() + g * kKeyTile);
     softmax_tile(l, i, lane_lo, lane_hi, s);
     // Lanes the query does not see hold weight +0.
     round_pairs(s.scores.data(), l.group * kKeyTile, s.weight_pairs.data());
@@ -225,7 +231,8 @@ HIVE_PAGED_BF16 void add_tile_bf16(const Layout& l, const Item& item, int64_t kv
 
 #else
 
-void bf16_pairs_scratch(int64_t, int64_t, Scratch&) {}
+void bf16_pairs_scratch(int64_t, int64_t, int64_t, Scratch&) {}
+void round_queries_bf16(const Layout&, const Item&, int64_t, Scratch&) {}
 void add_tile_bf16(const Layout&, const Item&, int64_t, int64_t, int64_t, Scratch&) {
   // Unreachable: the bf16 mode runs only on x86-64 CPUs with AVX512_BF16.
 }

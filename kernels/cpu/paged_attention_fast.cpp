@@ -122,6 +122,7 @@ inline __attribute__((always_inline)) void run_chunk(const Layout& l, const Item
   // The first tile's rows now (already asked for when the task before it
   // ran on this thread), every later tile's a tile ahead.
   prefetch_first_tile(l, item, kvh, chunk_begin, chunk_end);
+  if constexpr (Bf16) paged::round_queries_bf16(l, item, kvh, s);
   for (int64_t tile = begin; tile < end; tile += kKeyTile) {
     paged::prefetch_rows(l, item, kvh, tile + kKeyTile, std::min(tile + 2 * kKeyTile, end));
     if constexpr (Bf16) {
@@ -328,7 +329,7 @@ void paged_attention_chunked(const PagedAttentionParams& p, int64_t context_chun
     s.total_acc = floats(states * head_dim);
     s.total_max = floats(states);
     s.total_sum = floats(states);
-    if (bf16_tiles) paged::bf16_pairs_scratch(layout.group, head_dim, s);
+    if (bf16_tiles) paged::bf16_pairs_scratch(states, layout.group, head_dim, s);
     return s;
   };
   // Reused across calls and layers; the pool's threads write through the

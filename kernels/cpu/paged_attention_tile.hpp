@@ -292,24 +292,29 @@ inline __attribute__((always_inline)) void add_values_64(float* acc, int64_t hd,
     for (int v = 0; v < 4; ++v) std::memcpy(acc + g * hd + d0 + 16 * v, &a[g][v], sizeof a[g][v]);
 }
 
-// Turns query i's raw scores of a tile (s.scores, every head of the group,
-// lanes [lane_lo, lane_hi) seen) into softmax weights, updating each head's
-// running maximum and sum and rescaling its acc to the new maximum.
+// Turns one (query, head)'s raw scores of a tile (lanes [lane_lo, lane_hi)
+// seen) into softmax weights, updating its running maximum and sum and
+// rescaling its acc[head_dim] to the new maximum.
+inline __attribute__((always_inline)) void softmax_row(const Layout& l, float* scores,
+                                                       int64_t lane_lo, int64_t lane_hi,
+                                                       float& running_max, float& sum, float* acc) {
+  scale_and_mask(scores, lane_lo, lane_hi, l.scale);
+  const float new_max = std::max(running_max, max_lanes(scores));
+  const float rescale = softmax_exp(running_max - new_max);  // 0 on the first tile
+  for (int64_t j = 0; j < kKeyTile; ++j) scores[j] = softmax_exp(scores[j] - new_max);
+  sum = sum * rescale + sum_lanes(scores);
+  running_max = new_max;
+  for (int64_t d = 0; d < l.head_dim; ++d) acc[d] *= rescale;
+}
+
+// softmax_row for query i's heads, their raw scores in s.scores (head g at
+// g * kKeyTile).
 inline __attribute__((always_inline)) void softmax_tile(const Layout& l, int64_t i, int64_t lane_lo,
                                                         int64_t lane_hi, Scratch& s) {
   for (int64_t g = 0; g < l.group; ++g) {
-    const int64_t state = i * l.group + g;
-    float* scores = s.scores.data() + g * kKeyTile;
-    scale_and_mask(scores, lane_lo, lane_hi, l.scale);
-    float& running_max = s.max[static_cast<size_t>(state)];
-    const float new_max = std::max(running_max, max_lanes(scores));
-    const float rescale = softmax_exp(running_max - new_max);  // 0 on the first tile
-    for (int64_t j = 0; j < kKeyTile; ++j) scores[j] = softmax_exp(scores[j] - new_max);
-    float& sum = s.sum[static_cast<size_t>(state)];
-    sum = sum * rescale + sum_lanes(scores);
-    running_max = new_max;
-    float* acc = s.acc.data() + state * l.head_dim;
-    for (int64_t d = 0; d < l.head_dim; ++d) acc[d] *= rescale;
+    const auto state = static_cast<size_t>(i * l.group + g);
+    softmax_row(l, s.scores.data() + g * kKeyTile, lane_lo, lane_hi, s.max[state], s.sum[state],
+                s.acc.data() + state * l.head_dim);
   }
 }
 
@@ -420,6 +425,10 @@ inline __attribute__((always_inline)) void fold(float& total_max, float& total_s
 // buffers (bf16_pairs_scratch).
 void add_tile_bf16(const Layout& l, const Item& item, int64_t kvh, int64_t tile_begin,
                    int64_t tile_end, Scratch& s);
-void bf16_pairs_scratch(int64_t group, int64_t head_dim, Scratch& s);
+// The item's q rows for kv head kvh rounded into s.q_pairs, query i's group
+// at i * group * head_dim / 2: once per chunk, before its tiles.
+void round_queries_bf16(const Layout& l, const Item& item, int64_t kvh, Scratch& s);
+// s's pair buffers for up to `states` (query, head) pairs.
+void bf16_pairs_scratch(int64_t states, int64_t group, int64_t head_dim, Scratch& s);
 
 }  // namespace hive::cpu::paged
