@@ -165,13 +165,121 @@ inline HIVE_PAGED_BF16 __attribute__((always_inline)) void add_values(float* acc
   if (d0 < hd) add_value_pairs<G, 2>(acc, hd, weights, values, t_lo, t_hi, d0);  // 32 left
 }
 
+
+// The amx path's tile (Layout::amx): the same tile as add_tile_bf16, its
+// two products as AMX tiles over the rows of every (query, head) of the
+// item that sees the tile, 16 rows at a time: scores = q rows . key pairs
+// (two 16-key C tiles, head_dim in chunks of 32), then per row the
+// softmax, then acc rows += weight rows . value pairs (16 dimensions per C
+// tile, the tile's 16 pairs of positions in one tdpbf16ps). Each row's sums
+// are its own, whichever rows share its tiles; rows of queries that do not
+// see the tile are not in any tile (the last block of rows is configured
+// to its height), so their state keeps its bits.
+struct alignas(64) TileConfig {
+  uint8_t palette = 1;
+  uint8_t start_row = 0;
+  uint8_t reserved[14] = {};
+  uint16_t bytes_per_row[16] = {};
+  uint8_t rows[16] = {};
+};
+
+// C tiles 0-3 and the A tile 4 `rows` rows high, B tiles 6-7 16 rows; all
+// 64 bytes wide. ldtilecfg as an asm that reads all of config
+// (gemm_amx.cpp says why).
+inline HIVE_PAGED_AMX __attribute__((always_inline)) void configure_rows(int64_t rows, Scratch& s) {
+  if (s.amx_rows == rows) return;
+  TileConfig config;
+  for (int t : {0, 1, 2, 3, 4, 6, 7}) {
+    config.bytes_per_row[t] = 64;
+    config.rows[t] = static_cast<uint8_t>(t < 6 ? rows : 16);
+  }
+  asm volatile("ldtilecfg %0" : : "m"(config));
+  s.amx_rows = rows;
+}
+
+HIVE_PAGED_AMX void add_tile_amx(const Layout& l, const Item& item, int64_t kvh,
+                                 int64_t tile_begin, int64_t tile_end, Scratch& s) {
+  const int64_t num_seq_queries = l.query_start[item.seq + 1] - l.query_start[item.seq];
+  const int64_t first_position = l.context_lens[item.seq] - num_seq_queries;
+  const int64_t hd = l.head_dim, pairs = hd / 2;
+  const auto first_seen = [&](int64_t last) {
+    return l.sliding_window > 0 ? std::max<int64_t>(0, last - l.sliding_window + 1) : 0;
+  };
+  const auto seen = [&](int64_t i) {  // query i's lanes of the tile
+    const int64_t last = first_position + item.first_query + i;
+    return std::pair{std::max(first_seen(last), tile_begin) - tile_begin,
+                     std::min(last + 1, tile_end) - tile_begin};
+  };
+  // The queries that see the tile are consecutive: [i_lo, i_hi).
+  int64_t i_lo = 0, i_hi = item.num_queries;
+  while (i_lo < i_hi && seen(i_lo).first >= seen(i_lo).second) ++i_lo;
+  while (i_hi > i_lo && seen(i_hi - 1).first >= seen(i_hi - 1).second) --i_hi;
+  if (i_lo >= i_hi) return;
+  const int64_t item_lo = seen(i_lo).first + tile_begin, item_hi = seen(i_hi - 1).second + tile_begin;
+  load_pairs(l, item, kvh, tile_begin, item_lo, item_hi, s);
+  // Value pairs load_pairs left out hold another tile's values; every
+  // weight there is +0, but a tile multiplies all 16 pairs.
+  const int64_t t_lo = (item_lo - tile_begin) / 2, t_hi = (item_hi - tile_begin + 1) / 2;
+  std::fill_n(s.value_pairs.data(), t_lo * 2 * hd, uint16_t{0});
+  std::fill(s.value_pairs.begin() + t_hi * 2 * hd, s.value_pairs.end(), uint16_t{0});
+  const int64_t row_lo = i_lo * l.group, row_hi = i_hi * l.group;
+  const auto* keys = s.key_pairs.data();
+  for (int64_t r = row_lo; r < row_hi; r += 16) {
+    configure_rows(std::min<int64_t>(16, row_hi - r), s);
+    _tile_zero(0);
+    _tile_zero(1);
+    const uint32_t* q = s.q_pairs.data() + r * pairs;
+    for (int64_t c = 0; c < pairs; c += 16) {
+      _tile_loadd(4, q + c, hd * 2);
+      _tile_loadd(6, keys + c * kKeyTile, kKeyTile * 4);
+      _tile_loadd(7, keys + c * kKeyTile + 16, kKeyTile * 4);
+      _tile_dpbf16ps(0, 4, 6);
+      _tile_dpbf16ps(1, 4, 7);
+    }
+    _tile_stored(0, s.scores.data() + r * kKeyTile, kKeyTile * 4);
+    _tile_stored(1, s.scores.data() + r * kKeyTile + 16, kKeyTile * 4);
+  }
+  for (int64_t i = i_lo; i < i_hi; ++i) {
+    const auto [lane_lo, lane_hi] = seen(i);
+    for (int64_t g = 0; g < l.group; ++g) {
+      const int64_t r = i * l.group + g;
+      float* scores = s.scores.data() + r * kKeyTile;
+      softmax_row(l, scores, lane_lo, lane_hi, s.max[static_cast<size_t>(r)],
+                  s.sum[static_cast<size_t>(r)], s.acc.data() + r * hd);
+      round_pairs(scores, kKeyTile, s.weight_pairs.data() + r * kKeyTile / 2);
+    }
+  }
+  for (int64_t r = row_lo; r < row_hi; r += 16) {
+    configure_rows(std::min<int64_t>(16, row_hi - r), s);
+    _tile_loadd(4, s.weight_pairs.data() + r * kKeyTile / 2, kKeyTile * 2);
+    float* acc = s.acc.data() + r * hd;
+    for (int64_t d = 0; d < hd; d += 32) {
+      _tile_loadd(0, acc + d, hd * 4);
+      _tile_loadd(1, acc + d + 16, hd * 4);
+      _tile_loadd(6, s.value_pairs.data() + d * 2, hd * 4);
+      _tile_loadd(7, s.value_pairs.data() + (d + 16) * 2, hd * 4);
+      _tile_dpbf16ps(0, 4, 6);
+      _tile_dpbf16ps(1, 4, 7);
+      _tile_stored(0, acc + d, hd * 4);
+      _tile_stored(1, acc + d + 16, hd * 4);
+    }
+  }
+}
+
 }  // namespace
 
-void bf16_pairs_scratch(int64_t states, int64_t group, int64_t head_dim, Scratch& s) {
+void bf16_pairs_scratch(int64_t states, int64_t head_dim, Scratch& s) {
   s.q_pairs.resize(static_cast<size_t>(states * head_dim / 2));
   s.key_pairs.resize(static_cast<size_t>(head_dim / 2 * kKeyTile));
-  s.weight_pairs.resize(static_cast<size_t>(group * kKeyTile / 2));
+  s.weight_pairs.resize(static_cast<size_t>(states * kKeyTile / 2));
+  s.scores.resize(static_cast<size_t>(states * kKeyTile));
   s.value_pairs.resize(static_cast<size_t>(kKeyTile * head_dim));
+}
+
+HIVE_PAGED_AMX void release_tiles(Scratch& s) {
+  if (s.amx_rows == 0) return;
+  asm volatile("tilerelease" ::: "memory");
+  s.amx_rows = 0;
 }
 
 HIVE_PAGED_BF16 void round_queries_bf16(const Layout& l, const Item& item, int64_t kvh,
@@ -186,6 +294,7 @@ HIVE_PAGED_BF16 void round_queries_bf16(const Layout& l, const Item& item, int64
 
 HIVE_PAGED_BF16 void add_tile_bf16(const Layout& l, const Item& item, int64_t kvh,
                                    int64_t tile_begin, int64_t tile_end, Scratch& s) {
+  if (l.amx) return add_tile_amx(l, item, kvh, tile_begin, tile_end, s);
   const int64_t num_seq_queries = l.query_start[item.seq + 1] - l.query_start[item.seq];
   const int64_t first_position = l.context_lens[item.seq] - num_seq_queries;
   const int64_t hd = l.head_dim, pairs = hd / 2;
@@ -231,8 +340,9 @@ HIVE_PAGED_BF16 void add_tile_bf16(const Layout& l, const Item& item, int64_t kv
 
 #else
 
-void bf16_pairs_scratch(int64_t, int64_t, int64_t, Scratch&) {}
+void bf16_pairs_scratch(int64_t, int64_t, Scratch&) {}
 void round_queries_bf16(const Layout&, const Item&, int64_t, Scratch&) {}
+void release_tiles(Scratch&) {}
 void add_tile_bf16(const Layout&, const Item&, int64_t, int64_t, int64_t, Scratch&) {
   // Unreachable: the bf16 mode runs only on x86-64 CPUs with AVX512_BF16.
 }

@@ -132,6 +132,7 @@ inline __attribute__((always_inline)) void run_chunk(const Layout& l, const Item
       paged::add_tile(l, item, kvh, tile, tile + kKeyTile, s);
     }
   }
+  if constexpr (Bf16) paged::release_tiles(s);
 }
 
 // out = total_acc / total_sum for every (query, head) of the item.
@@ -272,6 +273,10 @@ void paged_attention_chunked(const PagedAttentionParams& p, int64_t context_chun
   const int64_t num_heads = p.q.shape[1], head_dim = p.q.shape[2];
   const int64_t num_kv_heads = p.k_blocks.shape[2];
   const bool kv_bf16 = p.k_blocks.dtype == DType::bf16;
+  // The bf16 mode's tiles (paged_attention_tile.hpp, add_tile_bf16) where
+  // they apply: a bf16 cache, and head_dim in whole 64-byte rows of pairs.
+  const bool bf16_tiles = kv_bf16 && bf16_matmul_active() && head_dim % 32 == 0 && head_dim <= 256;
+  // On the amx path their products run as AMX tiles (add_tile_amx).
   const Layout layout{p.q.as<float>(),
                       p.k_blocks.data,
                       p.v_blocks.data,
@@ -287,7 +292,8 @@ void paged_attention_chunked(const PagedAttentionParams& p, int64_t context_chun
                       num_heads / num_kv_heads,
                       p.k_blocks.shape[1],
                       p.sliding_window,
-                      p.scale};
+                      p.scale,
+                      bf16_tiles && cpu_kernel_path() == CpuPath::amx};
   // Tasks: whole items (chunk index -1) and the chunks of split items.
   std::vector<Item> items;
   std::vector<SplitItem> splits;
@@ -310,9 +316,6 @@ void paged_attention_chunked(const PagedAttentionParams& p, int64_t context_chun
     }
   }
   const int64_t states = kQueryBlock * layout.group, stride = layout.group * (head_dim + 2);
-  // The bf16 mode's tiles (paged_attention_tile.hpp, add_tile_bf16) where
-  // they apply: a bf16 cache, and head_dim in whole 64-byte rows of pairs.
-  const bool bf16_tiles = kv_bf16 && bf16_matmul_active() && head_dim % 32 == 0 && head_dim <= 256;
   const auto make_scratch = [&] {
     const auto floats = [](int64_t n) { return std::vector<float>(static_cast<size_t>(n)); };
     Scratch s;
@@ -329,7 +332,7 @@ void paged_attention_chunked(const PagedAttentionParams& p, int64_t context_chun
     s.total_acc = floats(states * head_dim);
     s.total_max = floats(states);
     s.total_sum = floats(states);
-    if (bf16_tiles) paged::bf16_pairs_scratch(states, layout.group, head_dim, s);
+    if (bf16_tiles) paged::bf16_pairs_scratch(states, head_dim, s);
     return s;
   };
   // Reused across calls and layers; the pool's threads write through the

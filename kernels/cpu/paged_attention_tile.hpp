@@ -41,6 +41,7 @@ struct Layout {
   const int32_t* tables;
   int64_t num_heads, num_kv_heads, head_dim, group, block_size, sliding_window;
   float scale;
+  bool amx = false;  // the bf16 mode's tiles as AMX tiles (add_tile_bf16)
 };
 
 // One thread's working memory: the current chunk's states and the folded
@@ -54,6 +55,9 @@ struct Scratch {
   // transposed, softmax weights and value rows, all as bf16 pairs.
   std::vector<uint32_t> q_pairs, key_pairs, weight_pairs;
   std::vector<uint16_t> value_pairs;
+  // The amx path: the rows the thread's AMX tiles are configured for, 0
+  // while they are not (paged_attention_bf16.cpp).
+  int64_t amx_rows = 0;
 };
 
 using Lanes16 = float __attribute__((vector_size(64)));
@@ -414,8 +418,11 @@ inline __attribute__((always_inline)) void fold(float& total_max, float& total_s
 // a prefill and in a decode's merge.
 #if defined(__x86_64__)
 #define HIVE_PAGED_BF16 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,fma")))
+#define HIVE_PAGED_AMX \
+  __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,fma,amx-tile,amx-bf16")))
 #else
 #define HIVE_PAGED_BF16
+#define HIVE_PAGED_AMX
 #endif
 
 // add_tile in the bf16 mode (cpu_features.hpp, MatmulPrecision::bf16), with
@@ -428,7 +435,10 @@ void add_tile_bf16(const Layout& l, const Item& item, int64_t kvh, int64_t tile_
 // The item's q rows for kv head kvh rounded into s.q_pairs, query i's group
 // at i * group * head_dim / 2: once per chunk, before its tiles.
 void round_queries_bf16(const Layout& l, const Item& item, int64_t kvh, Scratch& s);
+// Hands back the thread's AMX tiles after an amx-path chunk (tilerelease):
+// idle tile state costs every context switch its 8 KiB.
+void release_tiles(Scratch& s);
 // s's pair buffers for up to `states` (query, head) pairs.
-void bf16_pairs_scratch(int64_t states, int64_t group, int64_t head_dim, Scratch& s);
+void bf16_pairs_scratch(int64_t states, int64_t head_dim, Scratch& s);
 
 }  // namespace hive::cpu::paged

@@ -284,31 +284,37 @@ TEST_F(BatchedPagedAttention, SameBitsAloneBatchedChunkedAndOnAnyThreadCount) {
 }
 
 // The bf16 mode (cpu_features.hpp) on a bf16 cache: add_tile_bf16's
-// vdpbf16ps products, q and the softmax weights rounded to bf16. Within the
-// rounding of the reference, and the same invariants bit for bit; head_dim
-// 32, 64 and 128 take each of its value loops.
+// vdpbf16ps products (on the amx path AMX tiles), q and the softmax weights
+// rounded to bf16. Within the rounding of the reference, and the same
+// invariants bit for bit; head_dim 32, 64 and 128 take each of its value
+// loops, groups of 1-8 heads blocks of 16 rows with a partial last one.
 TEST_F(BatchedPagedAttention, Bf16ModeIsCloseAndKeepsTheInvariants) {
   if (cpu::best_cpu_path() < cpu::CpuPath::avx512_bf16)
     GTEST_SKIP() << "no AVX512_BF16 on this machine";
   std::mt19937_64 rng(test::test_seed());
   SCOPED_TRACE(testing::Message() << "seed " << test::test_seed());
   cpu::set_matmul_precision(cpu::MatmulPrecision::bf16);
-  for (const int64_t group : {1, 2, 4, 8})
-    for (const int64_t head_dim : {32, 64, 128})
-      for (const int64_t window : {0, 37}) {
-        Step step = random_step(rng, {2 * group, 2, head_dim, 16, window});
-        step.k_bf16 = test::to_half_bits(step.k_pool, DType::bf16);
-        step.v_bf16 = test::to_half_bits(step.v_pool, DType::bf16);
-        SCOPED_TRACE(testing::Message() << step);
-        GuardedOutput expected(step.num_tokens, step.row()), got(step.num_tokens, step.row());
-        run(step, 0, step.sequences.size(), true, expected);
-        run(step, 0, step.sequences.size(), false, got);
-        ASSERT_TRUE(got.intact());
-        const double error = test::nmse(got.data(), expected.data(), got.size);
-        EXPECT_LE(error, 1e-5);
-        EXPECT_GT(error, 1e-11) << "the bf16 mode did not round: did it run?";
-        expect_same_bits_every_way(step);
-      }
+  for (const cpu::CpuPath path : {cpu::CpuPath::avx512_bf16, cpu::CpuPath::amx}) {
+    if (path > cpu::best_cpu_path()) continue;
+    cpu::set_cpu_kernel_path(path);
+    SCOPED_TRACE(cpu::cpu_path_name(path));
+    for (const int64_t group : {1, 2, 4, 8})
+      for (const int64_t head_dim : {32, 64, 128})
+        for (const int64_t window : {0, 37}) {
+          Step step = random_step(rng, {2 * group, 2, head_dim, 16, window});
+          step.k_bf16 = test::to_half_bits(step.k_pool, DType::bf16);
+          step.v_bf16 = test::to_half_bits(step.v_pool, DType::bf16);
+          SCOPED_TRACE(testing::Message() << step);
+          GuardedOutput expected(step.num_tokens, step.row()), got(step.num_tokens, step.row());
+          run(step, 0, step.sequences.size(), true, expected);
+          run(step, 0, step.sequences.size(), false, got);
+          ASSERT_TRUE(got.intact());
+          const double error = test::nmse(got.data(), expected.data(), got.size);
+          EXPECT_LE(error, 1e-5);
+          EXPECT_GT(error, 1e-11) << "the bf16 mode did not round: did it run?";
+          expect_same_bits_every_way(step);
+        }
+  }
 }
 
 TEST(AttentionPlan, ChecksEveryBlockIdOnce) {

@@ -181,15 +181,21 @@ TEST_F(SplitPagedAttention, Bf16ModeDecodeGivesThePrefillBitsAndSplitsStayClose)
   cpu::set_cpu_threads(2);
   cpu::set_matmul_precision(cpu::MatmulPrecision::bf16);
   constexpr int64_t kChunk = 64, kContext = 300, kPrefill = 40;
-  for (const int64_t group : {1, 4}) {
-    Pool prefill = make_pool(rng, {kContext}, {kPrefill}, group, DType::bf16);
-    const std::vector<float> whole = run(prefill, 0, 1, kChunk);
-    Pool decode = as_decodes(prefill);
-    EXPECT_TRUE(same_bits(run(decode, 0, kPrefill, kChunk), whole.data())) << "group " << group;
-    Pool long_contexts = make_pool(rng, {300, 4096, 4100, 1500}, {1, 1, 1, 20}, group, DType::bf16);
-    const std::vector<float> expected = run(long_contexts, 0, 4, -1);
-    const std::vector<float> got = run(long_contexts, 0, 4, cpu::kContextChunk);
-    EXPECT_LE(test::nmse(got.data(), expected.data(), got.size()), 1e-5) << "group " << group;
+  for (const cpu::CpuPath path : {cpu::CpuPath::avx512_bf16, cpu::CpuPath::amx}) {
+    if (path > cpu::best_cpu_path()) continue;
+    cpu::set_cpu_kernel_path(path);
+    SCOPED_TRACE(cpu::cpu_path_name(path));
+    for (const int64_t group : {1, 4}) {
+      Pool prefill = make_pool(rng, {kContext}, {kPrefill}, group, DType::bf16);
+      const std::vector<float> whole = run(prefill, 0, 1, kChunk);
+      Pool decode = as_decodes(prefill);
+      EXPECT_TRUE(same_bits(run(decode, 0, kPrefill, kChunk), whole.data())) << "group " << group;
+      Pool long_contexts =
+          make_pool(rng, {300, 4096, 4100, 1500}, {1, 1, 1, 20}, group, DType::bf16);
+      const std::vector<float> expected = run(long_contexts, 0, 4, -1);
+      const std::vector<float> got = run(long_contexts, 0, 4, cpu::kContextChunk);
+      EXPECT_LE(test::nmse(got.data(), expected.data(), got.size()), 1e-5) << "group " << group;
+    }
   }
 }
 
