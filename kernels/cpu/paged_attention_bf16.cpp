@@ -165,7 +165,6 @@ inline HIVE_PAGED_BF16 __attribute__((always_inline)) void add_values(float* acc
   if (d0 < hd) add_value_pairs<G, 2>(acc, hd, weights, values, t_lo, t_hi, d0);  // 32 left
 }
 
-
 // The amx path's tile (Layout::amx): the same tile as add_tile_bf16, its
 // two products as AMX tiles over the rows of every (query, head) of the
 // item that sees the tile, 16 rows at a time: scores = q rows . key pairs
@@ -197,8 +196,104 @@ inline HIVE_PAGED_AMX __attribute__((always_inline)) void configure_rows(int64_t
   s.amx_rows = rows;
 }
 
-HIVE_PAGED_AMX void add_tile_amx(const Layout& l, const Item& item, int64_t kvh,
-                                 int64_t tile_begin, int64_t tile_end, Scratch& s) {
+// Full-mask forms of the intrinsics whose unmasked forms GCC 12 flags (their
+// undefined pass-through, as transpose_16x16 says).
+constexpr __mmask16 kAll = 0xffff;
+inline HIVE_PAGED_AMX __attribute__((always_inline)) __m512 max16(__m512 a, __m512 b) {
+  return _mm512_mask_max_ps(a, kAll, a, b);
+}
+inline HIVE_PAGED_AMX __attribute__((always_inline)) __m512 min16(__m512 a, __m512 b) {
+  return _mm512_mask_min_ps(a, kAll, a, b);
+}
+
+// vector_exp (vector_exp.hpp) in 16 lanes, the same operations lane for lane.
+inline HIVE_PAGED_AMX __attribute__((always_inline)) __m512 exp16(__m512 x) {
+#define f _mm512_set1_ps
+  x = min16(max16(x, f(-100.0f)), f(88.0f));
+  const __m512 shifter = f(12582912.0f);
+  const __m512 n = _mm512_sub_ps(_mm512_fmadd_ps(x, f(1.44269504088896341f), shifter), shifter);
+  __m512 r = _mm512_fmadd_ps(n, f(-0.693359375f), x);
+  r = _mm512_fmadd_ps(n, f(2.12194440e-4f), r);
+  __m512 p = f(1.9875691500e-4f);
+  p = _mm512_fmadd_ps(p, r, f(1.3981999507e-3f));
+  p = _mm512_fmadd_ps(p, r, f(8.3334519073e-3f));
+  p = _mm512_fmadd_ps(p, r, f(4.1665795894e-2f));
+  p = _mm512_fmadd_ps(p, r, f(1.6666665459e-1f));
+  p = _mm512_fmadd_ps(p, r, f(5.0000001201e-1f));
+  p = _mm512_add_ps(_mm512_fmadd_ps(p, _mm512_mul_ps(r, r), r), f(1.0f));
+  const __m512i zero = _mm512_setzero_si512();
+  const __m512i e = _mm512_mask_cvttps_epi32(zero, kAll, n);
+  const __m512i biased = _mm512_add_epi32(e, _mm512_set1_epi32(127));
+  const __m512i bits =
+      _mm512_mask_slli_epi32(zero, kAll, _mm512_mask_max_epi32(zero, kAll, biased, zero), 23);
+  const __mmask16 tiny = _mm512_cmplt_epi32_mask(e, _mm512_set1_epi32(-126));
+  return _mm512_maskz_mul_ps(static_cast<__mmask16>(~tiny), p, _mm512_castsi512_ps(bits));
+#undef f
+}
+
+// The softmax of rows [r, r + rows) of s.scores (raw scores, rows of
+// kKeyTile; row r + q sees lanes [lo[q], hi[q])), each row in one lane of
+// 16: the rows' scores transposed so that lane q is row r + q, then
+// softmax_row's steps for all of them at once (the max, exp16, the sum in
+// softmax_row's order, the running state), the acc rows rescaled, and the
+// weights rounded into s.weight_pairs' rows. A row's lane sees only its
+// own values, so its bits do not depend on the rows beside it.
+inline HIVE_PAGED_AMX __attribute__((always_inline)) void softmax_rows(
+    const Layout& l, int64_t r, int64_t rows, const int32_t* lo, const int32_t* hi, Scratch& s) {
+  const __mmask16 active = static_cast<__mmask16>((1u << rows) - 1);
+  __m512i in[16];
+  __m512 x[kKeyTile];
+  for (int half = 0; half < 2; ++half) {
+    for (int64_t q = 0; q < 16; ++q)
+      in[q] = q < rows ? _mm512_loadu_si512(s.scores.data() + (r + q) * kKeyTile + 16 * half)
+                       : _mm512_setzero_si512();
+    transpose_16x16(in, reinterpret_cast<__m512i*>(x + 16 * half));
+  }
+  const __m512i lo_v = _mm512_load_si512(lo), hi_v = _mm512_load_si512(hi);
+  const __m512 scale = _mm512_set1_ps(l.scale), minus_infinity = _mm512_set1_ps(-INFINITY);
+  __m512 top = minus_infinity;
+  for (int j = 0; j < kKeyTile; ++j) {
+    const __m512i lane = _mm512_set1_epi32(j);
+    const __mmask16 seen =
+        _mm512_cmple_epi32_mask(lo_v, lane) & _mm512_cmplt_epi32_mask(lane, hi_v);
+    x[j] = _mm512_mask_mul_ps(minus_infinity, seen, x[j], scale);
+    top = max16(top, x[j]);
+  }
+  float* max = s.max.data() + r;
+  float* sum = s.sum.data() + r;
+  const __m512 running = _mm512_maskz_loadu_ps(active, max);
+  const __m512 new_max = max16(running, top);
+  const __m512 rescale = exp16(_mm512_sub_ps(running, new_max));  // 0 on the first tile
+  for (int j = 0; j < kKeyTile; ++j) x[j] = exp16(_mm512_sub_ps(x[j], new_max));
+  // sum_lanes' order: j + (j + 16), then halves 8, 4, then (0 + 2) + (1 + 3).
+  __m512 t[16];
+  for (int j = 0; j < 16; ++j) t[j] = _mm512_add_ps(x[j], x[j + 16]);
+  for (int j = 0; j < 8; ++j) t[j] = _mm512_add_ps(t[j], t[j + 8]);
+  for (int j = 0; j < 4; ++j) t[j] = _mm512_add_ps(t[j], t[j + 4]);
+  const __m512 total = _mm512_add_ps(_mm512_add_ps(t[0], t[2]), _mm512_add_ps(t[1], t[3]));
+  const __m512 old_sum = _mm512_maskz_loadu_ps(active, sum);
+  _mm512_mask_storeu_ps(sum, active, _mm512_fmadd_ps(old_sum, rescale, total));
+  _mm512_mask_storeu_ps(max, active, new_max);
+  alignas(64) float factors[16];
+  _mm512_store_ps(factors, rescale);
+  for (int64_t q = 0; q < rows; ++q) {
+    float* acc = s.acc.data() + (r + q) * l.head_dim;
+    const __m512 factor = _mm512_set1_ps(factors[q]);
+    for (int64_t d = 0; d < l.head_dim; d += 16)
+      _mm512_storeu_ps(acc + d, _mm512_mul_ps(_mm512_loadu_ps(acc + d), factor));
+  }
+  __m512i weights[2][16];
+  transpose_16x16(reinterpret_cast<const __m512i*>(x), weights[0]);
+  transpose_16x16(reinterpret_cast<const __m512i*>(x + 16), weights[1]);
+  for (int64_t q = 0; q < rows; ++q) {
+    const __m512bh pair =
+        _mm512_cvtne2ps_pbh(_mm512_castsi512_ps(weights[1][q]), _mm512_castsi512_ps(weights[0][q]));
+    _mm512_storeu_si512(s.weight_pairs.data() + (r + q) * kKeyTile / 2, (__m512i)pair);
+  }
+}
+
+HIVE_PAGED_AMX void add_tile_amx(const Layout& l, const Item& item, int64_t kvh, int64_t tile_begin,
+                                 int64_t tile_end, Scratch& s) {
   const int64_t num_seq_queries = l.query_start[item.seq + 1] - l.query_start[item.seq];
   const int64_t first_position = l.context_lens[item.seq] - num_seq_queries;
   const int64_t hd = l.head_dim, pairs = hd / 2;
@@ -215,7 +310,8 @@ HIVE_PAGED_AMX void add_tile_amx(const Layout& l, const Item& item, int64_t kvh,
   while (i_lo < i_hi && seen(i_lo).first >= seen(i_lo).second) ++i_lo;
   while (i_hi > i_lo && seen(i_hi - 1).first >= seen(i_hi - 1).second) --i_hi;
   if (i_lo >= i_hi) return;
-  const int64_t item_lo = seen(i_lo).first + tile_begin, item_hi = seen(i_hi - 1).second + tile_begin;
+  const int64_t item_lo = seen(i_lo).first + tile_begin,
+                item_hi = seen(i_hi - 1).second + tile_begin;
   load_pairs(l, item, kvh, tile_begin, item_lo, item_hi, s);
   // Value pairs load_pairs left out hold another tile's values; every
   // weight there is +0, but a tile multiplies all 16 pairs.
@@ -239,15 +335,15 @@ HIVE_PAGED_AMX void add_tile_amx(const Layout& l, const Item& item, int64_t kvh,
     _tile_stored(0, s.scores.data() + r * kKeyTile, kKeyTile * 4);
     _tile_stored(1, s.scores.data() + r * kKeyTile + 16, kKeyTile * 4);
   }
-  for (int64_t i = i_lo; i < i_hi; ++i) {
-    const auto [lane_lo, lane_hi] = seen(i);
-    for (int64_t g = 0; g < l.group; ++g) {
-      const int64_t r = i * l.group + g;
-      float* scores = s.scores.data() + r * kKeyTile;
-      softmax_row(l, scores, lane_lo, lane_hi, s.max[static_cast<size_t>(r)],
-                  s.sum[static_cast<size_t>(r)], s.acc.data() + r * hd);
-      round_pairs(scores, kKeyTile, s.weight_pairs.data() + r * kKeyTile / 2);
+  for (int64_t r = row_lo; r < row_hi; r += 16) {
+    alignas(64) int32_t lo[16] = {}, hi[16] = {};
+    const int64_t rows = std::min<int64_t>(16, row_hi - r);
+    for (int64_t q = 0; q < rows; ++q) {
+      const auto [lane_lo, lane_hi] = seen((r + q) / l.group);
+      lo[q] = static_cast<int32_t>(lane_lo);
+      hi[q] = static_cast<int32_t>(lane_hi);
     }
+    softmax_rows(l, r, rows, lo, hi, s);
   }
   for (int64_t r = row_lo; r < row_hi; r += 16) {
     configure_rows(std::min<int64_t>(16, row_hi - r), s);
