@@ -294,24 +294,19 @@ inline HIVE_PAGED_AMX __attribute__((always_inline)) void softmax_rows(
 
 HIVE_PAGED_AMX void add_tile_amx(const Layout& l, const Item& item, int64_t kvh, int64_t tile_begin,
                                  int64_t tile_end, Scratch& s) {
-  const int64_t num_seq_queries = l.query_start[item.seq + 1] - l.query_start[item.seq];
-  const int64_t first_position = l.context_lens[item.seq] - num_seq_queries;
   const int64_t hd = l.head_dim, pairs = hd / 2;
-  const auto first_seen = [&](int64_t last) {
-    return l.sliding_window > 0 ? std::max<int64_t>(0, last - l.sliding_window + 1) : 0;
+  const auto sees = [&](int64_t i) {
+    const Seen at = seen(l, item, i, tile_begin, tile_end);
+    return at.lo < at.hi;
   };
-  const auto seen = [&](int64_t i) {  // query i's lanes of the tile
-    const int64_t last = first_position + item.first_query + i;
-    return std::pair{std::max(first_seen(last), tile_begin) - tile_begin,
-                     std::min(last + 1, tile_end) - tile_begin};
-  };
-  // The queries that see the tile are consecutive: [i_lo, i_hi).
+  // The queries that see the tile are consecutive, [i_lo, i_hi), and so
+  // their first and last positions.
   int64_t i_lo = 0, i_hi = item.num_queries;
-  while (i_lo < i_hi && seen(i_lo).first >= seen(i_lo).second) ++i_lo;
-  while (i_hi > i_lo && seen(i_hi - 1).first >= seen(i_hi - 1).second) --i_hi;
+  while (i_lo < i_hi && !sees(i_lo)) ++i_lo;
+  while (i_hi > i_lo && !sees(i_hi - 1)) --i_hi;
   if (i_lo >= i_hi) return;
-  const int64_t item_lo = seen(i_lo).first + tile_begin,
-                item_hi = seen(i_hi - 1).second + tile_begin;
+  const int64_t item_lo = seen(l, item, i_lo, tile_begin, tile_end).lo,
+                item_hi = seen(l, item, i_hi - 1, tile_begin, tile_end).hi;
   load_pairs(l, item, kvh, tile_begin, item_lo, item_hi, s);
   // Value pairs load_pairs left out hold another tile's values; every
   // weight there is +0, but a tile multiplies all 16 pairs.
@@ -339,9 +334,9 @@ HIVE_PAGED_AMX void add_tile_amx(const Layout& l, const Item& item, int64_t kvh,
     alignas(64) int32_t lo[16] = {}, hi[16] = {};
     const int64_t rows = std::min<int64_t>(16, row_hi - r);
     for (int64_t q = 0; q < rows; ++q) {
-      const auto [lane_lo, lane_hi] = seen((r + q) / l.group);
-      lo[q] = static_cast<int32_t>(lane_lo);
-      hi[q] = static_cast<int32_t>(lane_hi);
+      const Seen at = seen(l, item, (r + q) / l.group, tile_begin, tile_end);
+      lo[q] = static_cast<int32_t>(at.lo - tile_begin);
+      hi[q] = static_cast<int32_t>(at.hi - tile_begin);
     }
     softmax_rows(l, r, rows, lo, hi, s);
   }
@@ -391,22 +386,16 @@ HIVE_PAGED_BF16 void round_queries_bf16(const Layout& l, const Item& item, int64
 HIVE_PAGED_BF16 void add_tile_bf16(const Layout& l, const Item& item, int64_t kvh,
                                    int64_t tile_begin, int64_t tile_end, Scratch& s) {
   if (l.amx) return add_tile_amx(l, item, kvh, tile_begin, tile_end, s);
-  const int64_t num_seq_queries = l.query_start[item.seq + 1] - l.query_start[item.seq];
-  const int64_t first_position = l.context_lens[item.seq] - num_seq_queries;
   const int64_t hd = l.head_dim, pairs = hd / 2;
-  const auto first_seen = [&](int64_t last) {
-    return l.sliding_window > 0 ? std::max<int64_t>(0, last - l.sliding_window + 1) : 0;
-  };
   // The positions of the tile any query of the item sees: from the first
   // query's first to the last query's last.
-  const int64_t item_last = first_position + item.first_query + item.num_queries - 1;
-  const int64_t item_lo = std::max(first_seen(first_position + item.first_query), tile_begin);
-  const int64_t item_hi = std::min(item_last + 1, tile_end);
+  const Positions at = positions(l, item);
+  const int64_t item_lo = std::max(at.first_seen, tile_begin);
+  const int64_t item_hi = std::min(at.last + 1, tile_end);
   if (item_lo >= item_hi) return;
   load_pairs(l, item, kvh, tile_begin, item_lo, item_hi, s);
   for (int64_t i = 0; i < item.num_queries; ++i) {
-    const int64_t last = first_position + item.first_query + i;
-    const int64_t lo = std::max(first_seen(last), tile_begin), hi = std::min(last + 1, tile_end);
+    const auto [lo, hi] = seen(l, item, i, tile_begin, tile_end);
     if (lo >= hi) continue;
     const int64_t lane_lo = lo - tile_begin, lane_hi = hi - tile_begin;
     const uint32_t* q_pairs = s.q_pairs.data() + i * l.group * pairs;

@@ -51,6 +51,8 @@ namespace {
 using paged::Item;
 using paged::kKeyTile;
 using paged::Layout;
+using paged::positions;
+using paged::Positions;
 using paged::Scratch;
 
 constexpr int64_t kQueryBlock = 16;  // queries of one sequence per work item
@@ -78,20 +80,6 @@ void check_params(const PagedAttentionParams& p) {
   check(plan.num_blocks == p.k_blocks.shape[0] && plan.block_size == p.k_blocks.shape[1],
         "paged_attention: the plan was checked against ", plan.num_blocks, " blocks of ",
         plan.block_size, ", the pool is ", p.k_blocks.shape_text());
-}
-
-// Where an item's queries sit: the first position any of them sees (the
-// sliding window's edge) and the last query's position.
-struct Positions {
-  int64_t first_seen, last;
-};
-
-inline __attribute__((always_inline)) Positions positions(const Layout& l, const Item& item) {
-  const int64_t num_seq_queries = l.query_start[item.seq + 1] - l.query_start[item.seq];
-  const int64_t first = l.context_lens[item.seq] - num_seq_queries + item.first_query;
-  const int64_t first_seen =
-      l.sliding_window > 0 ? std::max<int64_t>(0, first - l.sliding_window + 1) : 0;
-  return {first_seen, first + item.num_queries - 1};
 }
 
 // Asks for the first key tile of chunk [chunk_begin, chunk_end) of the

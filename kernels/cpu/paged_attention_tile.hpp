@@ -166,6 +166,35 @@ inline __attribute__((always_inline)) void dot_4x4(const float* q, const float* 
   for (int g = 0; g < 4; ++g) std::memcpy(scores + g * kKeyTile, sums + 4 * g, 4 * sizeof(float));
 }
 
+// Where an item's queries sit: the first position any of them sees (the
+// sliding window's edge) and the last query's position.
+struct Positions {
+  int64_t first_seen, last;
+};
+
+inline __attribute__((always_inline)) Positions positions(const Layout& l, const Item& item) {
+  const int64_t num_seq_queries = l.query_start[item.seq + 1] - l.query_start[item.seq];
+  const int64_t first = l.context_lens[item.seq] - num_seq_queries + item.first_query;
+  const int64_t first_seen =
+      l.sliding_window > 0 ? std::max<int64_t>(0, first - l.sliding_window + 1) : 0;
+  return {first_seen, first + item.num_queries - 1};
+}
+
+// The positions [lo, hi) of key tile [tile_begin, tile_end) that query i of
+// the item sees; none when lo >= hi.
+struct Seen {
+  int64_t lo, hi;
+};
+
+inline __attribute__((always_inline)) Seen seen(const Layout& l, const Item& item, int64_t i,
+                                                int64_t tile_begin, int64_t tile_end) {
+  const int64_t num_seq_queries = l.query_start[item.seq + 1] - l.query_start[item.seq];
+  const int64_t last = l.context_lens[item.seq] - num_seq_queries + item.first_query + i;
+  const int64_t first =
+      l.sliding_window > 0 ? std::max<int64_t>(0, last - l.sliding_window + 1) : 0;
+  return {std::max(first, tile_begin), std::min(last + 1, tile_end)};
+}
+
 // exp(x) for the softmax's weights, where x <= 0 (a score minus a running
 // maximum; -inf gives 0).
 inline __attribute__((always_inline)) float softmax_exp(float x) {
@@ -329,15 +358,9 @@ inline __attribute__((always_inline)) void softmax_tile(const Layout& l, int64_t
 inline __attribute__((always_inline)) void add_tile(const Layout& l, const Item& item, int64_t kvh,
                                                     int64_t tile_begin, int64_t tile_end,
                                                     Scratch& s) {
-  const int64_t context_len = l.context_lens[item.seq];
-  const int64_t first_position =
-      context_len - (l.query_start[item.seq + 1] - l.query_start[item.seq]);
   const int64_t hd = l.head_dim;
   for (int64_t i = 0; i < item.num_queries; ++i) {
-    const int64_t last = first_position + item.first_query + i;
-    const int64_t first =
-        l.sliding_window > 0 ? std::max<int64_t>(0, last - l.sliding_window + 1) : 0;
-    const int64_t lo = std::max(first, tile_begin), hi = std::min(last + 1, tile_end);
+    const auto [lo, hi] = seen(l, item, i, tile_begin, tile_end);
     if (lo >= hi) continue;
     load_rows(l, item, kvh, tile_begin, lo, hi, s);
     const int64_t lane_lo = lo - tile_begin, lane_hi = hi - tile_begin;
