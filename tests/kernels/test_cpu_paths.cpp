@@ -15,6 +15,7 @@
 #include "kernels/cpu/gemm_kernels.hpp"
 #include "kernels/cpu/ops.hpp"
 #include "kernels/cpu/thread_pool.hpp"
+#include "tests/common/cpu_settings.hpp"
 #include "tests/common/random.hpp"
 
 namespace hive::cpu {
@@ -133,20 +134,13 @@ std::vector<MatmulPrecision> precisions_of(CpuPath path) {
 class CpuPaths : public ::testing::TestWithParam<CpuPath> {
  protected:
   void SetUp() override {
-    saved_path_ = cpu_kernel_path();
-    saved_threads_ = cpu_threads();
     set_cpu_kernel_path(GetParam());
     rng_.seed(test::test_seed());
-  }
-  void TearDown() override {
-    set_cpu_kernel_path(saved_path_);
-    set_cpu_threads(saved_threads_);
   }
   std::mt19937_64 rng_;
 
  private:
-  CpuPath saved_path_ = CpuPath::scalar;
-  int saved_threads_ = 1;
+  test::KeptCpuSettings kept_;
 };
 
 TEST_P(CpuPaths, MatmulMatchesTheReferenceAndIgnoresTheBatch) {
@@ -228,7 +222,7 @@ TEST(CpuPathsAgree, SimdPathsGiveTheSameBits) {
   if (simd.size() < 2) GTEST_SKIP() << "fewer than two SIMD paths on this machine";
   std::mt19937_64 rng(test::test_seed());
   SCOPED_TRACE(testing::Message() << "seed " << test::test_seed());
-  const CpuPath saved = cpu_kernel_path();
+  const test::KeptCpuSettings kept;
   for (DType dtype : {DType::f32, DType::bf16, DType::f16}) {
     const int64_t m = 9, k = 300, n = 70;
     const auto x = test::random_floats(rng, static_cast<size_t>(m * k));
@@ -245,7 +239,6 @@ TEST(CpuPathsAgree, SimdPathsGiveTheSameBits) {
           << dtype_name(dtype) << ": " << cpu_path_name(simd[0]) << " and "
           << cpu_path_name(simd[p]);
   }
-  set_cpu_kernel_path(saved);
 }
 
 // The opt-in bf16 mode (cpu_features.hpp), on each path that has vdpbf16ps:
@@ -261,9 +254,7 @@ TEST(Bf16Matmul, RoundsOnlyTheActivationsAndIgnoresTheBatch) {
   if (paths.empty()) GTEST_SKIP() << "no AVX512_BF16 on this machine";
   std::mt19937_64 rng(test::test_seed());
   SCOPED_TRACE(testing::Message() << "seed " << test::test_seed());
-  const CpuPath saved_path = cpu_kernel_path();
-  const MatmulPrecision saved_precision = matmul_precision();
-  const int saved_threads = cpu_threads();
+  const test::KeptCpuSettings kept;
   for (CpuPath path : paths) {
     set_cpu_kernel_path(path);
     int64_t cases = 0, same_as_f32 = 0, same_as_emulation = 0;
@@ -347,9 +338,6 @@ TEST(Bf16Matmul, RoundsOnlyTheActivationsAndIgnoresTheBatch) {
                 std::string(cpu_path_name(path)).c_str(), static_cast<long>(cases),
                 static_cast<long>(same_as_emulation), static_cast<long>(same_as_f32));
   }
-  set_cpu_kernel_path(saved_path);
-  set_matmul_precision(saved_precision);
-  set_cpu_threads(saved_threads);
 }
 
 // A group of products (two of one x, one of another, weights of every
@@ -360,7 +348,6 @@ TEST(Bf16Matmul, RoundsOnlyTheActivationsAndIgnoresTheBatch) {
 TEST_P(CpuPaths, AGroupGivesEveryProductItsLoneBits) {
   SCOPED_TRACE(testing::Message() << "seed " << test::test_seed() << ", path "
                                   << cpu_path_name(GetParam()));
-  const MatmulPrecision saved_precision = matmul_precision();
   for (const MatmulPrecision precision : precisions_of(GetParam()))
     for (int64_t m : {1, 4, 7, 33})
       for (int64_t k : {64, 300}) {
@@ -392,7 +379,6 @@ TEST_P(CpuPaths, AGroupGivesEveryProductItsLoneBits) {
           EXPECT_EQ(std::memcmp(c.data(), lone_c.data(), 5 * 17 * sizeof(float)), 0) << threads;
         }
       }
-  set_matmul_precision(saved_precision);
 }
 
 // A product whose x outgrows a task's row block (matmul_fast.cpp: 512 KiB of
@@ -402,7 +388,6 @@ TEST_P(CpuPaths, AGroupGivesEveryProductItsLoneBits) {
 TEST_P(CpuPaths, RowBlocksGiveEveryRowItsLoneBits) {
   SCOPED_TRACE(testing::Message() << "seed " << test::test_seed() << ", path "
                                   << cpu_path_name(GetParam()));
-  const MatmulPrecision saved_precision = matmul_precision();
   // 250 rows of k = 1100: 1.1 MB of f32 x (three row blocks), 550 KB in
   // bf16 (two); 37 columns end in a partial column block.
   constexpr int64_t m = 250, k = 1100, n = 37;
@@ -431,7 +416,6 @@ TEST_P(CpuPaths, RowBlocksGiveEveryRowItsLoneBits) {
         }
       }
     }
-  set_matmul_precision(saved_precision);
 }
 
 INSTANTIATE_TEST_SUITE_P(EverySupportedPath, CpuPaths,

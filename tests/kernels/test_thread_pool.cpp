@@ -10,6 +10,7 @@
 
 #include "kernels/cpu/parallel.hpp"
 #include "kernels/cpu/thread_pool.hpp"
+#include "tests/common/cpu_settings.hpp"
 
 namespace hive::cpu {
 namespace {
@@ -28,12 +29,8 @@ std::vector<int> run_counts(int64_t num_tasks) {
 }
 
 class ThreadPoolTest : public ::testing::Test {
- protected:
-  void SetUp() override { saved_threads_ = cpu_threads(); }
-  void TearDown() override { set_cpu_threads(saved_threads_); }
-
  private:
-  int saved_threads_ = 1;
+  test::KeptCpuSettings kept_;
 };
 
 TEST_F(ThreadPoolTest, EveryTaskRunsExactlyOnce) {
