@@ -24,6 +24,7 @@
 #include "kernels/cpu/gemm_kernels.hpp"
 
 #if defined(__x86_64__)
+#include "kernels/cpu/amx_tiles.hpp"
 #include "kernels/cpu/avx512_transpose.hpp"
 
 namespace hive::cpu {
@@ -35,27 +36,16 @@ constexpr int64_t kPairs = 32;                        // bf16 values in a tile r
 constexpr int64_t kChunkValues = kTileRows * kPairs;  // one packed x tile
 constexpr int64_t kTileBytes = 64;                    // a tile row's bytes
 
-// The palette-1 tile configuration: every tile 16 rows of 64 bytes, or the
-// A and C tiles of a last, partial block of weight rows `rows` rows.
-struct alignas(64) TileConfig {
-  uint8_t palette = 1;
-  uint8_t start_row = 0;
-  uint8_t reserved[14] = {};
-  uint16_t bytes_per_row[16] = {};
-  uint8_t rows[16] = {};
-};
-
+// Every tile 16 rows of 64 bytes, or single()'s A and C tiles `weight_rows`
+// rows for a last, partial block of weight rows.
 void configure_tiles(int64_t weight_rows) {
-  TileConfig config;
+  amx::TileConfig config;
   for (int t = 0; t < 8; ++t) {
     config.bytes_per_row[t] = kTileBytes;
     config.rows[t] = kTileRows;
   }
-  // single() below: C in tile 0, A in tile 4.
   config.rows[0] = config.rows[4] = static_cast<uint8_t>(weight_rows);
-  // As an asm that reads all of `config`: through _tile_loadconfig, GCC 12
-  // dropped stores to it as dead (seen in tools/bench/compute_peak.cpp).
-  asm volatile("ldtilecfg %0" : : "m"(config));
+  amx::load_tile_config(config);
 }
 
 // Where a block of weight rows' A tiles come from: chunk c < full_chunks
@@ -283,7 +273,7 @@ void gemm_columns_amx(const GemmArgs& a, int64_t column_begin, int64_t column_en
       store(sums[0], columns, x_rows(e), bias_at(j), a.out + e * kTileRows * n + j, n);
     }
   }
-  _tile_release();
+  amx::release_tiles();
 }
 
 }  // namespace hive::cpu

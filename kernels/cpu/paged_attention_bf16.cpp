@@ -30,6 +30,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "kernels/cpu/amx_tiles.hpp"
 #include "kernels/cpu/avx512_transpose.hpp"
 #include "kernels/cpu/paged_attention_tile.hpp"
 
@@ -174,25 +175,17 @@ inline HIVE_PAGED_BF16 __attribute__((always_inline)) void add_values(float* acc
 // are its own, whichever rows share its tiles; rows of queries that do not
 // see the tile are not in any tile (the last block of rows is configured
 // to its height), so their state keeps its bits.
-struct alignas(64) TileConfig {
-  uint8_t palette = 1;
-  uint8_t start_row = 0;
-  uint8_t reserved[14] = {};
-  uint16_t bytes_per_row[16] = {};
-  uint8_t rows[16] = {};
-};
 
 // C tiles 0-3 and the A tile 4 `rows` rows high, B tiles 6-7 16 rows; all
-// 64 bytes wide. ldtilecfg as an asm that reads all of config
-// (gemm_amx.cpp says why).
+// 64 bytes wide.
 inline HIVE_PAGED_AMX __attribute__((always_inline)) void configure_rows(int64_t rows, Scratch& s) {
   if (s.amx_rows == rows) return;
-  TileConfig config;
+  amx::TileConfig config;
   for (int t : {0, 1, 2, 3, 4, 6, 7}) {
     config.bytes_per_row[t] = 64;
     config.rows[t] = static_cast<uint8_t>(t < 6 ? rows : 16);
   }
-  asm volatile("ldtilecfg %0" : : "m"(config));
+  amx::load_tile_config(config);
   s.amx_rows = rows;
 }
 
@@ -369,7 +362,7 @@ void bf16_pairs_scratch(int64_t states, int64_t head_dim, Scratch& s) {
 
 HIVE_PAGED_AMX void release_tiles(Scratch& s) {
   if (s.amx_rows == 0) return;
-  asm volatile("tilerelease" ::: "memory");
+  amx::release_tiles();
   s.amx_rows = 0;
 }
 

@@ -6,6 +6,7 @@
 #include <thread>
 #include <vector>
 
+#include "kernels/cpu/amx_tiles.hpp"
 #include "kernels/cpu/cpu_features.hpp"
 #include "kernels/cpu/intrinsics.hpp"
 
@@ -38,14 +39,13 @@ __attribute__((target("avx512f,avx512bf16"))) double dot_bf16_zmm(int64_t rounds
 // Four independent tdpbf16ps chains, each 16 x 16 x 32 multiply-adds, over
 // zero tiles: the amx kernel's 2 x 2 shape (gemm_amx.cpp).
 __attribute__((target("amx-tile,amx-bf16"))) double dot_bf16_amx(int64_t rounds) {
-  struct alignas(64) {
-    uint8_t palette = 1, start_row = 0, reserved[14] = {};
-    uint16_t bytes_per_row[16] = {64, 64, 64, 64, 64, 64, 64, 64};
-    uint8_t rows[16] = {16, 16, 16, 16, 16, 16, 16, 16};
-  } config;
+  cpu::amx::TileConfig config;
+  for (int t = 0; t < 8; ++t) {
+    config.bytes_per_row[t] = 64;
+    config.rows[t] = 16;
+  }
   alignas(64) static const uint16_t zeros[16 * 32] = {};
-  // _tile_loadconfig let GCC 12 drop the stores to config as dead.
-  asm volatile("ldtilecfg %0" : : "m"(config));
+  cpu::amx::load_tile_config(config);
   _tile_zero(0);
   _tile_zero(1);
   _tile_zero(2);
@@ -60,7 +60,7 @@ __attribute__((target("amx-tile,amx-bf16"))) double dot_bf16_amx(int64_t rounds)
     _tile_dpbf16ps(2, 5, 6);
     _tile_dpbf16ps(3, 5, 7);
   }
-  _tile_release();
+  cpu::amx::release_tiles();
   return static_cast<double>(rounds) * 4 * 16 * 16 * 32 * 2;
 }
 
