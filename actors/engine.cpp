@@ -251,6 +251,7 @@ Engine::Engine(const EngineOptions& options)
   detail::EngineRuntime& rt = *runtime_;
   BackendChoice choice = select_backend(options.device, Model::required_ops());
   rt.backend = std::move(choice.backend);
+  device_note_ = std::move(choice.note);
   rt.model = std::make_shared<Model>(options.model, *rt.backend);
   SchedulerSetup setup = make_scheduler_setup(rt.model, options.engine, options.world_size,
                                               options.tensor_parallel_size);

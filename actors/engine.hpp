@@ -139,6 +139,10 @@ class Engine {
   void inject_worker_fault(int rank);
 
   const ModelConfig& model_config() const;
+  // Why the model runs on another device than the one asked for or found
+  // (select_backend's note: "no CUDA device found; using the CPU backend");
+  // empty when it runs where it was asked to.
+  const std::string& device_note() const { return device_note_; }
   // The most tokens, prompt and output, one request can hold: the context
   // length, or a rank's KV pool when that is smaller.
   int64_t max_sequence_tokens() const { return max_sequence_tokens_; }
@@ -155,6 +159,7 @@ class Engine {
   std::mutex shutdown_mutex_;            // one shutdown at a time; later ones wait
   std::atomic<bool> shut_down_ = false;  // cancel() may run on the engine's thread
   int64_t max_sequence_tokens_ = 0;
+  std::string device_note_;
 };
 
 }  // namespace hive

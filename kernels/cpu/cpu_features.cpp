@@ -148,7 +148,7 @@ namespace {
 
 MatmulPrecision initial_precision() {
   const char* name = std::getenv("HIVE_MATMUL_PRECISION");
-  if (name == nullptr || *name == '\0') return MatmulPrecision::f32;
+  if (name == nullptr || *name == '\0') return MatmulPrecision::bf16;
   const std::optional<MatmulPrecision> precision = parse_matmul_precision(name);
   check(precision.has_value(), "HIVE_MATMUL_PRECISION must be f32 or bf16 (got '", name, "')");
   return *precision;
@@ -181,6 +181,16 @@ void set_matmul_precision(MatmulPrecision precision) {
 
 bool bf16_matmul_active() {
   return matmul_precision() == MatmulPrecision::bf16 && cpu_kernel_path() >= CpuPath::avx512_bf16;
+}
+
+std::string describe_matmul_mode() {
+  const MatmulPrecision precision = matmul_precision();
+  std::string line = str_cat("matmul precision ", matmul_precision_name(precision),
+                             precision == MatmulPrecision::f32 ? " (exact)" : "",
+                             ", CPU kernel path ", cpu_kernel_path_name());
+  if (precision == MatmulPrecision::bf16 && !bf16_matmul_active())
+    line += " (no vdpbf16ps: the f32 matmul runs)";
+  return line;
 }
 
 void set_cpu_kernel_path(CpuPath path) {

@@ -16,6 +16,7 @@
 // path; tests and benchmarks switch it in process (set_cpu_kernel_path).
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -39,17 +40,20 @@ std::string_view cpu_kernel_path_name();
 void set_cpu_kernel_path(CpuPath path);
 
 // What a matmul with bf16 weights does with its f32 activations:
-//   f32   (the default) x stays f32 and each weight widens exactly: one
+//   bf16  (the default) x is rounded to bf16 and pairs are multiplied by
+//         vdpbf16ps or AMX tiles, as llama.cpp and vLLM compute bf16
+//         checkpoints: about twice the multiply-adds per instruction (AMX:
+//         far more), at a relative error of 2^-9 per activation. One fixed
+//         order per output (batch- and thread-invariant), but its own: it
+//         runs on the avx512_bf16 and amx paths, and on a lower path the f32
+//         mode runs instead. The paged attention over a bf16 cache does the
+//         same (paged_attention_bf16.cpp): q and the softmax weights rounded
+//         to bf16, K and V multiplied as stored. f32 and f16 weights, and an
+//         f32 cache, are computed as in f32.
+//   f32   the exact mode: x stays f32 and each weight widens exactly, one
 //         reduction order on every path (gemm_kernels.hpp), so the bits do
-//         not depend on HIVE_CPU_ISA.
-//   bf16  x is rounded to bf16 and pairs are multiplied by vdpbf16ps, as
-//         llama.cpp does with bf16 weights: about twice the multiply-adds
-//         per instruction, at a relative error of 2^-9 per activation. Still
-//         one fixed order per output (batch- and thread-invariant), but its
-//         own: it runs on the avx512_bf16 and amx paths, and on a lower path
-//         the f32 mode runs instead. The paged attention over a bf16 cache
-//         does the same (paged_attention_bf16.cpp): q and the softmax
-//         weights rounded to bf16, K and V multiplied as stored.
+//         not depend on HIVE_CPU_ISA and equal the reference's; the goldens
+//         and the op harness run in it.
 // HIVE_MATMUL_PRECISION=f32|bf16 sets it at start (an unknown name is an
 // error); tests and benchmarks switch it in process.
 enum class MatmulPrecision : uint8_t { f32, bf16 };
@@ -61,5 +65,8 @@ void set_matmul_precision(MatmulPrecision precision);
 // Whether a bf16-weight matmul runs the bf16 mode now: asked for, and the
 // path has vdpbf16ps.
 bool bf16_matmul_active();
+// One line for a start-up message: the mode asked for, the path, and what
+// runs when the path cannot run the bf16 mode.
+std::string describe_matmul_mode();
 
 }  // namespace hive::cpu

@@ -68,8 +68,12 @@ std::string expect_runs_like_offline(const std::string& name, const std::string&
   return r.out;
 }
 
+// It also says how it computes: ctest runs it in the exact mode.
 TEST(CliRun, RunsPromptsFromAYamlLaunchFile) {
-  expect_runs_like_offline("hive_cli_run", "");
+  const std::string out = expect_runs_like_offline("hive_cli_run", "");
+  EXPECT_NE(out.find("hive run: matmul precision f32 (exact), CPU kernel path "),
+            std::string::npos)
+      << out;
 }
 
 // As configs/ep_cpu4.yaml, on the fixture: 4 data-parallel ranks, experts

@@ -41,6 +41,20 @@ std::vector<int32_t> offline(const Request& request) {
   return engine.generate({request}).at(0).samples.at(0).token_ids;
 }
 
+// The engine keeps select_backend's note for its caller to print (hive serve
+// and hive run do): on a device asked for or found but not used, it says
+// why the CPU runs. Automatic today always means the CPU: no CUDA device
+// here, and with one the CUDA backend still lacks ops the model needs.
+TEST(Engine, KeepsTheDeviceNote) {
+  EngineOptions options = fixture_options();
+  options.device = DeviceChoice::cpu;
+  EXPECT_EQ(Engine(options).device_note(), "");
+  options.device = DeviceChoice::automatic;
+  const Engine automatic(options);
+  EXPECT_NE(automatic.device_note().find("using the CPU backend"), std::string::npos)
+      << automatic.device_note();
+}
+
 TEST(Engine, StreamsCallbacksAndMetrics) {
   const Request a = greedy("a", {5, 9, 13, 2}, 6);
   const Request b = greedy("b", {8, 1, 3}, 5);

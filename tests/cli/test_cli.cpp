@@ -119,9 +119,13 @@ TEST(Cli, MatmulPrecisionFlag) {
   EXPECT_NE(bad.status, 0);
   EXPECT_NE(bad.out.find("--matmul-precision must be f32 or bf16 (got 'fp8')"), std::string::npos)
       << bad.out;
-  const Result env = test::run_command("HIVE_MATMUL_PRECISION=bf16 " + test::hive_binary() +
+  const Result env = test::run_command("HIVE_MATMUL_PRECISION=f32 " + test::hive_binary() +
                                        " inspect --devices");
-  EXPECT_NE(env.out.find("matmul precision: bf16"), std::string::npos) << env.out;
+  EXPECT_NE(env.out.find("matmul precision: f32"), std::string::npos) << env.out;
+  // bf16 is the default (ctest sets HIVE_MATMUL_PRECISION=f32 for the tests).
+  const Result unset =
+      test::run_command("env -u HIVE_MATMUL_PRECISION " + test::hive_binary() + " inspect --devices");
+  EXPECT_NE(unset.out.find("matmul precision: bf16"), std::string::npos) << unset.out;
   const Result bad_env = test::run_command("HIVE_MATMUL_PRECISION=half " + test::hive_binary() +
                                            " inspect --devices");
   EXPECT_NE(bad_env.status, 0);

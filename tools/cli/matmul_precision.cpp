@@ -24,4 +24,10 @@ void apply_matmul_precision(const Args& args,
                  std::string(cpu::cpu_kernel_path_name()).c_str());
 }
 
+void report_compute(std::string_view who, const std::string& device_note) {
+  std::fprintf(stderr, "%.*s: %s\n", static_cast<int>(who.size()), who.data(),
+               cpu::describe_matmul_mode().c_str());
+  if (!device_note.empty()) std::fprintf(stderr, "%s\n", device_note.c_str());
+}
+
 }  // namespace hive::cli

@@ -3,6 +3,8 @@
 // kernels' matmul precision for this process (kernels/cpu/cpu_features.hpp).
 // The flag wins over the launch file, which wins over HIVE_MATMUL_PRECISION.
 #include <optional>
+#include <string>
+#include <string_view>
 
 #include "kernels/cpu/cpu_features.hpp"
 #include "tools/cli/args.hpp"
@@ -13,5 +15,10 @@ namespace hive::cli {
 // stderr when bf16 is asked for on a CPU that cannot run it.
 void apply_matmul_precision(const Args& args,
                             std::optional<cpu::MatmulPrecision> from_launch_file = std::nullopt);
+
+// One line on stderr at start: "hive serve: matmul precision bf16, CPU kernel
+// path amx", then the engine's device note (why it runs on the CPU when a
+// device was asked for or found but not used), if it has one.
+void report_compute(std::string_view who, const std::string& device_note);
 
 }  // namespace hive::cli

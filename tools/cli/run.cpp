@@ -98,6 +98,7 @@ int run_run(const std::vector<std::string>& argv) {
   Progress loading = Progress::on_stderr("loading " + config.model.string());
   Engine engine(config);
   loading.done();
+  report_compute("hive run", engine.device_note());
   limits.max_sequence_tokens = engine.max_sequence_tokens();
   inputs.set_limits(limits);
   const std::vector<ProcessedRequest> requests = process(inputs, prompts);

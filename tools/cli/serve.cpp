@@ -73,6 +73,7 @@ int run_serve(const std::vector<std::string>& argv) {
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
   Engine engine(config);
+  report_compute("hive serve", engine.device_note());
   InputLimits limits;
   limits.max_sequence_tokens = engine.max_sequence_tokens();
   limits.default_max_tokens = 16;       // OpenAI's completions default
