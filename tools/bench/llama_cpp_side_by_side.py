@@ -24,8 +24,8 @@ over the read bandwidth and its FLOP over the arithmetic peak, both probed in
 the same run; the table gives each engine's fraction of it, and the ceiling
 of Hive / llama.cpp that llama.cpp's fraction leaves (1 / its fraction).
 --matmul-precision sets Hive's HIVE_MATMUL_PRECISION (kernels/cpu/cpu_features.hpp):
-bf16 rounds activations to bf16 for vdpbf16ps, as llama.cpp does with bf16
-weights; the default f32 keeps Hive's exact, ISA-independent order.
+bf16, Hive's default, rounds activations to bf16 for vdpbf16ps or AMX tiles, as
+llama.cpp does with bf16 weights; f32 is Hive's exact, ISA-independent mode.
 The engines alternate (Hive first in odd rounds, llama.cpp first in even
 ones), with the same thread count.
 """
@@ -99,7 +99,7 @@ def main():
     parser.add_argument("--batch-prompt", type=int, default=32)
     parser.add_argument("--batch-decode", type=int, default=16)
     parser.add_argument("--work", default=str(ROOT / "bench_models"))
-    parser.add_argument("--matmul-precision", choices=["f32", "bf16"], default="f32")
+    parser.add_argument("--matmul-precision", choices=["f32", "bf16"], default="bf16")
     parser.add_argument("--json")
     args = parser.parse_args()
 
