@@ -60,7 +60,7 @@ struct BackendUnderTest {
   }
   // A value rounded to bf16 is off by up to 2^-9 relative: an NMSE of a few
   // 1e-6 (attention's measured 2e-6 to 4e-6).
-  static constexpr double kBf16ActivationsNmse = 1e-5;
+  static constexpr double kBf16ActivationsNmse = test::kBf16RoundingNmse;
 };
 
 #ifdef HIVE_HAVE_CUDA

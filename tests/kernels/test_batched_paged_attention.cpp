@@ -310,7 +310,7 @@ TEST_F(BatchedPagedAttention, Bf16ModeIsCloseAndKeepsTheInvariants) {
           run(step, 0, step.sequences.size(), false, got);
           ASSERT_TRUE(got.intact());
           const double error = test::nmse(got.data(), expected.data(), got.size);
-          EXPECT_LE(error, 1e-5);
+          EXPECT_LE(error, test::kBf16AttentionNmse);
           EXPECT_GT(error, 1e-11) << "the bf16 mode did not round: did it run?";
           expect_same_bits_every_way(step);
         }

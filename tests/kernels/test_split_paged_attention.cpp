@@ -194,7 +194,8 @@ TEST_F(SplitPagedAttention, Bf16ModeDecodeGivesThePrefillBitsAndSplitsStayClose)
           make_pool(rng, {300, 4096, 4100, 1500}, {1, 1, 1, 20}, group, DType::bf16);
       const std::vector<float> expected = run(long_contexts, 0, 4, -1);
       const std::vector<float> got = run(long_contexts, 0, 4, cpu::kContextChunk);
-      EXPECT_LE(test::nmse(got.data(), expected.data(), got.size()), 1e-5) << "group " << group;
+      EXPECT_LE(test::nmse(got.data(), expected.data(), got.size()), test::kBf16AttentionNmse)
+          << "group " << group;
     }
   }
 }

@@ -497,7 +497,7 @@ TEST_P(EngineInvariance, DraftModelSpeculationKeepsGreedyOutputs) {
               static_cast<long long>(total.num_draft_tokens));
 }
 
-// The opt-in bf16 matmul mode (kernels/cpu/cpu_features.hpp) keeps the
+// The bf16 matmul mode (kernels/cpu/cpu_features.hpp; the default) keeps the
 // invariance: its order is fixed per output too. On the models with bf16
 // weights, where it applies, and on CPUs with AVX512_BF16, where it runs.
 class Bf16MatmulInvariance : public EngineInvariance {
