@@ -1,5 +1,9 @@
 #include "kernels/cpu/dot.hpp"
 
+#include <cstdio>
+#include <cstdlib>
+
+#include "kernels/cpu/isa_clones.hpp"
 #include "kernels/dtype.hpp"
 
 namespace hive::cpu {
@@ -22,15 +26,24 @@ inline float sum_products(const float* a, const Load& load, int64_t n) {
 
 }  // namespace
 
-// Each built twice: for x86-64-v3 (AVX2, F16C) and the baseline; the loader
-// picks one per machine, so one binary runs everywhere and fast where it can.
-// Not under ASan or TSan: the loader runs the clones' resolver before the
-// sanitizer's runtime is up, and an instrumented resolver crashes there.
-#if defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
-#define HIVE_DOT_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
-#else
-#define HIVE_DOT_CLONES
+#if defined(HIVE_SANITIZER_TAKES_V3)
+namespace {
+// A sanitizer build runs the x86-64-v3 copies only (isa_clones.hpp): on an
+// older CPU it stops here, before the first kernel, rather than on an
+// illegal instruction.
+[[maybe_unused]] const bool kCpuHasV3 = [] {
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+      __builtin_cpu_supports("f16c"))
+    return true;
+  std::fputs("hive: this sanitizer build needs an x86-64-v3 CPU (AVX2, FMA, F16C)\n", stderr);
+  std::exit(1);
+}();
+}  // namespace
 #endif
+
+// Each built for x86-64-v3 (AVX2, F16C) and the baseline (isa_clones.hpp).
+#define HIVE_DOT_CLONES HIVE_CLONES_UP_TO_V3
 
 HIVE_DOT_CLONES
 float dot(const float* a, const float* b, int64_t n) {

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "kernels/cpu/dot.hpp"
+#include "kernels/cpu/isa_clones.hpp"
 #include "kernels/cpu/ops.hpp"
 #include "kernels/cpu/parallel.hpp"
 #include "kernels/cpu/vector_exp.hpp"
@@ -35,15 +36,9 @@ int64_t rows_per_block(int64_t row_elements) {
 // What an exp costs, in multiply-adds, for the pool's threshold.
 constexpr int64_t kExpCost = 16;
 
-// Built for x86-64-v4, v3 (AVX2, FMA) and the baseline, as dot() is: the
-// loader picks one per machine and every clone gives the bits of
-// vector_exp's explicit fmas. Not under ASan or TSan (see dot.cpp).
-#if defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
-#define HIVE_ELEMENTWISE_CLONES \
-  __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-#else
-#define HIVE_ELEMENTWISE_CLONES
-#endif
+// Built for x86-64-v4, v3 (AVX2, FMA) and the baseline (isa_clones.hpp):
+// every copy gives the bits of vector_exp's explicit fmas.
+#define HIVE_ELEMENTWISE_CLONES HIVE_CLONES_UP_TO_V4
 
 // out = silu(gate) * up over [begin, end), silu(g) = g / (1 + e^-g).
 HIVE_ELEMENTWISE_CLONES void silu_mul_range(const float* gate, const float* up, float* out,

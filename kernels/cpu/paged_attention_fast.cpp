@@ -39,6 +39,7 @@
 #include <vector>
 
 #include "kernels/cpu/cpu_features.hpp"
+#include "kernels/cpu/isa_clones.hpp"
 #include "kernels/cpu/ops.hpp"
 #include "kernels/cpu/paged_attention_tile.hpp"
 #include "kernels/cpu/parallel.hpp"
@@ -143,15 +144,9 @@ void reset_totals(int64_t num_states, Scratch& s) {
   std::fill_n(s.total_sum.begin(), num_states, 0.0f);
 }
 
-// Built twice, for x86-64-v3 (AVX2, FMA) and the baseline, as dot() is: the
-// loader picks one per machine, so a machine's bits never change with the
-// batch. Not under ASan or TSan (see dot.cpp).
-#if defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
-#define HIVE_PAGED_CLONES \
-  __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-#else
-#define HIVE_PAGED_CLONES
-#endif
+// Built for x86-64-v4, v3 (AVX2, FMA) and the baseline (isa_clones.hpp): a
+// machine's bits never change with the batch.
+#define HIVE_PAGED_CLONES HIVE_CLONES_UP_TO_V4
 
 // A whole item on one thread: its chunks in order, each folded into the total.
 template <bool Bf16>
