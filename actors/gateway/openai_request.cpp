@@ -3,6 +3,7 @@
 #include <limits>
 
 #include "actors/gateway/api_error.hpp"
+#include "kernels/json_reader.hpp"
 
 namespace hive::gateway {
 
@@ -137,9 +138,9 @@ ApiRequest parse_api_request(Endpoint endpoint, const std::string& body_text,
                              const std::string& id_prefix) {
   Json body;
   try {
-    body = Json::parse(body_text);
-  } catch (const Json::exception& e) {
-    bad_request(str_cat("the body is not valid JSON: ", e.what()));
+    body = parse_json<Json>(body_text);
+  } catch (const JsonError& e) {
+    bad_request(str_cat("the body: ", e.what()));
   }
   return parse_api_request(endpoint, body, id_prefix);
 }

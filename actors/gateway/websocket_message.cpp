@@ -1,6 +1,7 @@
 #include "actors/gateway/websocket_message.hpp"
 
 #include "kernels/error.hpp"
+#include "kernels/json_reader.hpp"
 
 namespace hive::gateway {
 
@@ -18,9 +19,9 @@ using Json = nlohmann::json;
 ClientMessage parse_client_message(const std::string& text) {
   Json message;
   try {
-    message = Json::parse(text);
-  } catch (const Json::exception& e) {
-    reject(str_cat("the message is not valid JSON: ", e.what()));
+    message = parse_json<Json>(text);
+  } catch (const JsonError& e) {
+    reject(str_cat("the message: ", e.what()));
   }
   const auto type = message.is_object() ? message.find("type") : message.end();
   if (!message.is_object() || type == message.end() || !type->is_string())

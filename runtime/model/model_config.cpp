@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "kernels/error.hpp"
+#include "kernels/json_reader.hpp"
 #include "runtime/model/config_reader.hpp"
 #include "runtime/model/deepseek_config.hpp"
 
@@ -235,29 +236,15 @@ ModelConfig parse_model_config(const json& j, const std::string& source) {
   return c;
 }
 
-namespace {
-
-json read_json(const std::filesystem::path& path) {
-  std::ifstream in(path);
-  check(in.good(), path.string(), ": cannot open");
-  try {
-    return json::parse(in);
-  } catch (const json::exception& e) {
-    fail(path.string(), ": not valid JSON: ", e.what());
-  }
-}
-
-}  // namespace
-
 ModelConfig load_model_config(const std::filesystem::path& model_dir) {
   const auto path = model_dir / "config.json";
-  ModelConfig c = parse_model_config(read_json(path), path.string());
+  ModelConfig c = parse_model_config(read_json_file(path), path.string());
   // Checkpoints often list more end-of-sequence ids in generation_config.json
   // than in config.json (an instruct model's end-of-turn token); HF's
   // generate() and vLLM stop at those too.
   const auto generation = model_dir / "generation_config.json";
   if (std::filesystem::exists(generation)) {
-    const json g = read_json(generation);
+    const json g = read_json_file(generation);
     check(g.is_object(), generation.string(), ": expected a JSON object");
     for (const int64_t id : Reader(g, generation.string()).integers_or_one("eos_token_id")) {
       check(id >= 0 && id < c.vocab_size, generation.string(), ": eos_token_id ", id,

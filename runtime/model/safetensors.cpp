@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "kernels/error.hpp"
+#include "kernels/json_reader.hpp"
 
 namespace hive {
 
@@ -88,12 +89,7 @@ SafetensorsFile::~SafetensorsFile() {
 void SafetensorsFile::parse_header(size_t header_len) {
   const std::string where = path_.string();
   const char* base = static_cast<const char*>(mapping_);
-  json header;
-  try {
-    header = json::parse(base + 8, base + 8 + header_len);
-  } catch (const json::exception& e) {
-    fail(where, ": header is not valid JSON: ", e.what());
-  }
+  const json header = parse_json(std::string_view(base + 8, header_len), where + ": header");
   check(header.is_object(), where, ": header must be a JSON object");
   char* data = const_cast<char*>(base) + 8 + header_len;
   const uint64_t data_size = file_size_ - 8 - header_len;
@@ -101,8 +97,13 @@ void SafetensorsFile::parse_header(size_t header_len) {
   for (const auto& [name, entry] : header.items()) {
     if (name == "__metadata__") {
       check(entry.is_object(), where, ": __metadata__ must be an object");
-      for (const auto& [key, value] : entry.items())
-        if (value.is_string()) metadata_[key] = value.get<std::string>();
+      // The format's metadata is a map of strings to strings (the reference
+      // library refuses anything else): a file with more is not one.
+      for (const auto& [key, value] : entry.items()) {
+        check(value.is_string(), where, ": __metadata__[\"", key, "\"] must be a string (got ",
+              value.type_name(), ")");
+        metadata_[key] = value.get<std::string>();
+      }
       continue;
     }
     const std::string tensor = str_cat(where, ": tensor '", name, "'");

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "kernels/error.hpp"
+#include "kernels/json_reader.hpp"
 
 namespace hive {
 
@@ -14,13 +15,7 @@ WeightStore::WeightStore(const std::filesystem::path& model_dir) : dir_(model_di
   const fs::path index_path = model_dir / "model.safetensors.index.json";
   const fs::path single_path = model_dir / "model.safetensors";
   if (fs::exists(index_path)) {
-    std::ifstream in(index_path);
-    nlohmann::json index;
-    try {
-      index = nlohmann::json::parse(in);
-    } catch (const nlohmann::json::exception& e) {
-      fail(index_path.string(), ": not valid JSON: ", e.what());
-    }
+    const nlohmann::json index = read_json_file(index_path);
     check(index.is_object() && index.contains("weight_map") && index["weight_map"].is_object(),
           index_path.string(), ": needs an object 'weight_map'");
     std::map<std::string, std::string> weight_map;

@@ -390,6 +390,8 @@ TEST(CliRun, ABadPromptLineNamesTheFileAndLine) {
            Case{R"({"prompt_ids": [1], "logprobs": 21})",
                 ":1: \"logprobs\" must be an integer in [0, 20] (got 21)"},
            Case{R"([1, 2])", ":1: expected a JSON object"},
+           Case{R"({"prompt_ids": [1], "seed": 1, "seed": 2})",
+                ":1: key \"seed\" given twice in the object at the top level"},
            Case{R"({"prompt_ids": []})", ":1: the prompt has no tokens"},
            Case{R"({"id": "", "prompt_ids": [1]})", ":1: \"id\" must not be empty"},
            Case{R"({"prompt_ids": [1, 2000000000]})",

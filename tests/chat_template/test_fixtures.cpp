@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "kernels/error.hpp"
 #include "runtime/text/chat_template/chat_template.hpp"
 #include "tests/chat_template/fixture_data.hpp"
 
@@ -96,6 +97,32 @@ TEST(ChatTemplateFile, TheJinjaFileTakesPriorityOverTheConfigsTemplate) {
   EXPECT_EQ(
       ChatTemplate::from_tokenizer_config(dir / "tokenizer_config.json").render(messages, false),
       "config");
+  std::filesystem::remove_all(dir);
+}
+
+// tokenizer_config.json and render_json's inputs go through the one JSON
+// reader: a key given twice names the source and the key.
+TEST(ChatTemplateFile, AKeyGivenTwiceIsAnError) {
+  const auto dir = std::filesystem::temp_directory_path() / "hive_chat_template_twice";
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "tokenizer_config.json")
+      << R"({"chat_template": "a", "chat_template": "b"})";
+  const auto message_of = [](const auto& fn) -> std::string {
+    try {
+      fn();
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "(no error)";
+  };
+  EXPECT_EQ(message_of([&] { ChatTemplate::from_tokenizer_config(dir / "tokenizer_config.json"); }),
+            (dir / "tokenizer_config.json").string() +
+                ": key \"chat_template\" given twice in the object at the top level");
+  std::ofstream(dir / "tokenizer_config.json") << R"({"chat_template": "x"})";
+  const auto chat = ChatTemplate::from_tokenizer_config(dir / "tokenizer_config.json");
+  EXPECT_EQ(message_of([&] { chat.render_json(R"([{"role": "user", "role": "x"}])", false); }),
+            "chat template input: the messages: key \"role\" given twice in the object at /0");
+  EXPECT_EQ(chat.render_json(R"([{"role": "user", "content": "hi"}])", false), "x");
   std::filesystem::remove_all(dir);
 }
 

@@ -37,7 +37,13 @@ class HttpErrors(unittest.TestCase):
         return error
 
     def test_bad_requests_name_what_is_wrong(self):
-        self.expect(400, "{not json", "the body is not valid JSON")
+        self.expect(400, "{not json", "the body: not valid JSON")
+        # A key given twice: which one would a client mean? Neither is guessed.
+        self.expect(400, '{"prompt": "x", "max_tokens": 2, "max_tokens": 9000}',
+                    'the body: key "max_tokens" given twice in the object at the top level')
+        self.expect(400, '{"messages": [{"role": "user", "content": "a", "role": "system"}]}',
+                    'key "role" given twice in the object at /messages/0',
+                    path="/v1/chat/completions")
         self.expect(400, "[1, 2]", "the body must be a JSON object")
         self.expect(400, {"prompt": 5}, "'prompt' must be a string", "prompt")
         self.expect(400, {"prompt": "x", "max_tokens": "ten"}, "'max_tokens' must be an integer",

@@ -129,7 +129,8 @@ class WebSocketStream(unittest.TestCase):
                                 json.dumps({"type": "start", "prompt": "x"}),
                                 json.dumps({"type": "start", "id": "t", "prompt": "x",
                                             "temperature": -1}),
-                                json.dumps({"type": "cancel", "id": "nobody"})]:
+                                json.dumps({"type": "cancel", "id": "nobody"}),
+                                '{"type": "start", "id": "d", "type": "stats"}']:
                     await ws.send(message)
                     answers.append(json.loads(await ws.recv()))
                 await ws.send(json.dumps({"type": "start", "id": "ok", "prompt": "Once",
@@ -140,7 +141,7 @@ class WebSocketStream(unittest.TestCase):
                         answers.append(message)
                         return answers
         answers = self.run_async(session())
-        self.assertEqual([a["type"] for a in answers], ["error"] * 6 + ["done"])
+        self.assertEqual([a["type"] for a in answers], ["error"] * 7 + ["done"])
         self.assertIn("not valid JSON", answers[0]["message"])
         self.assertEqual(answers[1]["param"], "type")
         self.assertIn("unknown message type 'dance'", answers[2]["message"])
@@ -148,6 +149,8 @@ class WebSocketStream(unittest.TestCase):
         self.assertEqual((answers[4]["id"], answers[4]["param"], answers[4]["code"]),
                          ("t", "temperature", 400))
         self.assertEqual(answers[5]["code"], 404)
+        self.assertIn('key "type" given twice in the object at the top level',
+                      answers[6]["message"])
 
     # Under the sanitizers the server answers 100,000 stats too slowly for
     # the queue to fill within the test's time; the release tree runs it.

@@ -234,7 +234,7 @@ TEST(BundledModels, AgreeReadsTheJsonLinesHiveRunReads) {
             R"({"prompt": "a", "temperature": 1})",
             ":1: \"temperature\" does not apply to hive agree (expected id, prompt, prompt_ids, "
             "chat, max_tokens)"},
-        {"Once upon a time", ":1: [json.exception.parse_error"},
+        {"Once upon a time", ":1: not valid JSON: [json.exception.parse_error"},
         {R"({"prompt": "a", "max_tokens": 100000})", ":1: prompt ("}}) {
     std::ofstream(file) << line << "\n";
     const Result bad = run("agree" + pair + " --prompts " + file.string());

@@ -81,6 +81,61 @@ TEST_F(LoaderTest, ReadsAValidFile) {
   EXPECT_EQ(file.metadata().at("format"), "pt");
 }
 
+// Every JSON file of a checkpoint is read by kernels/json_reader.hpp: a key
+// given twice is an error naming the file and the key.
+TEST_F(LoaderTest, ATensorNamedTwiceInTheHeader) {
+  const auto path = write_raw(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
+                              R"("a":{"dtype":"F32","shape":[2],"data_offsets":[8,16]}})",
+                              16);
+  expect_error([&] { SafetensorsFile f(path); },
+               {path.string(), "header", "key \"a\" given twice"});
+}
+
+TEST_F(LoaderTest, MetadataValuesMustBeStrings) {
+  const auto path = write_raw(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
+                              R"("__metadata__":{"format":"pt","step":3}})",
+                              8);
+  expect_error([&] { SafetensorsFile f(path); },
+               {path.string(), "__metadata__[\"step\"] must be a string (got number)"});
+  const auto twice = write_raw(R"({"__metadata__":{"format":"pt","format":"np"}})", 0);
+  expect_error([&] { SafetensorsFile f(twice); },
+               {twice.string(), "key \"format\" given twice in the object at /__metadata__"});
+}
+
+TEST_F(LoaderTest, AKeyGivenTwiceInConfigOrGenerationConfig) {
+  copy_model("llama");
+  std::string text;
+  {
+    std::ifstream in(dir / "config.json");
+    text.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  const size_t brace = text.find('{');
+  ASSERT_NE(brace, std::string::npos);
+  std::ofstream(dir / "config.json") << text.substr(0, brace + 1) << "\"vocab_size\": 7, "
+                                     << text.substr(brace + 1);
+  expect_error([&] { Model m(dir, cpu); }, {"config.json", "key \"vocab_size\" given twice"});
+  std::ofstream(dir / "config.json") << text;
+  std::ofstream(dir / "generation_config.json") << R"({"eos_token_id": 1, "eos_token_id": 2})";
+  expect_error([&] { load_model_config(dir); },
+               {"generation_config.json", "key \"eos_token_id\" given twice"});
+}
+
+TEST_F(LoaderTest, ATensorMappedTwiceInTheShardIndex) {
+  copy_model("qwen2");
+  const auto index = json::parse(std::ifstream(dir / "model.safetensors.index.json"));
+  const auto first = index["weight_map"].begin();
+  const std::string name = first.key();
+  std::string text = index.dump();
+  const std::string entry = json(name).dump() + ":" + first.value().dump();
+  const size_t at = text.find(entry);
+  ASSERT_NE(at, std::string::npos);
+  text.insert(at, entry + ",");
+  std::ofstream(dir / "model.safetensors.index.json") << text;
+  expect_error([&] { Model m(dir, cpu); },
+               {"model.safetensors.index.json", "key \"" + name + "\" given twice",
+                "/weight_map"});
+}
+
 TEST_F(LoaderTest, FileShorterThanTheLengthPrefix) {
   const fs::path path = dir / "model.safetensors";
   std::ofstream(path) << "abc";

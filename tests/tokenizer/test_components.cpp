@@ -116,6 +116,11 @@ TEST(Errors, NameTheFieldAndTheUnsupportedType) {
             "tokenizer.json: decoder: unsupported decoder type \"WordPiece\" (su");
   EXPECT_EQ(load_error("/model/vocab/a", "x"),
             R"(tokenizer.json: model.vocab["a"]: expected a non-negative integer id (got "x"))");
+  const int64_t id_of_a =
+      read_json(kTokenizerData / "bytelevel_bpe" / "tokenizer.json")["model"]["vocab"]["a"];
+  EXPECT_EQ(load_error("/model/vocab/zz9", id_of_a),
+            "tokenizer.json: model.vocab: id " + std::to_string(id_of_a) +
+                " is given twice, to \"a\" and \"zz9\"");
   EXPECT_EQ(load_error("/model/dropout", 0.1).substr(0, 52),
             "tokenizer.json: model.dropout: BPE dropout samples r");
   EXPECT_EQ(load_error("/added_tokens/0/content", 7),
@@ -138,9 +143,13 @@ TEST(Errors, NameTheFileForBrokenJsonAndMissingParts) {
   EXPECT_EQ(message("{\"version\": \"2.0\"}", ""),
             "tokenizer.json: version: expected \"1.0\" (got \"2.0\")");
   EXPECT_EQ(message("{oops", "").substr(0, 30), "tokenizer.json: not valid JSON");
+  EXPECT_EQ(message(R"({"version": "1.0", "model": {}, "version": "1.0"})", ""),
+            "tokenizer.json: key \"version\" given twice in the object at the top level");
   const std::string valid = read_text(kTokenizerData / "bytelevel_bpe" / "tokenizer.json");
   EXPECT_EQ(message(valid, "{\"bos_token\": 3}"),
             "tokenizer_config.json: bos_token: expected a string or {\"content\": ...} (got 3)");
+  EXPECT_EQ(message(valid, R"({"bos_token": "a", "eos_token": "b", "bos_token": "c"})"),
+            "tokenizer_config.json: key \"bos_token\" given twice in the object at the top level");
   EXPECT_EQ(message(valid, "{\"split_special_tokens\": \"yes\"}"),
             "tokenizer_config.json: split_special_tokens: expected true or false (got \"yes\")");
   EXPECT_THROW(Tokenizer::from_directory("/nonexistent/dir"), Error);

@@ -33,6 +33,7 @@
 #include "actors/engine.hpp"
 #include "actors/gateway/server.hpp"
 #include "kernels/error.hpp"
+#include "kernels/json_reader.hpp"
 #include "runtime/engine/input_processor.hpp"
 #include "tools/cli/args.hpp"
 #include "tools/cli/commands.hpp"
@@ -251,7 +252,8 @@ Trace send_http(ConnectionPool& pool, const nlohmann::json& body) {
   const size_t usage = events.rfind("\"usage\":");
   if (usage == std::string::npos) return trace;
   const size_t line_start = events.rfind("data: ", usage) + 6;
-  const auto chunk = nlohmann::json::parse(events.substr(line_start, events.find('\n', usage) - line_start));
+  const auto chunk = parse_json(events.substr(line_start, events.find('\n', usage) - line_start),
+                                "the server's usage event");
   trace.output_tokens = chunk["usage"]["completion_tokens"].get<int64_t>();
   trace.ok = true;
   return trace;

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "kernels/error.hpp"
+#include "kernels/json_reader.hpp"
 
 namespace hive::cli {
 
@@ -116,12 +117,7 @@ std::vector<PromptInput> parse_prompt_lines(std::istream& in, const std::string&
   for (int number = 1; std::getline(in, line); ++number) {
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
     const std::string where = str_cat(path, ":", number);
-    nlohmann::json j;
-    try {
-      j = nlohmann::json::parse(line);
-    } catch (const nlohmann::json::exception& e) {
-      fail(where, ": ", e.what());
-    }
+    const nlohmann::json j = parse_json(line, where);
     const PromptLine p(j, where, keys);
     RequestInput r;
     r.id = p.string("id", "prompt-" + std::to_string(number));

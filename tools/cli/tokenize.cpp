@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "kernels/error.hpp"
+#include "kernels/json_reader.hpp"
 #include "runtime/text/tokenizer/tokenizer.hpp"
 #include "tools/cli/args.hpp"
 #include "tools/cli/commands.hpp"
@@ -22,8 +23,8 @@ using Json = nlohmann::json;
 
 Json parse_line(const std::string& line, std::size_t number, const char* expected) {
   try {
-    return Json::parse(line);
-  } catch (const Json::exception& e) {
+    return parse_json<Json>(line);
+  } catch (const JsonError& e) {
     fail("stdin line ", number, ": expected ", expected, ": ", e.what());
   }
 }

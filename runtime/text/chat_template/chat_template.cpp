@@ -3,6 +3,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "kernels/json_reader.hpp"
 #include "runtime/text/chat_template/globals.hpp"
 #include "runtime/text/chat_template/lexer.hpp"
 #include "runtime/text/chat_template/messages.hpp"
@@ -94,12 +95,7 @@ ChatTemplate::ChatTemplate(std::shared_ptr<const Compiled> compiled,
 
 ChatTemplate ChatTemplate::from_tokenizer_config(const std::filesystem::path& path,
                                                  std::string_view template_name) {
-  nlohmann::ordered_json config;
-  try {
-    config = nlohmann::ordered_json::parse(read_file(path));
-  } catch (const nlohmann::json::exception& e) {
-    fail(path.string(), ": invalid JSON: ", e.what());
-  }
+  const auto config = parse_json<nlohmann::ordered_json>(read_file(path), path.string());
   // As in transformers 5, a chat_template.jinja next to the config is the
   // default template even when the config has one of its own; named
   // templates come from the config.
@@ -162,13 +158,10 @@ std::string ChatTemplate::render_context(const nlohmann::ordered_json& variables
 
 std::string ChatTemplate::render_json(std::string_view messages_json, bool add_generation_prompt,
                                       std::string_view extra_kwargs_json) const {
-  nlohmann::ordered_json messages, kwargs;
-  try {
-    messages = nlohmann::ordered_json::parse(messages_json);
-    kwargs = nlohmann::ordered_json::parse(extra_kwargs_json);
-  } catch (const nlohmann::json::exception& e) {
-    fail("chat template input: invalid JSON: ", e.what());
-  }
+  const auto messages =
+      parse_json<nlohmann::ordered_json>(messages_json, "chat template input: the messages");
+  const auto kwargs =
+      parse_json<nlohmann::ordered_json>(extra_kwargs_json, "chat template input: the kwargs");
   return render(messages, add_generation_prompt, kwargs);
 }
 

@@ -2,6 +2,7 @@
 // are in bpe_merge.cpp.
 #include "runtime/text/tokenizer/bpe_model.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <limits>
@@ -60,7 +61,12 @@ std::unique_ptr<BpeModel> BpeModel::from_json(const Json& spec, const std::strin
   for (const auto& [token, id] : model->vocab_) {
     if (static_cast<std::size_t>(id) >= model->id_to_token_.size())
       model->id_to_token_.resize(static_cast<std::size_t>(id) + 1, nullptr);
-    model->id_to_token_[static_cast<std::size_t>(id)] = &token;
+    const std::string*& owner = model->id_to_token_[static_cast<std::size_t>(id)];
+    // Two tokens with one id would decode as whichever came last.
+    if (owner != nullptr)
+      fail(vocab_path, ": id ", id, " is given twice, to \"", std::min(*owner, token), "\" and \"",
+           std::max(*owner, token), "\"");
+    owner = &token;
   }
 
   model->unk_token_ = optional_string(spec, "unk_token", path);

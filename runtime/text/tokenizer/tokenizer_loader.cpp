@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "kernels/error.hpp"
+#include "kernels/json_reader.hpp"
 #include "runtime/text/tokenizer/json_fields.hpp"
 #include "runtime/text/tokenizer/tokenizer_config.hpp"
 #include "runtime/text/tokenizer/tokenizer_impl.hpp"
@@ -13,14 +14,6 @@ namespace hive {
 using tokenizer::Json;
 
 namespace {
-
-Json parse_json(std::string_view text, const std::string& name) {
-  try {
-    return Json::parse(text.begin(), text.end());
-  } catch (const Json::exception& e) {
-    fail(name, ": not valid JSON: ", e.what());
-  }
-}
 
 std::string read_file(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);
