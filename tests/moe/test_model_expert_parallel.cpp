@@ -14,13 +14,11 @@
 #include <cstdio>
 #include <filesystem>
 #include <map>
-#include <thread>
 
 #include "kernels/cpu/cpu_backend.hpp"
 #include "kernels/error.hpp"
-#include "moe/in_process_communicator.hpp"
-#include "moe/replica_balancer.hpp"
 #include "runtime/engine/llm_engine.hpp"
+#include "tests/common/expert_parallel_run.hpp"
 #include "tests/common/model_dirs.hpp"
 #include "tests/common/parallel_requests.hpp"
 #include "tests/common/random.hpp"
@@ -30,51 +28,7 @@ namespace {
 
 using test::model_dir;
 constexpr int kNumPrompts = 7;
-using Load = std::vector<std::vector<int64_t>>;  // [layer][expert]
-
-// The step's load per expert, summed over layers and over all ranks (counts
-// this small are exact in f32).
-std::vector<int64_t> step_load(Communicator& comm, const Load& before, const Load& after,
-                               int num_experts) {
-  std::vector<float> sum(static_cast<size_t>(num_experts), 0.0f);
-  for (size_t l = 0; l < after.size(); ++l)
-    for (size_t e = 0; e < after[l].size(); ++e)
-      sum[e] += static_cast<float>(after[l][e] -
-                                   (l < before.size() && e < before[l].size() ? before[l][e] : 0));
-  comm.all_reduce_sum(Tensor::view(sum.data(), DType::f32, {num_experts}));
-  return {sum.begin(), sum.end()};
-}
-
-// Rank `rank` of the group: its share of the prompts (round-robin), stepped
-// until no rank has work left. live: re-plan replicas after every step
-// (the most switches a run can have); switches counts the placements.
-void run_rank(Model& model, Communicator& comm, ExpertPlacement placement,
-              const std::vector<Request>& all, std::map<std::string, SequenceOutput>& outputs,
-              Load& load, bool live, int& switches) {
-  LLMEngine engine(model, test::parallel_engine_config());
-  ReplicaBalancer balancer(
-      placement, {.period_steps = 1, .window_steps = 2, .slots_per_rank = 2, .threshold = 1.0});
-  const ExpertParallelContext ep{&comm, &placement, &load};
-  engine.set_expert_parallel(&ep);
-  for (size_t i = static_cast<size_t>(comm.rank()); i < all.size();
-       i += static_cast<size_t>(comm.world_size()))
-    engine.add_request(all[i]);
-  std::vector<SequenceOutput> done;
-  for (;;) {
-    float busy = engine.has_unfinished() ? 1.0f : 0.0f;
-    comm.all_reduce_sum(Tensor::view(&busy, DType::f32, {1}));
-    if (busy == 0.0f) break;
-    const Load before = load;
-    for (SequenceOutput& out : engine.step()) done.push_back(std::move(out));
-    if (!live) continue;
-    // Between steps, on every rank alike: never inside one.
-    if (auto replicas = balancer.add_step(step_load(comm, before, load, placement.num_experts()))) {
-      placement.set_replicas(*replicas);
-      ++switches;
-    }
-  }
-  for (SequenceOutput& out : done) outputs[out.request_id] = std::move(out);
-}
+using Load = test::ExpertLoad;
 
 struct ParallelRun {
   std::map<std::string, SequenceOutput> outputs;
@@ -84,33 +38,17 @@ struct ParallelRun {
 
 ParallelRun run_parallel(Model& model, const std::vector<Request>& requests, int world,
                          PlacementKind kind, bool live) {
-  InProcessGroup group(world);
-  const ExpertPlacement placement(static_cast<int>(model.config().num_experts), world, kind);
-  std::vector<std::map<std::string, SequenceOutput>> outputs(static_cast<size_t>(world));
-  std::vector<Load> loads(static_cast<size_t>(world));
-  std::vector<int> switches(static_cast<size_t>(world), 0);
-  std::vector<std::thread> ranks;
-  for (int r = 0; r < world; ++r)
-    ranks.emplace_back([&, r, comm = std::shared_ptr<Communicator>(group.communicator(r))] {
-      try {
-        run_rank(model, *comm, placement, requests, outputs[static_cast<size_t>(r)],
-                 loads[static_cast<size_t>(r)], live, switches[static_cast<size_t>(r)]);
-      } catch (const std::exception& e) {
-        // Its peers would wait in a collective for ever: fail loudly instead.
-        std::fprintf(stderr, "rank %d: %s\n", r, e.what());
-        std::abort();
-      }
-    });
-  for (std::thread& t : ranks) t.join();
+  std::vector<test::RankRun> ranks =
+      test::run_expert_parallel_in_process(model, requests, world, kind, live);
   ParallelRun run;
-  run.load = loads[0];
-  run.switches = switches[0];
-  for (const int s : switches) EXPECT_EQ(s, switches[0]) << "the ranks disagree on the placement";
-  for (int r = 0; r < world; ++r) {
-    const auto i = static_cast<size_t>(r);
-    run.outputs.merge(outputs[i]);
+  run.load = ranks[0].load;
+  run.switches = ranks[0].switches;
+  for (const test::RankRun& rank : ranks)
+    EXPECT_EQ(rank.switches, run.switches) << "the ranks disagree on the placement";
+  for (size_t r = 0; r < ranks.size(); ++r) {
+    run.outputs.merge(ranks[r].outputs);
     for (size_t l = 0; l < run.load.size() && r > 0; ++l)
-      for (size_t e = 0; e < run.load[l].size(); ++e) run.load[l][e] += loads[i][l][e];
+      for (size_t e = 0; e < run.load[l].size(); ++e) run.load[l][e] += ranks[r].load[l][e];
   }
   return run;
 }
