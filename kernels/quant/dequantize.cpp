@@ -117,6 +117,7 @@ void dequantize_to_f32(GgmlType type, const void* data, int64_t numel, float* ou
   const GgmlTypeInfo info = ggml_type_info(type);
   check(numel >= 0 && numel % info.block_size == 0, "dequantize_to_f32: ", numel,
         " elements are not whole ", info.name, " blocks of ", info.block_size);
+  if (numel == 0) return;  // an empty tensor's pointers may be null, which memcpy must not see
   const int64_t num_blocks = numel / info.block_size;
   const int block_size = static_cast<int>(info.block_size);
   const auto* bytes = static_cast<const char*>(data);

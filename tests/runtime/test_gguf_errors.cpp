@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "kernels/error.hpp"
+#include "kernels/quant/dequantize.hpp"
 #include "runtime/model/gguf_file.hpp"
 
 namespace hive {
@@ -117,6 +118,21 @@ TEST_F(GgufErrorTest, ValidVersion2FileWithDefaultAlignment) {
   EXPECT_EQ(q.nbytes, 34u);
   EXPECT_EQ(static_cast<const char*>(q.data)[0], '\x02');
   EXPECT_EQ(static_cast<const char*>(file.tensors()[0].data)[15], '\x01');
+}
+
+// A tensor with a zero dimension is legal: no bytes, and dequantizing it
+// writes nothing (the fuzzer found memcpy called with its null pointers).
+TEST_F(GgufErrorTest, EmptyTensor) {
+  GgufBytes file = valid_file();
+  file.add_tensor("empty", {0, 4}, 8, 64);
+  write(file.bytes());
+  const GgufFile read(path);
+  const GgufTensor* empty = read.find_tensor("empty");
+  ASSERT_NE(empty, nullptr);
+  EXPECT_EQ(empty->numel, 0);
+  EXPECT_EQ(empty->nbytes, 0u);
+  dequantize_to_f32(empty->type, empty->data, 0, nullptr);
+  dequantize_to_f32(GgmlType::f32, nullptr, 0, nullptr);
 }
 
 TEST_F(GgufErrorTest, HeaderProblems) {
