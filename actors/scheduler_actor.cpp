@@ -39,9 +39,8 @@ void spawn_workers(Self self) {
   st.replicas_sent = false;  // fresh workers hold no replicas yet
   // A fresh group per worker generation: a failed generation aborted its own.
   const bool collectives = st.setup.num_experts > 0 || st.setup.tensor_parallel_size > 1;
-  st.group = collectives
-                 ? std::make_shared<InProcessGroup>(static_cast<int>(st.setup.workers.size()))
-                 : nullptr;
+  st.group =
+      collectives ? st.setup.make_group(static_cast<int>(st.setup.workers.size())) : nullptr;
   for (WorkerSpec spec : st.setup.workers) {
     spec.group = st.group;
     spec.placement = st.setup.placement;

@@ -75,6 +75,7 @@
 #include "actors/draft_actor.hpp"
 #include "actors/expert_actor.hpp"
 #include "actors/worker_actor.hpp"
+#include "moe/in_process_communicator.hpp"
 #include "runtime/core/kv_cache_manager.hpp"
 #include "runtime/core/proposal_book.hpp"
 #include "runtime/core/scheduler.hpp"
@@ -121,6 +122,11 @@ struct SchedulerSetup {
   int num_experts = 0;
   int num_layers = 0;
   PlacementKind placement = PlacementKind::contiguous;
+  // Makes each worker generation's rank group (MoE or tensor-parallel
+  // models); threads of this process unless told otherwise.
+  RankGroupFactory make_group = [](int world_size) {
+    return std::make_shared<InProcessGroup>(world_size);
+  };
   expert_actor expert;  // optional: receives each step's expert load
   // Speculative decoding. A draft model's drafters (one per planning rank,
   // sharing the draft) run in the draft actor (draft_actor.hpp).
@@ -147,7 +153,7 @@ struct SchedulerState {
   std::unique_ptr<EngineCore> core;         // the engine state: schedulers, KV managers, requests
   std::map<std::string, token_sink> sinks;  // per request in the core: who gets its events
   std::vector<worker_actor> workers;
-  std::shared_ptr<InProcessGroup> group;       // this generation of workers' group
+  std::shared_ptr<RankGroup> group;            // this generation of workers' group
   int64_t generation = 0;                      // workers spawned so far, as generations
   size_t num_ready = 0;                        // of its workers, those that have started
   std::vector<std::vector<int32_t>> replicas;  // from the expert actor, [rank]

@@ -26,7 +26,7 @@
 #include "actors/type_ids.hpp"
 #include "moe/communicator.hpp"
 #include "moe/expert_placement.hpp"
-#include "moe/in_process_communicator.hpp"
+#include "moe/rank_group.hpp"
 #include "runtime/model/model.hpp"
 #include "runtime/model/model_runner.hpp"
 #include "runtime/model/paged_kv_cache.hpp"
@@ -44,7 +44,7 @@ struct WorkerSpec {
   int32_t num_host_blocks = 0;
   int rank = 0;
   // MoE models: the ranks' group (one per worker generation) and placement.
-  std::shared_ptr<InProcessGroup> group;
+  std::shared_ptr<RankGroup> group;
   PlacementKind placement = PlacementKind::contiguous;
   // > 1: the group is one tensor-parallel model; the worker loads its shard
   // of `model`'s checkpoint and runs every step with its peers.
@@ -59,7 +59,7 @@ struct WorkerState {
   std::unique_ptr<Model> shard;  // tensor parallelism: this rank's part of the model
   std::unique_ptr<PagedKVCache> cache;
   std::unique_ptr<ModelRunner> runner;
-  std::shared_ptr<InProcessGroup> group;
+  std::shared_ptr<RankGroup> group;
   std::unique_ptr<Communicator> comm;
   std::unique_ptr<ExpertPlacement> placement;
   std::vector<std::vector<int64_t>> load;    // [layer][expert], this step: tokens routed

@@ -12,19 +12,20 @@
 
 #include "moe/abortable_barrier.hpp"
 #include "moe/communicator.hpp"
+#include "moe/rank_group.hpp"
 
 namespace hive {
 
-class InProcessGroup {
+class InProcessGroup final : public RankGroup {
  public:
   explicit InProcessGroup(int world_size);
-  int world_size() const { return world_size_; }
+  int world_size() const override { return world_size_; }
   // The communicator of one rank; its collectives must run on that rank's thread.
-  std::unique_ptr<Communicator> communicator(int rank);
+  std::unique_ptr<Communicator> communicator(int rank) override;
   // Makes every rank waiting in a collective, and every later collective,
   // throw hive::Error: a failed rank calls it so its peers do not hang. The
   // group cannot be used again; build a new one.
-  void abort();
+  void abort() override;
   bool aborted() const { return rendezvous_.aborted(); }
 
   enum class Op : uint8_t { all_reduce_sum, all_to_all, barrier };
