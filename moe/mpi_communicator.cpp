@@ -152,6 +152,25 @@ class MpiCommunicator final : public Communicator {
   int world_size_ = 1;
 };
 
+class MpiRankGroup final : public RankGroup {
+ public:
+  MpiRankGroup() {
+    check_mpi(MPI_Comm_rank(MPI_COMM_WORLD, &rank_), "MPI_Comm_rank");
+    check_mpi(MPI_Comm_size(MPI_COMM_WORLD, &world_size_), "MPI_Comm_size");
+  }
+  int world_size() const override { return world_size_; }
+  std::unique_ptr<Communicator> communicator(int rank) override {
+    check(rank == rank_, "MPI rank group: this process is rank ", rank_, " of ", world_size_,
+          "; rank ", rank, "'s communicator is in its own process");
+    return std::make_unique<MpiCommunicator>();
+  }
+  void abort() override { mpi_abort("the rank group was aborted: ending every rank of the job"); }
+
+ private:
+  int rank_ = 0;
+  int world_size_ = 1;
+};
+
 }  // namespace
 
 MpiSession::MpiSession(int* argc, char*** argv) {
@@ -178,6 +197,13 @@ std::unique_ptr<Communicator> make_mpi_communicator() {
   check_mpi(MPI_Initialized(&initialized), "MPI_Initialized");
   check(initialized != 0, "make_mpi_communicator: MPI is not initialised (no MpiSession)");
   return std::make_unique<MpiCommunicator>();
+}
+
+std::shared_ptr<RankGroup> make_mpi_rank_group() {
+  int initialized = 0;
+  check_mpi(MPI_Initialized(&initialized), "MPI_Initialized");
+  check(initialized != 0, "make_mpi_rank_group: MPI is not initialised (no MpiSession)");
+  return std::make_shared<MpiRankGroup>();
 }
 
 void mpi_abort(const char* cause) {

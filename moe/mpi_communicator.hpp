@@ -17,6 +17,7 @@
 #include <memory>
 
 #include "moe/communicator.hpp"
+#include "moe/rank_group.hpp"
 
 namespace hive {
 
@@ -44,6 +45,14 @@ class MpiSession {
 // messages never match another library's). Needs an MpiSession. Errors
 // are hive::Error naming the call and MPI's text.
 std::unique_ptr<Communicator> make_mpi_communicator();
+
+// The group of every process of the job, as one process's worker sees it:
+// communicator(rank) only for this process's own rank (the others live in
+// their processes); abort() ends the job, since a process cannot release
+// a peer that waits in a collective of another process. Open MPI's mpirun
+// also ends the job when a process dies (a crash, SIGKILL), so no rank is
+// left waiting either way.
+std::shared_ptr<RankGroup> make_mpi_rank_group();
 
 // Ends every process of the job (MPI_Abort): a rank that cannot go on while
 // its peers wait in a collective. Prints `cause` first.

@@ -178,3 +178,28 @@ TEST(MpiCommunicator, BadArgumentsAreErrorsBeforeAnyTransfer) {
 
 }  // namespace
 }  // namespace hive
+
+namespace hive {
+namespace {
+
+TEST(MpiRankGroup, HandsOutOnlyThisProcesssRank) {
+  const std::shared_ptr<RankGroup> group = make_mpi_rank_group();
+  Communicator& comm = *world();
+  EXPECT_EQ(group->world_size(), comm.world_size());
+  const auto mine = group->communicator(comm.rank());
+  EXPECT_EQ(mine->rank(), comm.rank());
+  const int other = (comm.rank() + 1) % comm.world_size();
+  try {
+    group->communicator(other);
+    ADD_FAILURE() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()),
+              str_cat("MPI rank group: this process is rank ", comm.rank(), " of ",
+                      comm.world_size(), "; rank ", other,
+                      "'s communicator is in its own process"));
+  }
+  mine->barrier();  // the group's communicator reaches the other processes
+}
+
+}  // namespace
+}  // namespace hive
