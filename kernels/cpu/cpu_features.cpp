@@ -76,10 +76,19 @@ CpuPath detect() {
   return CpuPath::amx;
 }
 
+bool detect_avx512_vnni() {
+  if (best_cpu_path() < CpuPath::avx512) return false;
+  return bit(cpuid(7, 0).ecx, 11);  // AVX512_VNNI
+}
+
 #else
 
 CpuPath detect() {
   return CpuPath::scalar;
+}
+
+bool detect_avx512_vnni() {
+  return false;
 }
 
 #endif
@@ -127,6 +136,11 @@ std::optional<CpuPath> parse_cpu_path(std::string_view name) {
 CpuPath best_cpu_path() {
   static const CpuPath best = detect();
   return best;
+}
+
+bool cpu_has_avx512_vnni() {
+  static const bool vnni = detect_avx512_vnni();
+  return vnni;
 }
 
 std::vector<CpuPath> supported_cpu_paths() {

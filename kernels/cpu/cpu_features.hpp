@@ -32,6 +32,11 @@ CpuPath best_cpu_path();
 // Every path up to the best: what a test can iterate.
 std::vector<CpuPath> supported_cpu_paths();
 
+// Whether the CPU and OS run AVX-512 VNNI (vpdpbusd, vpdpwssd), which the
+// quantized matmul (kernels/quant/quant_matmul.hpp) uses from the avx512
+// path up; not a path of its own, as no bf16 kernel needs it.
+bool cpu_has_avx512_vnni();
+
 // The path the ops use: the best, capped by HIVE_CPU_ISA.
 CpuPath cpu_kernel_path();
 std::string_view cpu_kernel_path_name();
