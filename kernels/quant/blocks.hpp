@@ -68,8 +68,19 @@ struct BlockQ6_K {
   uint16_t d;
 };
 
+// Q8_K: the K-quants' activations, never stored in a file: x[i] = d * qs[i],
+// and bsums[g] the exact sum of qs[16g .. 16g+15], which the kernels use to
+// apply a sub-block's min (or Q6_K's offset of 32) once per 16 values.
+//   [d f32][qs: 256 x int8][bsums: 16 x int16]                      292 bytes
+struct BlockQ8_K {
+  float d;
+  int8_t qs[kQKK];
+  int16_t bsums[kQKK / 16];
+};
+
 // The sizes ggml and every GGUF file use.
 static_assert(sizeof(BlockQ8_0) == 34 && sizeof(BlockQ4_0) == 18);
+static_assert(sizeof(BlockQ8_K) == 292);
 static_assert(sizeof(BlockQ4_K) == 144 && sizeof(BlockQ5_K) == 176 && sizeof(BlockQ6_K) == 210);
 static_assert(ggml_type_info(GgmlType::q8_0).block_bytes == sizeof(BlockQ8_0));
 static_assert(ggml_type_info(GgmlType::q4_0).block_bytes == sizeof(BlockQ4_0));

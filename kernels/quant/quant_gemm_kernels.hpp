@@ -1,0 +1,74 @@
+#pragma once
+// The SIMD kernels behind quant_matmul (quant_matmul.cpp), one file per ISA
+// (quant_gemm_avx2.cpp, quant_gemm_avx512_vnni.cpp), each compiled with its
+// own -m flags and called only on a path that has that ISA. Plain data, as
+// kernels/cpu/gemm_kernels.hpp and for the same reason.
+//
+// A task takes a block of output columns for a block of rows. Per column it
+// unpacks the weight row once into scratch (below), then walks its blocks
+// in order, each block serving every row of the task before the next: the
+// weights stream from memory once per task, whatever m.
+#include <cstdint>
+
+#include "kernels/quant/blocks.hpp"
+#include "kernels/quant/ggml_type.hpp"
+
+namespace hive {
+
+struct QuantMatmul;
+// Throws on a type quant_matmul does not take or k not whole blocks.
+void check_quant_matmul(const QuantMatmul& problem);
+
+struct QuantGemmArgs {
+  GgmlType type = GgmlType::q8_0;
+  const char* w = nullptr;  // weight row j at w + j * w_row_bytes
+  int64_t w_row_bytes = 0;
+  int64_t m = 0, k = 0, n = 0;
+  // Q8_0 / Q4_0: row i's Q8_0 activations with quants and scales apart,
+  // x_qs[i * 32 x_blocks + 32 b + t] and x_d[i * x_blocks + b] (f32), the
+  // blocks padded to an even count with a zero block.
+  const int8_t* x_qs = nullptr;
+  const float* x_d = nullptr;
+  int64_t x_blocks = 0;
+  // K-quants: row i's Q8_K blocks at x_k[i * k / 256].
+  const BlockQ8_K* x_k = nullptr;
+  float* out = nullptr;  // row i at out + i * n
+};
+
+// Q8_0 / Q4_0 weight blocks 2c and 2c + 1 unpacked (zero past the row):
+// the signed quants, their magnitudes (AVX2 multiplies |w| by sign(w) * x),
+// -128 * the sum of each group of 4 (VNNI multiplies x + 128 by w), and the
+// blocks' scales spread over their 8 lanes each.
+struct alignas(64) PairQ8_0 {
+  int8_t w[64];
+  uint8_t abs_w[64];
+  int32_t offset[16];
+  float d[16];
+};
+
+// A K-quant block unpacked: quants 0..63 in element order, the scale of
+// each pair of elements (2t, 2t + 1) for an int16 multiply-add after
+// maddubs, and per group of 16 what multiplies the activation's bsums: the
+// min (Q4_K, Q5_K) or 32 * the scale (Q6_K, whose quants are offset by 32).
+struct alignas(64) UnpackedK {
+  uint8_t q[kQKK];
+  int16_t pair_scale[kQKK / 2];
+  int16_t min[16];
+  float d = 0, dmin = 0;
+};
+
+// Per thread: the unpacked weight row (k / 64 pairs, or k / 256 K blocks)
+// and the task's accumulators (16 floats per row, or 1).
+struct QuantScratch {
+  PairQ8_0* pairs = nullptr;
+  UnpackedK* blocks = nullptr;
+  float* acc = nullptr;
+};
+
+// Output columns [column_begin, column_end) of every row in args.
+void quant_gemm_columns_avx2(const QuantGemmArgs& args, int64_t column_begin, int64_t column_end,
+                             const QuantScratch& scratch);
+void quant_gemm_columns_avx512_vnni(const QuantGemmArgs& args, int64_t column_begin,
+                                    int64_t column_end, const QuantScratch& scratch);
+
+}  // namespace hive

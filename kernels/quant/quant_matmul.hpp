@@ -1,0 +1,54 @@
+#pragma once
+// out[m, n] = x[m, k] . w[n, k]^T with w a row-major array of ggml blocks of
+// one type (row j: k / block_size blocks), x and out f32. As llama.cpp
+// computes it: each row of x is quantized to 8 bits per block (Q8_0 for
+// Q8_0 / Q4_0 weights, Q8_K for the K-quants, quantize.hpp) and each block
+// pair's dot product is an exact int32 sum; only the per-block scaling and
+// the sum over blocks are in floating point, in one order (below) that
+// every kernel path follows with the same operations. So a row's bits do
+// not depend on m, on the thread count or on the kernel path: the paths
+// equal the scalar reference (quant_matmul_reference) bit for bit.
+//
+// The one order, per output (i, j), with fma(a, b, c) one rounding:
+//   Q8_0 / Q4_0: 16 f32 lanes, zero at the start. Block b (weights w,
+//     activations a, d = f32(d_w) * f32(d_a)) adds its 8 groups of 4:
+//     lane 8 (b % 2) + g = fma(float(sum_{t<4} w[4g+t] a[4g+t]), d, lane).
+//     Then lanes are folded in halves: l + 8 onto l, + 4, + 2, + 1.
+//   K-quants: one f32 sum s over the blocks in order. With S_g the exact sum
+//     of q * a over element group g of 16 (q unsigned: 0..15, 0..31, 0..63),
+//     sc_g and m_g the group's scale and min, bsum_g the activation's sums:
+//       Q4_K, Q5_K: A = sum sc_g S_g, B = sum m_g bsum_g;
+//                   s = fma(d_w * d_a, float(A), s);
+//                   s = fma(-(dmin_w * d_a), float(B), s)
+//       Q6_K:       A = sum sc_g (S_g - 32 bsum_g); s = fma(d_w * d_a, float(A), s)
+#include <cstdint>
+#include <string_view>
+
+#include "kernels/quant/ggml_type.hpp"
+
+namespace hive {
+
+struct QuantMatmul {
+  const float* x = nullptr;  // [m, k]
+  const void* w = nullptr;   // [n, k] as blocks of `type`, any alignment
+  GgmlType type = GgmlType::q8_0;
+  float* out = nullptr;  // [m, n]
+  int64_t m = 0, k = 0, n = 0;
+};
+
+// The block types a quantized matmul takes: Q8_0, Q4_0, Q4_K, Q5_K, Q6_K.
+bool quant_matmul_supports(GgmlType type);
+
+// The oracle: plain loops in the order above, one output at a time.
+void quant_matmul_reference(const QuantMatmul& problem);
+
+// The CPU kernel path's (cpu_features.hpp) kernel: the reference on scalar,
+// AVX2 on avx2, AVX-512 VNNI from avx512 up where the CPU has VNNI (else
+// AVX2), on the CPU thread pool, tasks split by output columns.
+void quant_matmul(const QuantMatmul& problem);
+
+// The kernel quant_matmul runs on the current path: "scalar", "avx2",
+// "avx512_vnni".
+std::string_view quant_matmul_kernel_name();
+
+}  // namespace hive
