@@ -5,6 +5,8 @@
 // bandwidth over the weight bytes, and from a few rows on the int8
 // multiply-adds (64 per vpdpbusd).
 #if defined(__x86_64__)
+#include <cstring>
+
 #include "kernels/cpu/avx512_fold.hpp"
 #include "kernels/cpu/intrinsics.hpp"
 #include "kernels/quant/quant_gemm_kernels.hpp"
@@ -12,6 +14,44 @@
 
 namespace hive {
 namespace {
+
+// A Q8_0 or Q4_0 block's 32 signed quants (the Q4_0 nibbles less 8).
+inline __m256i block_quants(const char* block, bool four_bit) {
+  if (!four_bit) return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + 2));
+  const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(block + 2));
+  const __m128i low = _mm_and_si128(bytes, _mm_set1_epi8(15));
+  const __m128i high = _mm_and_si128(_mm_srli_epi16(bytes, 4), _mm_set1_epi8(15));
+  return _mm256_sub_epi8(_mm256_set_m128i(high, low), _mm256_set1_epi8(8));
+}
+
+inline float block_scale(const char* block) {
+  uint16_t bits = 0;
+  std::memcpy(&bits, block, 2);
+  return half_bits_to_f32(bits);
+}
+
+// quant_unpack.hpp's unpack_pairs in registers, less the |w| only AVX2
+// reads: its scalar loops, not memory, bounded Q8_0 and Q4_0 at m = 1.
+void unpack_pairs_vnni(const QuantGemmArgs& a, const char* row, PairQ8_0* pairs) {
+  const bool four_bit = a.type == GgmlType::q4_0;
+  const int64_t blocks = a.k / kQK, block_bytes = four_bit ? 18 : 34;
+  const __m512i zero = _mm512_setzero_si512();
+  for (int64_t c = 0; c < (blocks + 1) / 2; ++c) {
+    const char* first = row + 2 * c * block_bytes;
+    const bool second = 2 * c + 1 < blocks;
+    const __m256i w0 = block_quants(first, four_bit);
+    const __m256i w1 =
+        second ? block_quants(first + block_bytes, four_bit) : _mm256_setzero_si256();
+    const __m512i w = _mm512_inserti64x4(_mm512_castsi256_si512(w0), w1, 1);
+    // -128 * the sum of each group of 4: 1 * w summed by vpdpbusd.
+    const __m512i sums = _mm512_dpbusd_epi32(zero, _mm512_set1_epi8(1), w);
+    const float d1 = second ? block_scale(first + block_bytes) : 0.0f;
+    _mm512_store_si512(pairs[c].w, w);
+    _mm512_store_si512(pairs[c].offset, _mm512_sub_epi32(zero, _mm512_slli_epi32(sums, 7)));
+    _mm512_store_ps(pairs[c].d,
+                    _mm512_insertf32x8(_mm512_set1_ps(block_scale(first)), _mm256_set1_ps(d1), 1));
+  }
+}
 
 // Q8_0 / Q4_0: the 16 lanes of row i are one zmm, lanes 0-7 for even blocks
 // and 8-15 for odd ones: a pair of blocks is one 64-byte load of x.
@@ -94,10 +134,12 @@ void quant_gemm_columns_avx512_vnni(const QuantGemmArgs& args, int64_t column_be
                                     int64_t column_end, const QuantScratch& scratch) {
   const bool k_quant = is_k_quant(args.type);
   for (int64_t j = column_begin; j < column_end; ++j) {
-    unpack_row(args, args.w + j * args.w_row_bytes, scratch);
+    const char* row = args.w + j * args.w_row_bytes;
     if (k_quant) {
+      unpack_row(args, row, scratch);
       k_columns(args, j, scratch);
     } else {
+      unpack_pairs_vnni(args, row, scratch.pairs);
       pair_columns(args, j, scratch);
     }
   }
