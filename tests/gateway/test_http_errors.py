@@ -36,6 +36,12 @@ class HttpErrors(unittest.TestCase):
         self.assertEqual(error["param"], param)
         return error
 
+    def test_the_start_names_the_matmul_mode_and_the_cpu_path(self):
+        # The bundled model is bf16: the default mode computes in bf16
+        # (the f32 matmul where the CPU has no vdpbf16ps, said so).
+        start = "".join(self.server.log)
+        self.assertRegex(start, r"hive serve: matmul precision bf16, CPU kernel path [a-z0-9_]+")
+
     def test_bad_requests_name_what_is_wrong(self):
         self.expect(400, "{not json", "the body: not valid JSON")
         # A key given twice: which one would a client mean? Neither is guessed.
@@ -174,6 +180,20 @@ class ApiKeyAndLimits(unittest.TestCase):
             rest = stream.read().decode()
             self.assertTrue(rest.rstrip().endswith("data: [DONE]"), rest[-200:])
             self.assertIn('"finish_reason":"length"', rest)
+        finally:
+            self.assertEqual(server.stop(), 0, "".join(server.log))
+
+
+
+class Startup(unittest.TestCase):
+    def test_a_device_found_or_asked_for_but_not_used_is_said(self):
+        # --device auto on a machine whose CUDA device is absent (or lacks
+        # the model's ops) runs the CPU and says why, before the URL line.
+        server = Server(device="auto")
+        try:
+            start = "".join(server.log)
+            self.assertIn("using the CPU backend", start)
+            self.assertRegex(start, r"hive serve: matmul precision (bf16|f32)")
         finally:
             self.assertEqual(server.stop(), 0, "".join(server.log))
 
