@@ -5,6 +5,7 @@
 #include <climits>
 #include <cstdio>
 #include <cstring>
+#include <exception>
 #include <vector>
 
 #include "kernels/error.hpp"
@@ -189,7 +190,7 @@ MpiSession::MpiSession(int* argc, char*** argv) {
 }
 
 MpiSession::~MpiSession() {
-  if (finalize_) MPI_Finalize();
+  if (finalize_ && std::uncaught_exceptions() == 0) MPI_Finalize();
 }
 
 std::unique_ptr<Communicator> make_mpi_communicator() {
@@ -204,6 +205,37 @@ std::shared_ptr<RankGroup> make_mpi_rank_group() {
   check_mpi(MPI_Initialized(&initialized), "MPI_Initialized");
   check(initialized != 0, "make_mpi_rank_group: MPI is not initialised (no MpiSession)");
   return std::make_shared<MpiRankGroup>();
+}
+
+std::vector<std::string> mpi_gather_strings(const std::string& mine) {
+  int rank = 0, world = 1;
+  check_mpi(MPI_Comm_rank(MPI_COMM_WORLD, &rank), "MPI_Comm_rank");
+  check_mpi(MPI_Comm_size(MPI_COMM_WORLD, &world), "MPI_Comm_size");
+  int length = to_int(static_cast<int64_t>(mine.size()), "mpi_gather_strings");
+  std::vector<int> lengths(static_cast<size_t>(world)), offsets(static_cast<size_t>(world));
+  check_mpi(MPI_Gather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, 0, MPI_COMM_WORLD),
+            "mpi_gather_strings: MPI_Gather");
+  int total = 0;
+  for (size_t r = 0; r < lengths.size() && rank == 0; ++r) {
+    offsets[r] = total;
+    total += lengths[r];
+  }
+  std::string all(static_cast<size_t>(total), '\0');
+  check_mpi(MPI_Gatherv(mine.data(), length, MPI_CHAR, all.data(), lengths.data(), offsets.data(),
+                        MPI_CHAR, 0, MPI_COMM_WORLD),
+            "mpi_gather_strings: MPI_Gatherv");
+  std::vector<std::string> strings;
+  if (rank == 0)
+    for (size_t r = 0; r < lengths.size(); ++r)
+      strings.push_back(all.substr(static_cast<size_t>(offsets[r]), static_cast<size_t>(lengths[r])));
+  return strings;
+}
+
+void mpi_abort_if_running() {
+  int initialized = 0, finalized = 0;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  if (initialized && !finalized) mpi_abort("ending the MPI job");
 }
 
 void mpi_abort(const char* cause) {

@@ -15,6 +15,8 @@
 // That moves 2 (W-1)/W n floats per rank, as a ring all-reduce does, but the
 // sum order does not depend on the transport, the node layout or the size.
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "moe/communicator.hpp"
 #include "moe/rank_group.hpp"
@@ -23,8 +25,11 @@ namespace hive {
 
 // MPI for the life of the process: initialises it (MPI_THREAD_MULTIPLE, as
 // a worker's collectives run on its actor's thread) unless something else
-// already has, and finalises what it initialised. MPI can be initialised
-// only once per process: keep one for the whole program.
+// already has, and finalises what it initialised — unless an exception is
+// leaving its scope: MPI_Finalize waits for the other processes, which may
+// wait for this one, so the failure ends the job instead (the caller's
+// handler prints it, then calls mpi_abort_if_running). MPI can be
+// initialised only once per process: keep one for the whole program.
 class MpiSession {
  public:
   MpiSession(int* argc, char*** argv);
@@ -53,6 +58,13 @@ std::unique_ptr<Communicator> make_mpi_communicator();
 // also ends the job when a process dies (a crash, SIGKILL), so no rank is
 // left waiting either way.
 std::shared_ptr<RankGroup> make_mpi_rank_group();
+
+// Bootstrap: every rank's string, at rank 0 (in rank order); the others
+// get an empty vector. Collective over MPI_COMM_WORLD.
+std::vector<std::string> mpi_gather_strings(const std::string& mine);
+
+// mpi_abort, if this process is part of a job that has not ended.
+void mpi_abort_if_running();
 
 // Ends every process of the job (MPI_Abort): a rank that cannot go on while
 // its peers wait in a collective. Prints `cause` first.
