@@ -13,6 +13,12 @@
 #include <caf/stateful_actor.hpp>
 
 #include "actors/error_text.hpp"
+#ifdef HIVE_HAVE_MPI
+#include <caf/io/middleman.hpp>
+
+#include "actors/worker_ranks.hpp"
+#include "moe/mpi_communicator.hpp"
+#endif
 #include "kernels/backend_select.hpp"
 #include "kernels/error.hpp"
 #include "moe/expert_placement.hpp"
@@ -136,6 +142,7 @@ EngineOptions engine_options(const LaunchConfig& config) {
   const int tp = parallel.tensor_parallel_size;
   check_parallel_layout(parallel, "parallel: ");
   options.world_size = parallel.world_size;
+  options.transport = parallel.transport;
   options.tensor_parallel_size = tp;
   options.expert_placement = parallel.expert_placement;
   options.replicate_hot_experts = parallel.replicate_hot_experts;
@@ -275,7 +282,24 @@ Engine::Engine(const EngineOptions& options)
   rt.config->set("scheduler.policy", caf::atom("sharing"));
   rt.config->set("scheduler.max-threads", size_t{1});
   register_message_types(*rt.config);
-  rt.system = std::make_unique<caf::actor_system>(*rt.config);
+  if (options.transport == RankTransport::mpi) {
+#ifdef HIVE_HAVE_MPI
+    rt.config->load<caf::io::middleman>();
+    // The scheduler starts the other ranks' workers through the middleman
+    // and waits for each answer, which the middleman's own actors deliver on
+    // a scheduler thread: a second thread, so that they are not waiting for
+    // the first.
+    rt.config->set("scheduler.max-threads", size_t{2});
+    rt.system = std::make_unique<caf::actor_system>(*rt.config);
+    // Every rank of the job is one process; a fault in one ends the job.
+    setup.make_group = [](int) { return make_mpi_rank_group(); };
+    setup.spawn_worker = connect_worker_ranks(*rt.system, options.world_size);
+#else
+    fail("parallel.transport mpi: this Hive was built without MPI (-DHIVE_MPI=OFF)");
+#endif
+  } else {
+    rt.system = std::make_unique<caf::actor_system>(*rt.config);
+  }
   const ModelConfig& c = rt.model->config();
   ExpertSetup expert_setup;
   expert_setup.num_layers = static_cast<int>(c.num_layers);

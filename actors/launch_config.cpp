@@ -303,6 +303,14 @@ LaunchConfig parse_launch_config(const std::string& yaml_text, const std::string
     s.optional("world_size", [&](auto& n, auto& k) {
       p.world_size = static_cast<int>(r.integer(n, k, 1, 1024));
     });
+    s.optional("transport", [&](auto& n, auto& k) {
+      p.transport = r.choice<RankTransport>(
+          n, k, {{"in_process", RankTransport::in_process}, {"mpi", RankTransport::mpi}});
+#ifndef HIVE_HAVE_MPI
+      check(p.transport != RankTransport::mpi, s.where(n), k,
+            ": mpi: this Hive was built without MPI (-DHIVE_MPI=OFF)");
+#endif
+    });
     s.optional("expert_parallel_size", [&](auto& n, auto& k) {
       p.expert_parallel_size = static_cast<int>(r.integer(n, k, 1, 1024));
     });

@@ -27,6 +27,7 @@
 #include "kernels/cpu/cpu_features.hpp"
 #include "kernels/dtype.hpp"
 #include "moe/expert_placement.hpp"
+#include "moe/rank_group.hpp"
 #include "moe/replica_balancer.hpp"
 #include "runtime/core/scheduler.hpp"
 #include "runtime/core/speculative_config.hpp"
@@ -35,6 +36,9 @@ namespace hive {
 
 struct ParallelConfig {
   int world_size = 1;                           // ranks (devices, or CPU ranks in one process)
+  // in_process: the ranks are threads of this process; mpi: each rank is a
+  // process of an mpirun (or srun) job of world_size processes.
+  RankTransport transport = RankTransport::in_process;
   int expert_parallel_size = 0;                 // ranks the experts are spread over; 0: default
   int tensor_parallel_size = 1;                 // ranks attention and dense layers are split over
   PlacementKind expert_placement = PlacementKind::contiguous;

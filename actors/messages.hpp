@@ -13,6 +13,7 @@
 
 #include <caf/actor.hpp>
 #include <caf/meta/load_callback.hpp>
+#include <caf/actor_addr.hpp>
 #include <caf/meta/type_name.hpp>
 #include <caf/typed_actor.hpp>
 
@@ -298,6 +299,27 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, ExpertStats& x) {
   return f(caf::meta::type_name("ExpertStats"), x.num_experts, x.load, x.remote, x.imbalance,
            x.replicated, x.replans);
+}
+
+// What a remote worker is started with: a WorkerSpec without what cannot
+// cross processes (its model and group, which the rank has of its own).
+struct RemoteWorkerArgs {
+  int32_t rank = 0;
+  int32_t num_blocks = 0;
+  int32_t block_size = 16;
+  int32_t num_host_blocks = 0;
+  int32_t placement = 0;  // PlacementKind
+  int32_t tensor_parallel_size = 1;
+  int32_t kv_cache_dtype = 0;  // DType
+  bool collectives = false;    // the rank joins the group (MoE or tensor parallel)
+  caf::actor_addr scheduler;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, RemoteWorkerArgs& x) {
+  return f(caf::meta::type_name("hive::RemoteWorkerArgs"), x.rank, x.num_blocks, x.block_size,
+           x.num_host_blocks, x.placement, x.tensor_parallel_size, x.kv_cache_dtype, x.collectives,
+           x.scheduler);
 }
 
 }  // namespace hive

@@ -45,8 +45,9 @@ void spawn_workers(Self self) {
     spec.group = st.group;
     spec.placement = st.setup.placement;
     spec.scheduler = self->address();
-    worker_actor w = st.setup.detached_workers ? self->spawn<caf::detached>(worker, spec)
-                                               : self->spawn(worker, spec);
+    worker_actor w = st.setup.spawn_worker       ? st.setup.spawn_worker(spec)
+                     : st.setup.detached_workers ? self->spawn<caf::detached>(worker, spec)
+                                                 : self->spawn(worker, spec);
     self->monitor(w);
     st.workers.push_back(std::move(w));
   }
@@ -54,8 +55,10 @@ void spawn_workers(Self self) {
 
 void stop_workers(Self self, caf::exit_reason reason) {
   // Ranks still waiting in a collective (their peer failed) must be released
-  // before they can see the exit.
-  if (self->state.group) self->state.group->abort();
+  // before they can see the exit. Only a step runs collectives: with none in
+  // flight no rank waits, and a group of processes is not ended (its abort
+  // ends the job).
+  if (self->state.group && !self->state.in_flight.empty()) self->state.group->abort();
   for (const worker_actor& w : self->state.workers) {
     self->demonitor(w.address());
     self->send_exit(w, reason);

@@ -127,6 +127,10 @@ struct SchedulerSetup {
   RankGroupFactory make_group = [](int world_size) {
     return std::make_shared<InProcessGroup>(world_size);
   };
+  // Starts one rank's worker where that rank lives (another process: actors/
+  // worker_ranks.hpp); empty: every worker is spawned here, by the scheduler.
+  // It may throw: the scheduler then stops with the cause.
+  std::function<worker_actor(const WorkerSpec&)> spawn_worker;
   expert_actor expert;  // optional: receives each step's expert load
   // Speculative decoding. A draft model's drafters (one per planning rank,
   // sharing the draft) run in the draft actor (draft_actor.hpp).

@@ -20,6 +20,7 @@ CAF_ADD_TYPE_ID(hive, (hive::ExpertStats))
 CAF_ADD_TYPE_ID(hive, (hive::DraftJob))
 CAF_ADD_TYPE_ID(hive, (hive::DraftWork))
 CAF_ADD_TYPE_ID(hive, (hive::DraftAnswer))
+CAF_ADD_TYPE_ID(hive, (hive::RemoteWorkerArgs))
 
 CAF_ADD_ATOM(hive, hive, step_atom, "step")
 CAF_ADD_ATOM(hive, hive, submit_atom, "submit")
@@ -50,6 +51,7 @@ inline void register_message_types(caf::actor_system_config& config) {
   config.add_message_type<DraftJob>("hive::DraftJob");
   config.add_message_type<DraftWork>("hive::DraftWork");
   config.add_message_type<DraftAnswer>("hive::DraftAnswer");
+  config.add_message_type<RemoteWorkerArgs>("hive::RemoteWorkerArgs");
 }
 
 }  // namespace hive

@@ -22,6 +22,10 @@ class RankGroup {
   virtual void abort() = 0;
 };
 
+// What carries a group's collectives: threads of one process, or processes
+// (MPI; one rank per process, launched by mpirun or srun).
+enum class RankTransport { in_process, mpi };
+
 // Makes the group of one worker generation of `world_size` ranks.
 using RankGroupFactory = std::function<std::shared_ptr<RankGroup>(int world_size)>;
 

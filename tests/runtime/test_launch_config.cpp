@@ -54,6 +54,14 @@ TEST(LaunchConfig, BundledConfigsParse) {
   EXPECT_EQ(live.rebalance_experts.window_steps, 32);
   EXPECT_EQ(live.rebalance_experts.slots_per_rank, 2);
   EXPECT_DOUBLE_EQ(live.rebalance_experts.threshold, 1.1);
+  EXPECT_EQ(ep.parallel.transport, RankTransport::in_process);
+  const LaunchConfig ep_mpi = load_launch_config(kConfigs / "ep_mpi4.yaml");
+  EXPECT_EQ(ep_mpi.parallel.transport, RankTransport::mpi);
+  EXPECT_EQ(ep_mpi.parallel.world_size, 4);
+  EXPECT_EQ(engine_options(ep_mpi).transport, RankTransport::mpi);
+  const LaunchConfig tp_mpi = load_launch_config(kConfigs / "tp_mpi2.yaml");
+  EXPECT_EQ(tp_mpi.parallel.transport, RankTransport::mpi);
+  EXPECT_EQ(tp_mpi.parallel.tensor_parallel_size, 2);
   const LaunchConfig spec = load_launch_config(kConfigs / "spec_cpu.yaml");
   EXPECT_EQ(spec.speculative.method, SpeculativeMethod::draft_model);
   EXPECT_EQ(spec.speculative.draft_model.filename(), "hive-draft");
@@ -92,6 +100,8 @@ TEST(LaunchConfig, NamedChoicesAreEnums) {
   EXPECT_EQ(parse("model: m\nmatmul_precision: f32\n").matmul_precision,
             cpu::MatmulPrecision::f32);
   EXPECT_THROW(parse("model: m\nmatmul_precision: fp8\n"), Error);
+  expect_error("model: m\nparallel: {world_size: 2, transport: nccl}\n",
+               "transport: expected one of");
 }
 
 TEST(LaunchConfig, DefaultsAndRelativePaths) {

@@ -7,6 +7,7 @@
 
 #include "kernels/error.hpp"
 #include "tools/cli/commands.hpp"
+#include "tools/cli/process_ranks.hpp"
 #include "tools/cli/output.hpp"
 
 namespace {
@@ -126,13 +127,14 @@ int main(int argc, char** argv) {
     return status;
   } catch (const hive::Error& e) {
     std::fprintf(stderr, "hive %s: error: %s\n", command.c_str(), e.what());
-    return 1;
   } catch (const std::bad_alloc&) {
     std::fprintf(stderr, "hive %s: error: out of memory\n", command.c_str());
-    return 1;
   } catch (const std::exception& e) {
     // Not one of Hive's own checks (a library's): still a message, not an abort.
     std::fprintf(stderr, "hive %s: error: %s\n", command.c_str(), e.what());
-    return 1;
   }
+  // A process of an MPI job (parallel.transport: mpi) that fails ends the
+  // job, its message printed: its peers may wait for it in a collective.
+  hive::cli::end_process_ranks_on_error();
+  return 1;
 }

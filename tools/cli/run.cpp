@@ -34,6 +34,7 @@
 #include "tools/cli/matmul_precision.hpp"
 #include "tools/cli/logprobs_json.hpp"
 #include "tools/cli/output.hpp"
+#include "tools/cli/process_ranks.hpp"
 #include "tools/cli/progress.hpp"
 #include "tools/cli/prompt_file.hpp"
 
@@ -83,6 +84,8 @@ int run_run(const std::vector<std::string>& argv) {
   const Args args(argv, {"--config", "--prompts", "--matmul-precision"}, {});
   const LaunchConfig config = load_launch_config(args.require("--config"));
   apply_matmul_precision(args, config.matmul_precision);
+  const ProcessRanks ranks = start_process_ranks(config);
+  if (ranks.served_worker) return 0;
   const std::vector<PromptInput> prompts =
       read_prompt_file(args.require("--prompts"), kRunPromptKeys);
   // Every rule is the input processor's; checked before the engine starts,

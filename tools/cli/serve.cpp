@@ -15,6 +15,7 @@
 #include "tools/cli/args.hpp"
 #include "tools/cli/commands.hpp"
 #include "tools/cli/matmul_precision.hpp"
+#include "tools/cli/process_ranks.hpp"
 #include "tools/cli/text_prompt.hpp"
 
 namespace hive::cli {
@@ -54,6 +55,8 @@ int run_serve(const std::vector<std::string>& argv) {
   LaunchConfig config = args.has("--config") ? load_launch_config(args.get("--config", ""))
                                              : config_for_model(model_dir_or_default(args), args);
   apply_matmul_precision(args, config.matmul_precision);
+  const ProcessRanks ranks = start_process_ranks(config);
+  if (ranks.served_worker) return 0;
   ServerConfig& server = config.server;
   server.host = args.get("--host", server.host);
   server.port = static_cast<int>(args.get_int("--port", server.port, 0, 65535));

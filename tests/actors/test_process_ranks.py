@@ -1,0 +1,167 @@
+"""Ranks as processes (parallel.transport: mpi): `mpirun -np N hive run`
+must print exactly what the same launch file prints with its ranks as
+threads (transport: in_process), for expert parallelism on 2 and 4
+processes (the bundled MoE model and a DeepSeek-V3 fixture) and tensor
+parallelism on 2, greedy and seeded sampling. A rank that cannot start is a
+clear error at start; a worker process killed by SIGKILL ends the job within
+10 s with the cause, never a hang."""
+import os
+import pathlib
+import signal
+import subprocess
+import tempfile
+import time
+import unittest
+
+HIVE = os.environ["HIVE_BINARY"]
+MPIEXEC = os.environ["HIVE_MPIEXEC"]
+SOURCE = pathlib.Path(os.environ["HIVE_SOURCE_DIR"])
+BUNDLED = SOURCE / "models" / "hive-moe-target"
+DEEPSEEK = SOURCE / "tests" / "data" / "models" / "deepseek_v3"
+
+TEXT_PROMPTS = """\
+{"id": "a", "prompt": "Once upon a time", "max_tokens": 24, "temperature": 0}
+{"id": "b", "prompt": "The LORD said", "max_tokens": 20, "temperature": 0.8, "seed": 7}
+{"id": "c", "prompt_ids": [5, 100, 200, 7], "max_tokens": 16, "temperature": 0}
+{"id": "d", "prompt": "A fortune:", "max_tokens": 12, "temperature": 0}
+{"id": "e", "prompt": "Once upon a time there was", "max_tokens": 9, "temperature": 1, "seed": 3}
+"""
+ID_PROMPTS = """\
+{"id": "a", "prompt_ids": [5, 17, 30, 2, 9], "max_tokens": 12, "temperature": 0, "ignore_eos": true}
+{"id": "b", "prompt_ids": [7, 7, 1], "max_tokens": 8, "temperature": 0.9, "seed": 11, "ignore_eos": true}
+{"id": "c", "prompt_ids": [3, 4, 5, 6, 7, 8, 9, 10], "max_tokens": 10, "temperature": 0, "ignore_eos": true}
+"""
+
+
+def launch_file(model, transport, world, tensor_parallel=False, extra=""):
+    ep, tp = (1, world) if tensor_parallel else (world, 1)
+    return f"""model: {model}
+device: cpu
+parallel:
+  world_size: {world}
+  transport: {transport}
+  expert_parallel_size: {ep}
+  tensor_parallel_size: {tp}
+{extra}kv_cache:
+  block_size: 16
+  memory_budget: 64MiB
+  enable_prefix_caching: true
+scheduler:
+  max_num_seqs: 16
+  max_num_batched_tokens: 64
+"""
+
+
+class ProcessRanks(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.TemporaryDirectory()
+        self.path = pathlib.Path(self.dir.name)
+
+    def tearDown(self):
+        self.dir.cleanup()
+
+    def write(self, name, text):
+        (self.path / name).write_text(text)
+        return str(self.path / name)
+
+    def mpirun(self, world, *args, env=None):
+        return [MPIEXEC, "-np", str(world), "--oversubscribe", "--bind-to", "none",
+                *(env or []), HIVE, *args]
+
+    def same_as_threads(self, model, world, prompts, tensor_parallel=False, extra=""):
+        prompt_file = self.write("prompts.jsonl", prompts)
+        outputs = {}
+        for transport in ("in_process", "mpi"):
+            config = self.write(f"{transport}.yaml",
+                                launch_file(model, transport, world, tensor_parallel, extra))
+            command = ["run", "--config", config, "--prompts", prompt_file]
+            if transport == "mpi":
+                command = self.mpirun(world, *command)
+            else:
+                command = [HIVE, *command]
+            done = subprocess.run(command, capture_output=True, text=True, timeout=300)
+            self.assertEqual(done.returncode, 0, done.stderr)
+            outputs[transport] = done.stdout
+        self.assertTrue(outputs["in_process"].strip())
+        self.assertEqual(outputs["mpi"], outputs["in_process"])
+
+    def test_expert_parallel_on_2_processes(self):
+        self.same_as_threads(BUNDLED, 2, TEXT_PROMPTS)
+
+    def test_expert_parallel_on_4_processes_round_robin(self):
+        self.same_as_threads(BUNDLED, 4, TEXT_PROMPTS, extra="  expert_placement: round_robin\n")
+
+    def test_deepseek_v3_expert_parallel_on_2_processes(self):
+        self.same_as_threads(DEEPSEEK, 2, ID_PROMPTS)
+
+    def test_tensor_parallel_on_2_processes(self):
+        self.same_as_threads(BUNDLED, 2, TEXT_PROMPTS, tensor_parallel=True)
+
+    def test_a_world_size_other_than_the_jobs_is_an_error(self):
+        config = self.write("mpi.yaml", launch_file(BUNDLED, "mpi", 4))
+        prompts = self.write("prompts.jsonl", TEXT_PROMPTS)
+        done = subprocess.run(self.mpirun(2, "run", "--config", config, "--prompts", prompts),
+                              capture_output=True, text=True, timeout=120)
+        self.assertNotEqual(done.returncode, 0)
+        self.assertIn("parallel.world_size is 4 but the MPI job has 2 processes: start it with "
+                      "mpirun -np 4", done.stdout + done.stderr)
+
+    def test_a_rank_that_cannot_start_is_an_error_at_start(self):
+        # An address no interface here has (TEST-NET-3): the ranks cannot
+        # listen on it, and say so instead of waiting for rank 0.
+        config = self.write("mpi.yaml", launch_file(BUNDLED, "mpi", 2))
+        prompts = self.write("prompts.jsonl", TEXT_PROMPTS)
+        done = subprocess.run(
+            self.mpirun(2, "run", "--config", config, "--prompts", prompts,
+                        env=["-x", "HIVE_RANK_ADDRESS=203.0.113.1"]),
+            capture_output=True, text=True, timeout=120)
+        self.assertNotEqual(done.returncode, 0)
+        self.assertIn("rank 1: cannot listen on 203.0.113.1", done.stdout + done.stderr)
+
+    def test_a_worker_process_killed_ends_the_job_with_the_cause(self):
+        long_prompts = "".join(
+            f'{{"id": "p{i}", "prompt_ids": [5, {10 + i}, 7], "max_tokens": 505, '
+            f'"temperature": 0, "ignore_eos": true}}\n' for i in range(48))
+        config = self.write("mpi.yaml", launch_file(BUNDLED, "mpi", 2).replace(
+            "memory_budget: 64MiB", "memory_budget: 256MiB"))
+        prompts = self.write("prompts.jsonl", long_prompts)
+        job = subprocess.Popen(self.mpirun(2, "run", "--config", config, "--prompts", prompts),
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        try:
+            rank1 = self.wait_for_rank(job.pid, 1)
+            time.sleep(1.0)  # 16 streams in flight (max_num_seqs); the run takes ~5 s
+            self.assertIsNone(job.poll(), "the job ended before its worker was killed")
+            os.kill(rank1, signal.SIGKILL)
+            killed = time.time()
+            output, _ = job.communicate(timeout=30)
+            self.assertLess(time.time() - killed, 10, output)
+        finally:
+            if job.poll() is None:
+                job.kill()
+        self.assertNotEqual(job.returncode, 0)
+        self.assertRegex(output, r"rank 1 with PID \d+ on node \S+ exited on signal 9")
+        self.assertNotIn("error:", output)  # nothing else went wrong first
+        self.assertNotIn("requests: 48 finished", output)
+
+    def wait_for_rank(self, mpirun_pid, rank):
+        """The pid of the job's process of `rank` (Open MPI sets
+        OMPI_COMM_WORLD_RANK in each process's environment)."""
+        deadline = time.time() + 60
+        wanted = f"OMPI_COMM_WORLD_RANK={rank}".encode()
+        while time.time() < deadline:
+            for entry in pathlib.Path("/proc").iterdir():
+                if not entry.name.isdigit():
+                    continue
+                try:
+                    if (entry / "cmdline").read_bytes().split(b"\0")[0] != HIVE.encode():
+                        continue
+                    if wanted in (entry / "environ").read_bytes().split(b"\0"):
+                        return int(entry.name)
+                except OSError:
+                    continue
+            time.sleep(0.1)
+        raise AssertionError(f"rank {rank} of mpirun {mpirun_pid} never started")
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)

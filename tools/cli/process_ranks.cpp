@@ -1,0 +1,45 @@
+#include "tools/cli/process_ranks.hpp"
+
+#include "actors/engine.hpp"
+#include "kernels/error.hpp"
+#ifdef HIVE_HAVE_MPI
+#include "actors/worker_ranks.hpp"
+#include "moe/mpi_communicator.hpp"
+#endif
+
+namespace hive::cli {
+
+ProcessRanks::ProcessRanks() = default;
+ProcessRanks::~ProcessRanks() = default;
+ProcessRanks::ProcessRanks(ProcessRanks&&) noexcept = default;
+
+ProcessRanks start_process_ranks(const LaunchConfig& config) {
+  ProcessRanks ranks;
+  if (config.parallel.transport != RankTransport::mpi) return ranks;
+#ifdef HIVE_HAVE_MPI
+  ranks.mpi = std::make_unique<MpiSession>(nullptr, nullptr);
+  check(ranks.mpi->world_size() == config.parallel.world_size, "parallel.world_size is ",
+        config.parallel.world_size, " but the MPI job has ", ranks.mpi->world_size(),
+        " processes: start it with mpirun -np ", config.parallel.world_size, " (or srun -n ",
+        config.parallel.world_size, ")");
+  if (ranks.mpi->rank() != 0) {
+    try {
+      run_worker_rank(engine_options(config));
+    } catch (const Error& e) {
+      fail("rank ", ranks.mpi->rank(), ": ", e.what());
+    }
+    ranks.served_worker = true;
+  }
+#else
+  fail("parallel.transport mpi: this Hive was built without MPI (-DHIVE_MPI=OFF)");
+#endif
+  return ranks;
+}
+
+void end_process_ranks_on_error() {
+#ifdef HIVE_HAVE_MPI
+  mpi_abort_if_running();
+#endif
+}
+
+}  // namespace hive::cli
