@@ -10,6 +10,7 @@
 #include "kernels/json_reader.hpp"
 #include "runtime/model/config_reader.hpp"
 #include "runtime/model/deepseek_config.hpp"
+#include "runtime/model/gguf_config.hpp"
 
 namespace hive {
 
@@ -237,6 +238,7 @@ ModelConfig parse_model_config(const json& j, const std::string& source) {
 }
 
 ModelConfig load_model_config(const std::filesystem::path& model_dir) {
+  if (is_gguf_model(model_dir)) return gguf_model_config(GgufFile(model_dir));
   const auto path = model_dir / "config.json";
   ModelConfig c = parse_model_config(read_json_file(path), path.string());
   // Checkpoints often list more end-of-sequence ids in generation_config.json

@@ -42,6 +42,10 @@ struct RopeConfig {
   double beta_slow = 1.0;
   double mscale = 0.0;          // 0: absent
   double mscale_all_dim = 0.0;  // 0: absent
+  // llama.cpp's per-frequency divisors (a GGUF's rope_freqs.weight, which
+  // its converter writes for Llama 3 scaling instead of the parameters):
+  // inv_freq[i] is divided by freq_factors[i]. Empty: none.
+  std::vector<float> freq_factors;
 };
 
 // Multi-head latent attention (DeepSeek-V2/V3). Per token and layer the
@@ -155,7 +159,8 @@ struct ModelConfig {
 // Parses and validates; errors name `source` (the file) and the key.
 ModelConfig parse_model_config(const nlohmann::json& json, const std::string& source);
 // Reads config.json and, when there is one, generation_config.json (more
-// end-of-sequence ids, sampling defaults).
+// end-of-sequence ids, sampling defaults); for a GGUF file (is_gguf_model),
+// its metadata (gguf_config.hpp).
 ModelConfig load_model_config(const std::filesystem::path& model_dir);
 // The sampling defaults of a parsed generation_config.json; errors name
 // `source` and the key.

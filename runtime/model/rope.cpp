@@ -80,6 +80,9 @@ std::vector<float> rope_inv_freq(const RopeConfig& rope, int64_t head_dim) {
     }
   }
   if (rope.type == "yarn") yarn_blend(rope, head_dim, inv_freq);
+  // ggml divides each frequency by its factor, rounded to f32 like the rest.
+  for (size_t i = 0; i < rope.freq_factors.size() && i < inv_freq.size(); ++i)
+    inv_freq[i] /= rope.freq_factors[i];
   return inv_freq;
 }
 
