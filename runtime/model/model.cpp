@@ -45,7 +45,7 @@ struct Model::DeviceBatch {
 Model::Model(const std::filesystem::path& dir, Backend& backend)
     : dir_(dir),
       config_(load_model_config(dir)),
-      store_(dir),
+      store_(dir, config_),
       weights_(bind_weights(config_, store_)),
       backend_(backend) {
   check(backend.device() == Device::cpu, "models on a ", backend.name(),

@@ -6,11 +6,29 @@
 
 #include "kernels/error.hpp"
 #include "kernels/json_reader.hpp"
+#include "runtime/model/gguf_config.hpp"
+#include "runtime/model/gguf_tensor_names.hpp"
 
 namespace hive {
 
 WeightStore::WeightStore(const std::filesystem::path& model_dir) : dir_(model_dir) {
+  open_directory();
+}
+
+WeightStore::WeightStore(const std::filesystem::path& model, const ModelConfig& config)
+    : dir_(model) {
+  if (!is_gguf_model(model)) {
+    open_directory();
+    return;
+  }
+  gguf_ = std::make_unique<GgufFile>(model);
+  gguf_weights_ = map_gguf_weights(*gguf_, config);
+  index_ = std::move(gguf_weights_.tensors);  // file_names and copies stay
+}
+
+void WeightStore::open_directory() {
   namespace fs = std::filesystem;
+  const fs::path& model_dir = dir_;
   check(fs::is_directory(model_dir), model_dir.string(), ": not a directory");
   const fs::path index_path = model_dir / "model.safetensors.index.json";
   const fs::path single_path = model_dir / "model.safetensors";
@@ -50,7 +68,7 @@ WeightStore::WeightStore(const std::filesystem::path& model_dir) : dir_(model_di
 
 Tensor WeightStore::get(const std::string& name) const {
   const auto it = index_.find(name);
-  check(it != index_.end(), dir_.string(), ": missing tensor '", name, "'");
+  check(it != index_.end(), dir_.string(), ": missing tensor ", file_name(name));
   return it->second;
 }
 
@@ -60,11 +78,20 @@ Tensor WeightStore::get(const std::string& name, std::initializer_list<int64_t> 
   bool same = t.ndim == expected.ndim;
   for (int d = 0; same && d < t.ndim; ++d)
     same = t.shape[static_cast<size_t>(d)] == expected.shape[static_cast<size_t>(d)];
-  check(same, dir_.string(), ": tensor '", name, "' has shape ", t.shape_text(), ", expected ",
-        expected.shape_text());
-  check(is_float(t.dtype), dir_.string(), ": tensor '", name, "' has dtype ", dtype_name(t.dtype),
-        "; weights must be f32, f16 or bf16");
+  check(same, dir_.string(), ": tensor ", file_name(name), " has shape ", t.shape_text(),
+        ", expected ", expected.shape_text());
+  check(is_float(t.dtype), dir_.string(), ": tensor ", file_name(name), " has dtype ",
+        dtype_name(t.dtype), "; weights must be f32, f16 or bf16");
   return t;
+}
+
+std::string WeightStore::file_name(const std::string& name) const {
+  if (!gguf_) return "'" + name + "'";
+  // The file's name first; shapes in messages stay Hugging Face's (ggml's
+  // dims reversed).
+  const auto it = gguf_weights_.file_names.find(name);
+  return "'" + (it != gguf_weights_.file_names.end() ? it->second : gguf_tensor_name(name)) +
+         "' (" + name + ")";
 }
 
 size_t WeightStore::total_bytes() const {

@@ -1,6 +1,8 @@
 #pragma once
-// All tensors of a Hugging Face checkpoint directory, by name: one
-// model.safetensors, or shards listed in model.safetensors.index.json.
+// All tensors of a checkpoint, by Hugging Face name: a directory with one
+// model.safetensors or shards listed in model.safetensors.index.json, or a
+// GGUF file (gguf_weights.hpp), whose tensors are renamed and errors then
+// name the file's own tensor names.
 #include <filesystem>
 #include <initializer_list>
 #include <map>
@@ -8,6 +10,9 @@
 #include <string>
 #include <vector>
 
+#include "runtime/model/gguf_file.hpp"
+#include "runtime/model/gguf_weights.hpp"
+#include "runtime/model/model_config.hpp"
 #include "runtime/model/safetensors.hpp"
 
 namespace hive {
@@ -15,6 +20,8 @@ namespace hive {
 class WeightStore {
  public:
   explicit WeightStore(const std::filesystem::path& model_dir);
+  // A directory, or a GGUF file (is_gguf_model) whose config is `config`.
+  WeightStore(const std::filesystem::path& model, const ModelConfig& config);
 
   bool contains(const std::string& name) const { return index_.count(name) != 0; }
   // The named tensor; throws naming the directory when it is missing.
@@ -27,8 +34,14 @@ class WeightStore {
   size_t total_bytes() const;
 
  private:
-  std::filesystem::path dir_;
+  void open_directory();
+  // The tensor's name in the file, quoted, for messages.
+  std::string file_name(const std::string& name) const;
+
+  std::filesystem::path dir_;  // the directory or the GGUF file
   std::vector<std::unique_ptr<SafetensorsFile>> files_;
+  std::unique_ptr<GgufFile> gguf_;
+  GgufWeights gguf_weights_;  // the renamed tensors and their copies
   std::map<std::string, Tensor> index_;
 };
 

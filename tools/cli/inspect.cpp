@@ -26,7 +26,7 @@ int run_inspect(const std::vector<std::string>& argv) {
   }
   const std::string dir = args.require("--model");
   const ModelConfig config = load_model_config(dir);
-  const WeightStore store(dir);
+  const WeightStore store(dir, config);
   // The config must describe these weights, as for generate: every tensor
   // it implies present with its shape. Counts from a config the weights
   // contradict would be wrong answers.

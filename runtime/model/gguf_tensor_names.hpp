@@ -1,0 +1,32 @@
+#pragma once
+// llama.cpp's tensor names and the Hugging Face names bind_weights asks for:
+//
+//   token_embd.weight            model.embed_tokens.weight
+//   output_norm.weight           model.norm.weight
+//   output.weight                lm_head.weight
+//   blk.N.attn_norm.weight       model.layers.N.input_layernorm.weight
+//   blk.N.attn_q.{weight,bias}   model.layers.N.self_attn.q_proj.{weight,bias}   (k, v, output)
+//   blk.N.ffn_gate.weight        model.layers.N.mlp.gate_proj.weight             (up, down)
+//   blk.N.ffn_gate_inp.weight    model.layers.N.mlp.gate.weight                  (the router)
+//   blk.N.ffn_gate_exps.weight   model.layers.N.mlp.experts.E.gate_proj.weight   (E stacked)
+//   ...                          (Mixtral: block_sparse_moe., w1 / w3 / w2)
+#include <optional>
+#include <string>
+
+namespace hive {
+
+struct HfTensorName {
+  std::string name;        // a plain tensor's Hugging Face name
+  bool experts = false;    // a stack: name holds "{}" where the expert index goes
+  bool rope_rows = false;  // q or k: rows in GGML's rope order (Llama permutes them)
+};
+
+// The Hugging Face name of GGUF tensor `gguf_name`, or nullopt for a name
+// Hive does not use.
+std::optional<HfTensorName> hf_tensor_name(const std::string& gguf_name, bool mixtral);
+
+// The GGUF tensor that holds Hugging Face tensor `hf_name`, for messages:
+// "blk.0.ffn_up_exps.weight (expert 3)"; `hf_name` itself when none does.
+std::string gguf_tensor_name(const std::string& hf_name);
+
+}  // namespace hive
