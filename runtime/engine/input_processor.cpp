@@ -6,6 +6,8 @@
 #include <nlohmann/json.hpp>
 #include <tuple>
 
+#include "runtime/engine/model_text.hpp"
+
 namespace hive {
 
 namespace {
@@ -80,7 +82,7 @@ InputProcessor::InputProcessor(std::filesystem::path model_dir, ModelConfig mode
     : model_dir_(std::move(model_dir)), model_(std::move(model)), limits_(limits) {}
 
 const Tokenizer& InputProcessor::tokenizer() {
-  if (!tokenizer_) tokenizer_.emplace(Tokenizer::from_directory(model_dir_.string()));
+  if (!tokenizer_) tokenizer_.emplace(load_tokenizer(model_dir_));
   return *tokenizer_;
 }
 
@@ -109,11 +111,10 @@ std::vector<int32_t> InputProcessor::encode(const Prompt& prompt) {
     for (const ChatMessage& m : *messages)
       check_field(!m.role.empty(), "messages", "every message needs a role");
     if (!chat_template_) {
-      const std::filesystem::path config = model_dir_ / "tokenizer_config.json";
-      check_field(std::filesystem::is_regular_file(config), "messages",
-                  "a chat needs the model's chat template, but ", config.string(),
+      check_field(has_chat_template(model_dir_), "messages",
+                  "a chat needs the model's chat template, but ", chat_template_source(model_dir_),
                   " does not exist");
-      chat_template_.emplace(ChatTemplate::from_tokenizer_config(config));
+      chat_template_.emplace(load_chat_template(model_dir_));
     }
   }
   return encode_prompt(prompt, tokenizer(), chat_template_ ? &*chat_template_ : nullptr);

@@ -1,0 +1,36 @@
+#pragma once
+// The Hugging Face tokenizer files a GGUF's tokenizer.ggml.* metadata stands
+// for, built in memory as transformers' GGUF integration builds them, so one
+// tokenizer (runtime/text) serves both formats:
+//
+//   tokenizer.ggml.model "gpt2"   model: BPE over byte-level symbols
+//   .tokens / .merges             model.vocab (id = position) / model.merges
+//   .token_type 3 (control)       added_tokens, special
+//   .token_type 4 (user-defined)  added_tokens, not special
+//   .pre "gpt-2"                  pre_tokenizer: ByteLevel with GPT-2's regex
+//   .add_bos_token/.add_eos_token post_processor: TemplateProcessing around
+//                                 the text, else ByteLevel (ids unchanged)
+//   .bos/.eos/.unk/.padding_token_id  tokenizer_config's named tokens
+//   tokenizer.chat_template       tokenizer_config's chat_template
+//
+// Only byte-level BPE ("gpt2") with the GPT-2 pre-tokenizer is built; other
+// models ("llama" SentencePiece, ...) and pre-tokenizers are refused by name.
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+
+#include "runtime/model/gguf_file.hpp"
+
+namespace hive {
+
+struct HfTokenizerFiles {
+  nlohmann::json tokenizer;       // tokenizer.json
+  nlohmann::ordered_json config;  // tokenizer_config.json
+  std::optional<std::string> chat_template;
+};
+
+// Throws hive::Error naming the file and the key for a missing key or an
+// unsupported tokenizer model or pre-tokenizer.
+HfTokenizerFiles gguf_tokenizer_files(const GgufFile& file);
+
+}  // namespace hive
