@@ -16,7 +16,7 @@
 #include "kernels/backend_select.hpp"
 #include "kernels/error.hpp"
 #include "runtime/model/model.hpp"
-#include "runtime/text/tokenizer/tokenizer.hpp"
+#include "runtime/engine/model_text.hpp"
 #include "tools/cli/args.hpp"
 #include "tools/cli/commands.hpp"
 #include "tools/cli/progress.hpp"
@@ -83,7 +83,7 @@ int run_eval_ppl(const std::vector<std::string>& argv) {
   check(window >= 2 && window <= max_positions, "--window must be between 2 and the model's ",
         "max_position_embeddings ", max_positions, " (got ", window, ")");
 
-  const Tokenizer tokenizer = Tokenizer::from_directory(model_dir);
+  const Tokenizer tokenizer = load_tokenizer(model_dir);
   const std::vector<int32_t> ids = tokenizer.encode(text, /*add_special_tokens=*/true);
   check(ids.size() >= 2, "--text: '", text_path, "' has ", ids.size(),
         " tokens; perplexity needs at least 2");

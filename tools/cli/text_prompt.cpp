@@ -7,6 +7,7 @@
 
 #include "kernels/error.hpp"
 #include "runtime/engine/input_processor.hpp"
+#include "runtime/engine/model_text.hpp"
 
 #ifndef HIVE_SOURCE_DIR
 #error "HIVE_SOURCE_DIR must name the source tree (a compile definition)"
@@ -46,16 +47,18 @@ std::string model_dir_or_default(const Args& args) {
   if (!args.has("--model")) return default_model_dir().string();
   const std::string dir = args.get("--model", "");
   check(!dir.empty(), "--model is empty (leave it out for the bundled model)");
+  // A .gguf that is not a file would otherwise be read as a directory.
+  check(fs::path(dir).extension() != ".gguf" || fs::is_regular_file(dir), "--model ", dir,
+        ": no such GGUF file");
   return dir;
 }
 
 std::vector<int32_t> encode_prompt(const Tokenizer& tokenizer, const fs::path& model_dir,
                                    const std::string& text, bool chat) {
   if (!chat) return hive::encode_prompt(text, tokenizer, nullptr);
-  const fs::path config = model_dir / "tokenizer_config.json";
-  check(fs::is_regular_file(config), "--chat needs a chat template, but ", config.string(),
-        " does not exist");
-  const ChatTemplate chat_template = ChatTemplate::from_tokenizer_config(config);
+  check(has_chat_template(model_dir), "--chat needs a chat template, but ",
+        chat_template_source(model_dir), " does not exist");
+  const ChatTemplate chat_template = load_chat_template(model_dir);
   return hive::encode_prompt(std::vector<ChatMessage>{{"user", text}}, tokenizer, &chat_template);
 }
 

@@ -4,7 +4,7 @@
 // ids streamed back as text.
 //
 //   const std::string dir = model_dir_or_default(args);
-//   const Tokenizer tokenizer = Tokenizer::from_directory(dir);
+//   const Tokenizer tokenizer = load_tokenizer(dir);
 //   const std::vector<int32_t> ids = encode_prompt(tokenizer, dir, text, chat);
 //   TextStream stream(tokenizer, ids, stdout, {.stop = {"\n\n"}});
 //   generate(model, ids, options, [&](int32_t id) { return stream.write(id); });
@@ -28,12 +28,12 @@ namespace hive::cli {
 // config.json, saying how to choose another model.
 std::filesystem::path default_model_dir();
 
-// The --model flag's directory (an empty one is an error), else
-// default_model_dir().
+// The --model flag's directory or .gguf file (an empty one is an error),
+// else default_model_dir().
 std::string model_dir_or_default(const Args& args);
 
 // The prompt's token ids. chat: `text` becomes the user turn of the model's
-// chat template (tokenizer_config.json), with the assistant turn opened, and
+// chat template (tokenizer_config.json or the GGUF's), with the assistant turn opened, and
 // is tokenized as transformers' apply_chat_template does (no extra special
 // tokens); otherwise the text is tokenized as tokenizer(text) does.
 std::vector<int32_t> encode_prompt(const Tokenizer& tokenizer,
