@@ -10,11 +10,11 @@ Nothing it writes is committed.
       moe:   a Qwen3-MoE of about 0.5B, 8 experts, top-2  (bench_models/pair-moe)
   OUT_DIR/hf/ is the Hugging Face directory, OUT_DIR/model.gguf the GGUF.
 
-The mapping is llama.cpp's own converter's: GGUF names, 2-D weights in bf16
-and 1-D ones (norms) and the router in f32 (widened exactly from bf16),
-experts stacked per layer, and Llama's q/k rows permuted from Hugging Face's
-rotate-half layout to GGML's adjacent pairs (Qwen3 uses the rotate-half,
-NeoX, layout in both, so nothing is permuted).
+The mapping is llama.cpp's own converter's (tools/gguf_mapping.py): GGUF
+names, 2-D weights in bf16 and 1-D ones (norms) and the router in f32
+(widened exactly from bf16), experts stacked per layer, and Llama's q/k rows
+permuted from Hugging Face's rotate-half layout to GGML's adjacent pairs
+(Qwen3 uses the rotate-half, NeoX, layout in both, so nothing is permuted).
 """
 import argparse
 import json
@@ -26,6 +26,7 @@ import numpy as np
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
+import gguf_mapping  # noqa: E402
 from make_spec_bench_model import bf16, write_safetensors  # noqa: E402
 
 TOKENIZER = ROOT / "models" / "hive-moe-target"
@@ -90,77 +91,17 @@ def random_weights(c, seed):
     return out
 
 
-def widen(bits):
-    """bf16 bits -> float32, exactly."""
-    return (bits.astype(np.uint32) << 16).view(np.float32)
-
-
-def permute_rope_rows(w, n_head):
-    """Hugging Face's rotate-half row order -> GGML's adjacent pairs, per head
-    (as llama.cpp's converter does for Llama's q and k projections)."""
-    return (w.reshape(n_head, 2, w.shape[0] // n_head // 2, *w.shape[1:])
-            .swapaxes(1, 2).reshape(w.shape))
-
-
-def gguf_tensors(c, hf):
-    """(GGUF name, array, is_bf16_bits) for every tensor, from the HF ones."""
-    llama = c["model_type"] == "llama"
-    yield "token_embd.weight", hf["model.embed_tokens.weight"], True
-    for layer in range(c["num_hidden_layers"]):
-        p, b = f"model.layers.{layer}.", f"blk.{layer}."
-        q, k = hf[p + "self_attn.q_proj.weight"], hf[p + "self_attn.k_proj.weight"]
-        if llama:
-            q = permute_rope_rows(q, c["num_attention_heads"])
-            k = permute_rope_rows(k, c["num_key_value_heads"])
-        yield b + "attn_norm.weight", widen(hf[p + "input_layernorm.weight"]), False
-        yield b + "attn_q.weight", q, True
-        yield b + "attn_k.weight", k, True
-        yield b + "attn_v.weight", hf[p + "self_attn.v_proj.weight"], True
-        yield b + "attn_output.weight", hf[p + "self_attn.o_proj.weight"], True
-        yield b + "ffn_norm.weight", widen(hf[p + "post_attention_layernorm.weight"]), False
-        if llama:
-            yield b + "ffn_gate.weight", hf[p + "mlp.gate_proj.weight"], True
-            yield b + "ffn_up.weight", hf[p + "mlp.up_proj.weight"], True
-            yield b + "ffn_down.weight", hf[p + "mlp.down_proj.weight"], True
-            continue
-        yield b + "attn_q_norm.weight", widen(hf[p + "self_attn.q_norm.weight"]), False
-        yield b + "attn_k_norm.weight", widen(hf[p + "self_attn.k_norm.weight"]), False
-        yield b + "ffn_gate_inp.weight", widen(hf[p + "mlp.gate.weight"]), False
-        experts = range(c["num_experts"])
-        for gguf_name, hf_name in (("ffn_gate_exps", "gate_proj"), ("ffn_up_exps", "up_proj"),
-                                   ("ffn_down_exps", "down_proj")):
-            stacked = np.stack([hf[p + f"mlp.experts.{e}.{hf_name}.weight"] for e in experts])
-            yield b + gguf_name + ".weight", stacked, True
-    yield "output_norm.weight", widen(hf["model.norm.weight"]), False
-    yield "output.weight", hf["lm_head.weight"], True
-
-
 def write_gguf(path, c, hf):
     import gguf
 
-    arch = "llama" if c["model_type"] == "llama" else "qwen3moe"
+    arch = gguf_mapping.ARCHITECTURES[c["model_type"]]
     w = gguf.GGUFWriter(str(path), arch)
     w.add_name(f"hive-pair-{arch}")
     w.add_file_type(gguf.LlamaFileType.MOSTLY_BF16)
-    w.add_context_length(c["max_position_embeddings"])
-    w.add_embedding_length(c["hidden_size"])
-    w.add_block_count(c["num_hidden_layers"])
-    w.add_feed_forward_length(c["intermediate_size"])
-    w.add_head_count(c["num_attention_heads"])
-    w.add_head_count_kv(c["num_key_value_heads"])
-    w.add_key_length(c["head_dim"])
-    w.add_value_length(c["head_dim"])
-    w.add_rope_dimension_count(c["head_dim"])
-    w.add_rope_freq_base(c["rope_theta"])
-    w.add_layer_norm_rms_eps(c["rms_norm_eps"])
-    w.add_vocab_size(c["vocab_size"])
-    if arch == "qwen3moe":
-        w.add_expert_count(c["num_experts"])
-        w.add_expert_used_count(c["num_experts_per_tok"])
-        w.add_expert_feed_forward_length(c["moe_intermediate_size"])
-    add_tokenizer(w, c)
-    for name, array, is_bf16 in gguf_tensors(c, hf):
-        if is_bf16:
+    extra = gguf_mapping.write_metadata(w, c)
+    gguf_mapping.add_tokenizer(w, TOKENIZER, c["vocab_size"])
+    for name, array in list(gguf_mapping.gguf_tensors(c, hf)) + list(extra.items()):
+        if array.dtype == np.uint16:
             w.add_tensor(name, np.ascontiguousarray(array),
                          raw_dtype=gguf.GGMLQuantizationType.BF16)
         else:
@@ -169,27 +110,6 @@ def write_gguf(path, c, hf):
     w.write_kv_data_to_file()
     w.write_tensors_to_file()
     w.close()
-
-
-def add_tokenizer(w, c):
-    """The bundled byte-level BPE as GGUF's "gpt2" tokenizer."""
-    tok = json.loads((TOKENIZER / "tokenizer.json").read_text())
-    tokens = [""] * c["vocab_size"]
-    types = [1] * c["vocab_size"]  # normal
-    for text, index in tok["model"]["vocab"].items():
-        tokens[index] = text
-    for added in tok["added_tokens"]:
-        tokens[added["id"]] = added["content"]
-        types[added["id"]] = 3 if added["special"] else 4  # control, user-defined
-    merges = [m if isinstance(m, str) else " ".join(m) for m in tok["model"]["merges"]]
-    w.add_tokenizer_model("gpt2")
-    w.add_tokenizer_pre("gpt-2")
-    w.add_token_list(tokens)
-    w.add_token_types(types)
-    w.add_token_merges(merges)
-    w.add_eos_token_id(c["eos_token_id"][0])
-    w.add_pad_token_id(c["pad_token_id"])
-    w.add_add_bos_token(False)
 
 
 def main():

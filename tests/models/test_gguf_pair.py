@@ -13,6 +13,7 @@ import numpy as np
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tools"))
+import gguf_mapping  # noqa: E402
 import make_gguf_pair as pair  # noqa: E402
 
 SMALL = dict(vocab_size=4096, hidden_size=64, num_attention_heads=4, num_key_value_heads=2,
@@ -102,7 +103,7 @@ def main():
     # The check itself must fail on a wrong layout: the identity is not GGML's.
     w = np.arange(32, dtype=np.uint16).reshape(8, 4)
     assert not np.array_equal(ggml_rope_rows(w, 2), w)
-    assert np.array_equal(ggml_rope_rows(w, 2), pair.permute_rope_rows(w, 2))
+    assert np.array_equal(ggml_rope_rows(w, 2), gguf_mapping.permute_rope_rows(w, 2))
     for shape in ("dense", "moe"):
         check(shape)
 
