@@ -14,48 +14,16 @@
 #include "kernels/error.hpp"
 #include "kernels/quant/dequantize.hpp"
 #include "runtime/model/gguf_file.hpp"
+#include "tests/common/gguf_bytes.hpp"
 
 namespace hive {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string le32(uint32_t value) {
-  return std::string(reinterpret_cast<char*>(&value), 4);
-}
-std::string le64(uint64_t value) {
-  return std::string(reinterpret_cast<char*>(&value), 8);
-}
-std::string gguf_string(const std::string& text) {
-  return le64(text.size()) + text;
-}
-
-// A GGUF file assembled from encoded parts (the layout in gguf_file.hpp).
-struct GgufBytes {
-  std::string magic = "GGUF";
-  uint32_t version = 3;
-  std::vector<std::string> metadata;  // encoded key, type, value
-  std::vector<std::string> infos;     // encoded tensor infos
-  uint32_t alignment = 32;            // the padding before the data section
-  std::string data;
-
-  void add_u32(const std::string& key, uint32_t value) {
-    metadata.push_back(gguf_string(key) + le32(4) + le32(value));
-  }
-  void add_tensor(const std::string& name, std::vector<uint64_t> dims, uint32_t type,
-                  uint64_t offset) {
-    std::string info = gguf_string(name) + le32(static_cast<uint32_t>(dims.size()));
-    for (uint64_t dim : dims) info += le64(dim);
-    infos.push_back(info + le32(type) + le64(offset));
-  }
-  std::string bytes() const {
-    std::string out = magic + le32(version) + le64(infos.size()) + le64(metadata.size());
-    for (const std::string& entry : metadata) out += entry;
-    for (const std::string& info : infos) out += info;
-    out.append((alignment - out.size() % alignment) % alignment, '\0');
-    return out + data;
-  }
-};
+using test::gguf_string;
+using test::GgufBytes;
+using test::le32;
+using test::le64;
 
 // One f32 tensor of 4 elements and one Q8_0 block, default alignment.
 GgufBytes valid_file() {
