@@ -1,0 +1,146 @@
+// A GGUF model Hive cannot run gets one error naming the file, the key or
+// tensor (its GGUF name, then the Hugging Face one it stands for) and the
+// problem: each case is a tiny valid Llama with one thing wrong.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <string>
+
+#include "kernels/cpu/cpu_backend.hpp"
+#include "kernels/error.hpp"
+#include "runtime/engine/model_text.hpp"
+#include "runtime/model/model.hpp"
+#include "tests/common/gguf_bytes.hpp"
+
+namespace hive {
+namespace {
+
+namespace fs = std::filesystem;
+using test::GgufBytes;
+
+// hidden 4, 2 heads of 2, 1 kv head, ffn 8, vocab 8, one layer, tied.
+struct TinyLlama {
+  std::string architecture = "llama";
+  bool with_block_count = true;
+  std::string tokenizer_model = "gpt2";
+  std::string skip_tensor;     // left out
+  std::string reshape_tensor;  // given dims {4, 6}
+  GgufBytes bytes() const {
+    GgufBytes f;
+    f.add_string("general.architecture", architecture);
+    f.add_u32("llama.embedding_length", 4);
+    if (with_block_count) f.add_u32("llama.block_count", 1);
+    f.add_u32("llama.feed_forward_length", 8);
+    f.add_u32("llama.attention.head_count", 2);
+    f.add_u32("llama.attention.head_count_kv", 1);
+    f.add_u32("llama.context_length", 32);
+    f.add_f32("llama.attention.layer_norm_rms_epsilon", 1e-5f);
+    f.add_string("tokenizer.ggml.model", tokenizer_model);
+    const std::pair<const char*, std::vector<uint64_t>> tensors[] = {
+        {"token_embd.weight", {4, 8}},        {"output_norm.weight", {4}},
+        {"blk.0.attn_norm.weight", {4}},      {"blk.0.attn_q.weight", {4, 4}},
+        {"blk.0.attn_k.weight", {4, 2}},      {"blk.0.attn_v.weight", {4, 2}},
+        {"blk.0.attn_output.weight", {4, 4}}, {"blk.0.ffn_norm.weight", {4}},
+        {"blk.0.ffn_gate.weight", {4, 8}},    {"blk.0.ffn_up.weight", {4, 8}},
+        {"blk.0.ffn_down.weight", {8, 4}}};
+    for (const auto& [name, dims] : tensors)
+      if (name != skip_tensor)
+        f.add_f32_tensor(name, name == reshape_tensor ? std::vector<uint64_t>{4, 6} : dims);
+    return f;
+  }
+};
+
+class GgufModelErrorTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    path = fs::temp_directory_path() /
+           ("hive_gguf_model_" +
+            std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()) + "_" +
+            std::to_string(::getpid()) + ".gguf");
+  }
+  void TearDown() override { fs::remove(path); }
+
+  // The error `load` gives on `model`'s file, without the "<path>: " it starts with.
+  std::string error(const TinyLlama& model, const std::function<void()>& load) const {
+    const std::string bytes = model.bytes().bytes();
+    std::ofstream(path, std::ios::binary)
+        .write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    try {
+      load();
+    } catch (const Error& e) {
+      const std::string message = e.what();
+      const std::string prefix = path.string() + ": ";
+      if (message.rfind(prefix, 0) != 0) return "error without the file's path: " + message;
+      return message.substr(prefix.size());
+    }
+    return "no error";
+  }
+  std::string model_error(const TinyLlama& model) const {
+    return error(model, [&] {
+      CpuBackend cpu;
+      Model loaded(path, cpu);
+    });
+  }
+
+  fs::path path;
+};
+
+TEST_F(GgufModelErrorTest, TheTinyModelLoads) {
+  EXPECT_EQ(model_error(TinyLlama{}), "no error");
+  EXPECT_TRUE(load_model_config(path).tie_word_embeddings);  // no output.weight
+}
+
+TEST_F(GgufModelErrorTest, UnsupportedArchitecture) {
+  TinyLlama model;
+  model.architecture = "gpt2";
+  EXPECT_EQ(model_error(model),
+            "architecture 'gpt2' is not supported (supported: llama, qwen2, qwen3, qwen2moe, "
+            "qwen3moe)");
+}
+
+TEST_F(GgufModelErrorTest, MissingKey) {
+  TinyLlama model;
+  model.with_block_count = false;
+  EXPECT_EQ(model_error(model), "metadata key 'llama.block_count' is missing");
+}
+
+TEST_F(GgufModelErrorTest, MissingTensorNamesBothNames) {
+  TinyLlama model;
+  model.skip_tensor = "blk.0.ffn_up.weight";
+  EXPECT_EQ(model_error(model),
+            "missing tensor 'blk.0.ffn_up.weight' (model.layers.0.mlp.up_proj.weight)");
+}
+
+TEST_F(GgufModelErrorTest, WrongShape) {
+  TinyLlama model;
+  model.reshape_tensor = "blk.0.ffn_up.weight";
+  EXPECT_EQ(model_error(model),
+            "tensor 'blk.0.ffn_up.weight' (model.layers.0.mlp.up_proj.weight) has shape [6, 4] "
+            "f32, expected [8, 4] f32");
+}
+
+TEST_F(GgufModelErrorTest, WrongQueryRowsBeforeUnpermuting) {
+  TinyLlama model;
+  model.reshape_tensor = "blk.0.attn_q.weight";
+  EXPECT_EQ(model_error(model),
+            "tensor 'blk.0.attn_q.weight' has 6 rows, expected heads x head_dim = 2 x 2");
+}
+
+TEST_F(GgufModelErrorTest, UnsupportedTokenizerModel) {
+  TinyLlama model;
+  model.tokenizer_model = "llama";
+  EXPECT_EQ(error(model, [&] { load_tokenizer(path); }),
+            "tokenizer.ggml.model 'llama' is not supported (supported: gpt2, byte-level BPE)");
+}
+
+TEST_F(GgufModelErrorTest, MissingTokenizerKey) {
+  EXPECT_EQ(error(TinyLlama{}, [&] { load_tokenizer(path); }),
+            "metadata key 'tokenizer.ggml.tokens' is missing");
+}
+
+}  // namespace
+}  // namespace hive
