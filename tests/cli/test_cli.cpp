@@ -49,6 +49,34 @@ TEST(Cli, GreedyGenerateMatchesTransformers) {
   }
 }
 
+// --model FILE.gguf (tests/data/gguf/models, the same checkpoints in
+// llama.cpp's layout) gives the directory's greedy tokens in both matmul
+// precisions, and transformers' in the exact one.
+TEST(Cli, GenerateTakesAGgufFile) {
+  for (const char* name : {"llama", "qwen3_moe"}) {
+    const SafetensorsFile golden(kModels / name / "golden.safetensors");
+    const fs::path gguf =
+        fs::path(HIVE_TEST_DATA) / "gguf" / "models" / (std::string(name) + ".gguf");
+    const std::string flags = " --prompt-ids " + join(golden.tensors().at("prompt_1"), ",") +
+                              " --max-tokens 16 --ignore-eos --device cpu";
+    for (const std::string precision : {"f32", "bf16"}) {
+      const std::string tail = flags + " --matmul-precision " + precision;
+      const Result from_gguf = run("generate --model " + gguf.string() + tail);
+      const Result from_dir = run("generate --model " + (kModels / name).string() + tail);
+      ASSERT_EQ(from_gguf.status, 0) << from_gguf.out;
+      EXPECT_EQ(first_line(from_gguf.out), first_line(from_dir.out)) << name << " " << precision;
+      if (precision == "f32") {
+        EXPECT_EQ(first_line(from_gguf.out), join(golden.tensors().at("greedy_1"), " ") + " ");
+      }
+    }
+  }
+  const Result missing = run("generate --model /nonexistent/model.gguf --prompt-ids 1");
+  EXPECT_NE(missing.status, 0);
+  EXPECT_NE(missing.out.find("--model /nonexistent/model.gguf: no such GGUF file"),
+            std::string::npos)
+      << missing.out;
+}
+
 // Speculative decoding from the command line: n-gram lookup and a draft
 // model (the fixture drafting for itself) give transformers' greedy tokens;
 // bad combinations are errors.
