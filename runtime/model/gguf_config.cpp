@@ -92,7 +92,9 @@ void add_experts(const GgufFile& file, const std::string& arch, json& j) {
   const auto key = [&](const char* k) { return arch + "." + k; };
   j["num_experts"] = gguf_required_integer(file, key("expert_count"));
   j["num_experts_per_tok"] = gguf_required_integer(file, key("expert_used_count"));
-  j["moe_intermediate_size"] = gguf_required_integer(file, key("expert_feed_forward_length"));
+  // Mixtral (llama with experts) has only feed_forward_length, the experts' width.
+  if (arch != "llama")
+    j["moe_intermediate_size"] = gguf_required_integer(file, key("expert_feed_forward_length"));
   // llama.cpp renormalises the chosen experts' weights for Qwen3-MoE, not for Qwen2-MoE.
   j["norm_topk_prob"] = gguf_bool(file, key("expert_weights_norm")).value_or(arch == "qwen3moe");
   // A layer without a router is dense (Qwen's mlp_only_layers).
