@@ -105,9 +105,9 @@ def write_tokenizer_only(tokenizer_dir, out):
 
 def fixtures():
     FIXTURES.mkdir(parents=True, exist_ok=True)
-    write(MODELS / "llama", FIXTURES / "llama.gguf")
+    for name in ("llama", "mixtral", "qwen2", "qwen3", "qwen2_moe", "qwen3_moe"):
+        write(MODELS / name, FIXTURES / f"{name}.gguf")
     write(MODELS / "llama", FIXTURES / "llama-q8_0.gguf", "q8_0")
-    write(MODELS / "qwen3_moe", FIXTURES / "qwen3_moe.gguf")
     write_tokenizer_only(ROOT / "models" / "hive-moe-target", FIXTURES / "tokenizer.gguf")
     for path in sorted(FIXTURES.glob("*.gguf")):
         print(f"{path.relative_to(ROOT)}: {path.stat().st_size} bytes")
