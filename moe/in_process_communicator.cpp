@@ -51,7 +51,7 @@ class InProcessCommunicator final : public Communicator {
         for (int64_t i = 0; i < n; ++i) sum[static_cast<size_t>(i)] += values[i];
       }
     });
-    std::memcpy(data.data, sum.data(), sum.size() * sizeof(float));
+    if (n > 0) std::memcpy(data.data, sum.data(), sum.size() * sizeof(float));  // may be null at 0
   }
 
   void all_to_all(const Tensor& send, std::span<const int64_t> send_counts, const Tensor& recv,
