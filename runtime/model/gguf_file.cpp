@@ -1,10 +1,5 @@
 #include "runtime/model/gguf_file.hpp"
 
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <bit>
 #include <cstring>
 
@@ -32,36 +27,12 @@ std::string supported_type_names() {
 
 }  // namespace
 
-GgufFile::GgufFile(const std::filesystem::path& path) : path_(path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  check(fd >= 0, path.string(), ": cannot open: ", std::strerror(errno));
-  struct stat st {};
-  if (::fstat(fd, &st) != 0) {
-    ::close(fd);
-    fail(path.string(), ": cannot stat: ", std::strerror(errno));
-  }
-  file_size_ = static_cast<size_t>(st.st_size);
-  if (file_size_ > 0) {
-    mapping_ = ::mmap(nullptr, file_size_, PROT_READ, MAP_PRIVATE, fd, 0);
-    if (mapping_ == MAP_FAILED) mapping_ = nullptr;
-  }
-  ::close(fd);
-  check(file_size_ == 0 || mapping_ != nullptr, path.string(), ": mmap failed");
-  try {
-    parse();
-  } catch (...) {
-    if (mapping_) ::munmap(mapping_, file_size_);
-    mapping_ = nullptr;
-    throw;
-  }
-}
+GgufFile::GgufFile(const std::filesystem::path& path) : path_(path), file_(path) { parse(); }
 
-GgufFile::~GgufFile() {
-  if (mapping_) ::munmap(mapping_, file_size_);
-}
+GgufFile::~GgufFile() = default;
 
 void GgufFile::parse() {
-  GgufCursor cursor(static_cast<const char*>(mapping_), file_size_, path_.string());
+  GgufCursor cursor(file_.data(), file_.size(), path_.string());
   uint64_t tensor_count = 0, metadata_count = 0;
   read_header(cursor, tensor_count, metadata_count);
   read_metadata(cursor, metadata_count);
@@ -150,10 +121,10 @@ void GgufFile::read_tensor_infos(GgufCursor& cursor, uint64_t count) {
 
 void GgufFile::place_tensors(uint64_t data_start) {
   const std::string where = path_.string();
-  check(tensors_.empty() || data_start <= file_size_, where, ": the data section starts at ",
-        data_start, ", past the end of the file (", file_size_, " bytes)");
-  const uint64_t data_size = data_start <= file_size_ ? file_size_ - data_start : 0;
-  const char* data = static_cast<const char*>(mapping_) + (data_size > 0 ? data_start : 0);
+  check(tensors_.empty() || data_start <= file_.size(), where, ": the data section starts at ",
+        data_start, ", past the end of the file (", file_.size(), " bytes)");
+  const uint64_t data_size = data_start <= file_.size() ? file_.size() - data_start : 0;
+  const char* data = file_.data() + (data_size > 0 ? data_start : 0);
   for (GgufTensor& tensor : tensors_) {
     check(tensor.offset % alignment_ == 0, where, ": tensor '", tensor.name, "': offset ",
           tensor.offset, " is not a multiple of the alignment ", alignment_);

@@ -22,6 +22,7 @@
 
 #include "kernels/quant/ggml_type.hpp"
 #include "runtime/model/gguf_value.hpp"
+#include "runtime/model/mapped_file.hpp"
 
 namespace hive {
 
@@ -77,8 +78,7 @@ class GgufFile {
   const GgufValue& value_of(std::string_view key, GgufValueType expected) const;
 
   std::filesystem::path path_;
-  void* mapping_ = nullptr;
-  size_t file_size_ = 0;
+  MappedFile file_;
   uint32_t version_ = 0;
   uint32_t alignment_ = 32;
   std::map<std::string, GgufValue, std::less<>> metadata_;

@@ -1,10 +1,5 @@
 #include "runtime/model/safetensors.hpp"
 
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cstring>
 #include <fstream>
@@ -52,47 +47,25 @@ struct Extent {
 
 }  // namespace
 
-SafetensorsFile::SafetensorsFile(const std::filesystem::path& path) : path_(path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  check(fd >= 0, path.string(), ": cannot open: ", std::strerror(errno));
-  struct stat st {};
-  if (::fstat(fd, &st) != 0) {
-    ::close(fd);
-    fail(path.string(), ": cannot stat: ", std::strerror(errno));
-  }
-  file_size_ = static_cast<size_t>(st.st_size);
-  if (file_size_ > 0) {
-    mapping_ = ::mmap(nullptr, file_size_, PROT_READ, MAP_PRIVATE, fd, 0);
-    if (mapping_ == MAP_FAILED) mapping_ = nullptr;
-  }
-  ::close(fd);
-  check(file_size_ == 0 || mapping_ != nullptr, path.string(), ": mmap failed");
-  try {
-    check(file_size_ >= 8, path.string(), ": truncated: ", file_size_,
-          " bytes, but a safetensors file starts with an 8-byte header length");
-    uint64_t header_len = 0;
-    std::memcpy(&header_len, mapping_, 8);  // little-endian on every target we build for
-    check(header_len <= file_size_ - 8, path.string(), ": header length ", header_len,
-          " is longer than the file (", file_size_, " bytes)");
-    parse_header(static_cast<size_t>(header_len));
-  } catch (...) {
-    if (mapping_) ::munmap(mapping_, file_size_);
-    mapping_ = nullptr;
-    throw;
-  }
+SafetensorsFile::SafetensorsFile(const std::filesystem::path& path) : path_(path), file_(path) {
+  check(file_.size() >= 8, path.string(), ": truncated: ", file_.size(),
+        " bytes, but a safetensors file starts with an 8-byte header length");
+  uint64_t header_len = 0;
+  std::memcpy(&header_len, file_.data(), 8);  // little-endian on every target we build for
+  check(header_len <= file_.size() - 8, path.string(), ": header length ", header_len,
+        " is longer than the file (", file_.size(), " bytes)");
+  parse_header(static_cast<size_t>(header_len));
 }
 
-SafetensorsFile::~SafetensorsFile() {
-  if (mapping_) ::munmap(mapping_, file_size_);
-}
+SafetensorsFile::~SafetensorsFile() = default;
 
 void SafetensorsFile::parse_header(size_t header_len) {
   const std::string where = path_.string();
-  const char* base = static_cast<const char*>(mapping_);
+  const char* base = file_.data();
   const json header = parse_json(std::string_view(base + 8, header_len), where + ": header");
   check(header.is_object(), where, ": header must be a JSON object");
   char* data = const_cast<char*>(base) + 8 + header_len;
-  const uint64_t data_size = file_size_ - 8 - header_len;
+  const uint64_t data_size = file_.size() - 8 - header_len;
   std::vector<Extent> extents;
   for (const auto& [name, entry] : header.items()) {
     if (name == "__metadata__") {

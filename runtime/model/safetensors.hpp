@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "kernels/tensor.hpp"
+#include "runtime/model/mapped_file.hpp"
 
 namespace hive {
 
@@ -32,8 +33,7 @@ class SafetensorsFile {
   void parse_header(size_t header_len);
 
   std::filesystem::path path_;
-  void* mapping_ = nullptr;
-  size_t file_size_ = 0;
+  MappedFile file_;
   std::map<std::string, Tensor> tensors_;  // views into the mapping, or into realigned_
   std::map<std::string, std::string> metadata_;
   // Copies of tensors whose bytes in the file are not aligned to their
