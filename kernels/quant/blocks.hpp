@@ -88,4 +88,17 @@ static_assert(ggml_type_info(GgmlType::q4_k).block_bytes == sizeof(BlockQ4_K));
 static_assert(ggml_type_info(GgmlType::q5_k).block_bytes == sizeof(BlockQ5_K));
 static_assert(ggml_type_info(GgmlType::q6_k).block_bytes == sizeof(BlockQ6_K));
 
+// Sub-block j's 6-bit scale and min from the K-quants' 12 packed bytes
+// (Q4_K, Q5_K): the one unpacking the dequantization, the reference matmul
+// and the fast kernels share.
+inline void k_scale_min(const uint8_t* scales, int j, int& scale, int& min) {
+  if (j < 4) {
+    scale = scales[j] & 63;
+    min = scales[j + 4] & 63;
+  } else {
+    scale = (scales[j + 4] & 0x0f) | ((scales[j - 4] >> 6) << 4);
+    min = (scales[j + 4] >> 4) | ((scales[j] >> 6) << 4);
+  }
+}
+
 }  // namespace hive

@@ -16,18 +16,6 @@ namespace hive {
 
 namespace {
 
-// Sub-block j's 6-bit scale and min from the K-quants' 12 packed bytes
-// (layout in blocks.hpp).
-void unpack_scale_min(const uint8_t* scales, int j, uint8_t& scale, uint8_t& min) {
-  if (j < 4) {
-    scale = scales[j] & 63;
-    min = scales[j + 4] & 63;
-  } else {
-    scale = static_cast<uint8_t>((scales[j + 4] & 0x0f) | ((scales[j - 4] >> 6) << 4));
-    min = static_cast<uint8_t>((scales[j + 4] >> 4) | ((scales[j] >> 6) << 4));
-  }
-}
-
 // The 4-bit value of element l of sub-block j of Q4_K / Q5_K's 128 nibble bytes.
 int nibble(const uint8_t* qs, int j, int l) {
   const uint8_t byte = qs[32 * (j / 2) + l];
@@ -74,8 +62,8 @@ void dequantize_block(const BlockQ4_0& block, float* out) {
 void dequantize_block(const BlockQ4_K& block, float* out) {
   const float d = half_bits_to_f32(block.d), dmin = half_bits_to_f32(block.dmin);
   for (int j = 0; j < 8; ++j) {
-    uint8_t scale = 0, min = 0;
-    unpack_scale_min(block.scales, j, scale, min);
+    int scale = 0, min = 0;
+    k_scale_min(block.scales, j, scale, min);
     const float step = d * static_cast<float>(scale), offset = dmin * static_cast<float>(min);
     for (int l = 0; l < 32; ++l)
       out[32 * j + l] = step * static_cast<float>(nibble(block.qs, j, l)) - offset;
@@ -85,8 +73,8 @@ void dequantize_block(const BlockQ4_K& block, float* out) {
 void dequantize_block(const BlockQ5_K& block, float* out) {
   const float d = half_bits_to_f32(block.d), dmin = half_bits_to_f32(block.dmin);
   for (int j = 0; j < 8; ++j) {
-    uint8_t scale = 0, min = 0;
-    unpack_scale_min(block.scales, j, scale, min);
+    int scale = 0, min = 0;
+    k_scale_min(block.scales, j, scale, min);
     const float step = d * static_cast<float>(scale), offset = dmin * static_cast<float>(min);
     for (int l = 0; l < 32; ++l) {
       const int q = nibble(block.qs, j, l) | (((block.qh[l] >> j) & 1) << 4);

@@ -60,23 +60,13 @@ struct KBlockValues {
   float d = 0, dmin = 0;
 };
 
-void scale_min(const uint8_t* scales, int j, int& scale, int& min) {
-  if (j < 4) {
-    scale = scales[j] & 63;
-    min = scales[j + 4] & 63;
-  } else {
-    scale = (scales[j + 4] & 0x0f) | ((scales[j - 4] >> 6) << 4);
-    min = (scales[j + 4] >> 4) | ((scales[j] >> 6) << 4);
-  }
-}
-
 // Q4_K and Q5_K (high_bits null for Q4_K): nibble l of sub-block j is in
 // byte 32 (j / 2) + l, low for even j.
 template <class Block>
 KBlockValues values_of(const Block& block, const uint8_t* high_bits) {
   KBlockValues v;
   for (int j = 0; j < 8; ++j) {
-    scale_min(block.scales, j, v.scale[2 * j], v.min[2 * j]);
+    k_scale_min(block.scales, j, v.scale[2 * j], v.min[2 * j]);
     v.scale[2 * j + 1] = v.scale[2 * j];
     v.min[2 * j + 1] = v.min[2 * j];
     for (int l = 0; l < 32; ++l) {

@@ -53,23 +53,12 @@ void unpack_pairs(const char* row, int64_t blocks, PairQ8_0* pairs) {
   }
 }
 
-// The K-quants' 6-bit scale and min of sub-block j (layout in blocks.hpp).
-inline void scale_min_of(const uint8_t* scales, int j, int& scale, int& min) {
-  if (j < 4) {
-    scale = scales[j] & 63;
-    min = scales[j + 4] & 63;
-  } else {
-    scale = (scales[j + 4] & 0x0f) | ((scales[j - 4] >> 6) << 4);
-    min = (scales[j + 4] >> 4) | ((scales[j] >> 6) << 4);
-  }
-}
-
 // Q4_K and Q5_K (qh null for Q4_K).
 template <class Block>
 void unpack_k_with_mins(const Block& block, const uint8_t* qh, UnpackedK& out) {
   for (int j = 0; j < 8; ++j) {
     int scale = 0, min = 0;
-    scale_min_of(block.scales, j, scale, min);
+    k_scale_min(block.scales, j, scale, min);
     for (int t = 0; t < 16; ++t) out.pair_scale[16 * j + t] = static_cast<int16_t>(scale);
     out.min[2 * j] = out.min[2 * j + 1] = static_cast<int16_t>(min);
   }
