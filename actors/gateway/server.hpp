@@ -9,30 +9,14 @@
 // One I/O thread runs every connection, the input and output processors and
 // the metrics: the work per token is a few microseconds, and one thread
 // needs no locks. The engine's callbacks only post events to it.
-#include <chrono>
-#include <cstddef>
 #include <cstdint>
 #include <memory>
-#include <string>
 
 #include "actors/engine.hpp"
+#include "actors/gateway/server_options.hpp"
 #include "runtime/engine/input_processor.hpp"
 
 namespace hive::gateway {
-
-struct ServerOptions {
-  std::string host = "127.0.0.1";
-  uint16_t port = 8000;  // 0: any free port (Server::port() tells which)
-  std::string api_key;   // non-empty: /v1/ needs "Authorization: Bearer <key>"
-  std::string model_name = "hive";  // the id /v1/models lists and requests name
-  int64_t max_model_len = 0;        // for /v1/models
-  // API requests in flight beyond this are answered 429 with Retry-After.
-  int64_t max_queued_requests = 256;
-  size_t max_body_bytes = size_t{8} << 20;
-  size_t max_header_bytes = size_t{16} << 10;
-  std::chrono::seconds idle_timeout{60};   // a keep-alive connection that says nothing
-  std::chrono::seconds write_timeout{60};  // a client that reads nothing
-};
 
 struct ServerState;
 

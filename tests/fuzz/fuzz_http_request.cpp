@@ -10,7 +10,7 @@
 
 #include "actors/gateway/api_error.hpp"
 #include "actors/gateway/openai_request.hpp"
-#include "actors/gateway/server.hpp"
+#include "actors/gateway/server_options.hpp"
 #include "tests/fuzz/fuzz_support.hpp"
 
 namespace beast = boost::beast;
