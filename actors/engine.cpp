@@ -294,6 +294,7 @@ Engine::Engine(const EngineOptions& options)
     // Every rank of the job is one process; a fault in one ends the job.
     setup.make_group = [](int) { return make_mpi_rank_group(); };
     setup.spawn_worker = connect_worker_ranks(*rt.system, options.world_size);
+    setup.end_job = [](const std::string& cause) { mpi_abort(cause.c_str()); };
 #else
     fail("parallel.transport mpi: this Hive was built without MPI (-DHIVE_MPI=OFF)");
 #endif

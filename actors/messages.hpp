@@ -154,6 +154,9 @@ struct EngineMetrics {
   int64_t spec_proposed_ahead = 0;
   int64_t spec_used_ahead = 0;
   std::string spec_draft_error;  // why the draft actor stopped; empty while it drafts
+  // Why the engine fails every request (its workers failed and cannot be
+  // replaced); empty while it serves.
+  std::string stopped_serving;
 };
 
 // The expert actor's statistics (see expert_actor.hpp).
@@ -292,7 +295,8 @@ typename Inspector::result_type inspect(Inspector& f, EngineMetrics& x) {
            x.world_size, x.num_experts, x.expert_load, x.expert_remote, x.expert_imbalance,
            x.replicated_experts, x.expert_replans, x.spec_num_drafts, x.spec_num_draft_tokens,
            x.spec_num_accepted_tokens, x.spec_drafts_per_position, x.spec_accepted_per_position,
-           x.spec_proposed_ahead, x.spec_used_ahead, x.spec_draft_error);
+           x.spec_proposed_ahead, x.spec_used_ahead, x.spec_draft_error,
+           x.stopped_serving);
 }
 
 template <class Inspector>

@@ -102,6 +102,10 @@ void send_events(Self self, CoreEvents& events) {
 void check_drained(Self self) {
   SchedulerState& st = self->state;
   if (!st.shutting_down || st.core->num_requests() > 0 || !st.in_flight.empty()) return;
+  // Failed workers that cannot be replaced may wait in a collective for a
+  // dead peer: only the end of the job ends them, so it comes now.
+  if (st.setup.end_job && !st.core->stopped_serving().empty())
+    st.setup.end_job(st.core->stopped_serving());
   stop_workers(self, caf::exit_reason::user_shutdown);
   for (auto& promise : st.shutdown_promises) promise.deliver(st.num_failed_at_shutdown);
   st.shutdown_promises.clear();
@@ -114,12 +118,29 @@ InFlightStep* find_in_flight(SchedulerState& st, int64_t step_id) {
   return nullptr;
 }
 
+// A fault where workers cannot be replaced (SchedulerSetup::end_job): every
+// request ends with the cause now, and the job after the grace. The workers
+// are left as they are: a rank waiting in a collective for a dead peer
+// cannot be released, and the end of the job ends it.
+void stop_serving(Self self, const std::string& cause) {
+  SchedulerState& st = self->state;
+  if (!st.core->stopped_serving().empty()) return;  // ending already
+  for (const worker_actor& w : st.workers) self->demonitor(w.address());
+  CoreEvents events =
+      st.core->stop_serving(str_cat(cause, "; the job ends (a rank's process is not restarted)"));
+  st.in_flight.clear();  // late replies find no step and are ignored
+  send_events(self, events);
+  self->delayed_send(self, st.setup.end_job_grace, end_job_atom_v);
+  check_drained(self);  // a shutdown under way ends the job now
+}
+
 // Worker `failed_worker` (-1: not known) failed, died or timed out: the
 // core fails the requests that ran on its planning rank and recomputes the
 // others (EngineCore::on_fault); every worker is replaced, unless the core
 // has stopped serving.
 void handle_fault(Self self, const std::string& cause, int failed_worker) {
   SchedulerState& st = self->state;
+  if (st.setup.end_job) return stop_serving(self, cause);
   stop_workers(self, caf::exit_reason::kill);
   const int failed_rank = failed_worker < 0 ? -1 : failed_worker / st.setup.tensor_parallel_size;
   CoreEvents events = st.core->on_fault(failed_rank, cause);
@@ -336,6 +357,7 @@ EngineMetrics snapshot(const SchedulerState& st) {
   m.num_failed_requests = counters.num_failed_requests;
   m.world_size = static_cast<int>(st.setup.workers.size());
   m.ready = !st.workers.empty() && st.num_ready == st.workers.size();
+  m.stopped_serving = st.core->stopped_serving();
   for (int rank = 0; rank < st.core->num_ranks(); ++rank) {
     const Scheduler& scheduler = st.core->scheduler(rank);
     const KVCacheManager& kv_cache = st.core->kv_cache(rank);
@@ -425,6 +447,7 @@ scheduler_actor::behavior_type scheduler(Self self, SchedulerSetup setup) {
             -1);
       },
       [self](watchdog_atom) { on_watchdog(self); },
+      [self](end_job_atom) { self->state.setup.end_job(self->state.core->stopped_serving()); },
       [self](watchdog_atom, int64_t step_id) { on_overdue(self, step_id); },
       [self](fault_atom, int rank) {
         auto& workers = self->state.workers;

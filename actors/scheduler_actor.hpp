@@ -101,7 +101,8 @@ using scheduler_actor = caf::typed_actor<
     // next step on ([rank] -> experts).
     caf::reacts_to<replicas_atom, std::vector<std::vector<int32_t>>>,
     caf::reacts_to<watchdog_atom>,            // internal: the step deadline timer
-    caf::reacts_to<watchdog_atom, int64_t>>;  // internal: step id past it
+    caf::reacts_to<watchdog_atom, int64_t>,   // internal: step id past it
+    caf::reacts_to<end_job_atom>>;            // internal: the grace after a fault ran out
 
 struct SchedulerSetup {
   KVCacheConfig kv_cache;
@@ -131,6 +132,13 @@ struct SchedulerSetup {
   // worker_ranks.hpp); empty: every worker is spawned here, by the scheduler.
   // It may throw: the scheduler then stops with the cause.
   std::function<worker_actor(const WorkerSpec&)> spawn_worker;
+  // Set where workers cannot be replaced (ranks in other processes: their
+  // group cannot be made again without every process). A fault then fails
+  // every request with its cause and stops serving; after end_job_grace,
+  // time for the streams to carry their error events and for /health to say
+  // so, this ends every process of the job (it need not return).
+  std::function<void(const std::string& cause)> end_job;
+  std::chrono::milliseconds end_job_grace{2000};
   expert_actor expert;  // optional: receives each step's expert load
   // Speculative decoding. A draft model's drafters (one per planning rank,
   // sharing the draft) run in the draft actor (draft_actor.hpp).

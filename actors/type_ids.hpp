@@ -34,6 +34,7 @@ CAF_ADD_ATOM(hive, hive, watchdog_atom, "watchdog")
 CAF_ADD_ATOM(hive, hive, ready_atom, "ready")
 CAF_ADD_ATOM(hive, hive, start_due_atom, "startdue")
 CAF_ADD_ATOM(hive, hive, propose_atom, "propose")
+CAF_ADD_ATOM(hive, hive, end_job_atom, "endjob")
 
 CAF_END_TYPE_ID_BLOCK(hive)
 

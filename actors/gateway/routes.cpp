@@ -33,8 +33,11 @@ bool authorized(const ServerState& state, const http::request<http::string_body>
 
 RouteAnswer health(ServerState& state) {
   if (state.draining) return json(503, {{"status", "draining"}});
+  const EngineMetrics& metrics = state.engine_metrics();
+  if (!metrics.stopped_serving.empty())
+    return json(503, {{"status", "failed"}, {"error", metrics.stopped_serving}});
   // Ready once every worker has started (a shard may take minutes to load).
-  if (!state.engine_metrics().ready) return json(503, {{"status", "starting"}});
+  if (!metrics.ready) return json(503, {{"status", "starting"}});
   return json(200, {{"status", "ok"}});
 }
 

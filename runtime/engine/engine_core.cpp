@@ -198,18 +198,22 @@ void EngineCore::recompute_all() {
 
 CoreEvents EngineCore::on_fault(int rank, const std::string& cause) {
   CoreEvents events;
-  if (++consecutive_faults_ >= kMaxConsecutiveFaults) {
-    stopped_serving_ = str_cat("the workers failed ", consecutive_faults_,
-                               " times in a row without completing a step; the last: ", cause);
-    fail_all(stopped_serving_, events);
-    in_flight_.clear();
-    return events;
-  }
+  if (++consecutive_faults_ >= kMaxConsecutiveFaults)
+    return stop_serving(str_cat("the workers failed ", consecutive_faults_,
+                                " times in a row without completing a step; the last: ", cause));
   std::vector<std::string> started;
   for (const auto& [id, tracked] : requests_)
     if (tracked.started && (rank < 0 || tracked.rank == rank)) started.push_back(id);
   fail(started, cause, events);
   recompute_all();
+  return events;
+}
+
+CoreEvents EngineCore::stop_serving(const std::string& cause) {
+  CoreEvents events;
+  stopped_serving_ = cause;
+  fail_all(stopped_serving_, events);
+  in_flight_.clear();
   return events;
 }
 

@@ -122,6 +122,9 @@ class EngineCore {
   // without a completed step every request fails and stopped_serving() says
   // why.
   CoreEvents on_fault(int rank, const std::string& cause);
+  // The workers cannot be replaced (ranks in other processes): every request
+  // fails with `cause`, and stopped_serving() says it from now on.
+  CoreEvents stop_serving(const std::string& cause);
   // The KV caches were lost without anyone's fault: every unfinished
   // sequence is computed again from its tokens; the steps in flight are void.
   void recompute_all();

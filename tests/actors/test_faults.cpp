@@ -328,3 +328,81 @@ CAF_TEST(a step that two ranks leave unanswered fails the requests of both) {
 }
 
 CAF_TEST_FIXTURE_SCOPE_END()
+
+namespace {
+
+// Workers that cannot be replaced (ranks in other processes): the setup's
+// end_job, here recorded instead of ending the process.
+struct EndJobFixture : test_coordinator_fixture<ActorConfig> {
+  CpuBackend cpu;
+  std::shared_ptr<Model> model =
+      std::make_shared<Model>(std::string(HIVE_TEST_DATA) + "/models/qwen3_moe", cpu);
+  token_sink sink = sys.spawn<Collector>();
+  scheduler_actor scheduler_hdl;
+  std::vector<std::string> ended;  // end_job's causes
+
+  EndJobFixture() {
+    SchedulerSetup setup = make_scheduler_setup(model, small_engine_config(), 1);
+    setup.end_job = [this](const std::string& cause) { ended.push_back(cause); };
+    setup.end_job_grace = std::chrono::milliseconds(2000);
+    scheduler_hdl = sys.spawn(scheduler, std::move(setup));
+    run();
+  }
+  SchedulerState& scheduler_state() {
+    return deref<scheduler_actor::stateful_base<SchedulerState>>(scheduler_hdl).state;
+  }
+  EngineMetrics metrics() { return request<EngineMetrics>(scheduler_hdl, metrics_atom_v); }
+  void submit(Request request) {
+    self->send(scheduler_hdl, submit_atom_v, Submission{std::move(request), sink});
+  }
+  const std::vector<TokenEvent>& events() {
+    return deref<token_sink::stateful_base<CollectorState>>(sink).state.events;
+  }
+  const TokenEvent* finished_event(const std::string& id) {
+    for (const TokenEvent& e : events())
+      if (e.request_id == id && e.finished) return &e;
+    return nullptr;
+  }
+};
+
+}  // namespace
+
+CAF_TEST_FIXTURE_SCOPE(end_job_tests, EndJobFixture)
+
+CAF_TEST(a worker that cannot be replaced fails every request and then ends the job) {
+  submit(make_request("running", {3, 1, 4, 1, 5}, 40));
+  submit(make_request("second", {2, 7, 1, 8}, 40));
+  run_until([&] {
+    return std::count_if(events().begin(), events().end(),
+                         [](const TokenEvent& e) { return e.request_id == "running"; }) >= 2;
+  });
+  const worker_actor worker = scheduler_state().workers.at(0);
+  self->send_exit(worker, caf::exit_reason::kill);  // as its process's end looks from here
+  // Messages only: run() would also fire the grace's timer.
+  run_until([&] { return finished_event("running") && finished_event("second"); });
+  for (const std::string id : {"running", "second"}) {
+    const TokenEvent* failed = finished_event(id);
+    CAF_REQUIRE(failed != nullptr);
+    CAF_CHECK(failed->error.find("worker rank 0 died") != std::string::npos);
+    CAF_CHECK(failed->error.find("the job ends (a rank's process is not restarted)") !=
+              std::string::npos);
+  }
+  const std::string cause = scheduler_state().core->stopped_serving();
+  CAF_CHECK(cause.find("worker rank 0 died") != std::string::npos);
+  CAF_CHECK_EQUAL(scheduler_state().metrics.num_worker_restarts, 0);
+  CAF_CHECK(ended.empty());  // not before the grace: the streams carry their errors first
+  submit(make_request("later", {5, 6}, 3));
+  run_until([&] { return finished_event("later") != nullptr; });
+  CAF_CHECK(finished_event("later")->error.find("the engine stopped serving: worker rank 0 died") !=
+            std::string::npos);
+  CAF_CHECK(ended.empty());
+  run();  // the grace runs out
+  CAF_REQUIRE_EQUAL(ended.size(), 1u);
+  CAF_CHECK_EQUAL(ended[0], cause);
+  const EngineMetrics m = metrics();
+  CAF_CHECK_EQUAL(m.stopped_serving, cause);
+  CAF_CHECK_EQUAL(m.num_worker_restarts, 0);
+  CAF_CHECK_EQUAL(m.num_failed_requests, 2);  // "later" was refused, never taken in
+}
+
+CAF_TEST_FIXTURE_SCOPE_END()

@@ -4,12 +4,17 @@ threads (transport: in_process), for expert parallelism on 2 and 4
 processes (the bundled MoE model and a DeepSeek-V3 fixture) and tensor
 parallelism on 2, greedy and seeded sampling. A rank that cannot start is a
 clear error at start; a worker process killed by SIGKILL ends the job within
-10 s with the cause, never a hang."""
+10 s with the cause, never a hang, and under `hive serve` every stream in
+flight ends with an error event and /health says 503 before the exit."""
+import http.client
+import json
 import os
 import pathlib
+import re
 import signal
 import subprocess
 import tempfile
+import threading
 import time
 import unittest
 
@@ -143,6 +148,61 @@ class ProcessRanks(unittest.TestCase):
         self.assertNotIn("error:", output)  # nothing else went wrong first
         self.assertNotIn("requests: 48 finished", output)
 
+    def test_a_worker_process_killed_under_serve_ends_every_stream_with_an_error(self):
+        config = self.write("mpi.yaml", launch_file(BUNDLED, "mpi", 2).replace(
+            "memory_budget: 64MiB", "memory_budget: 256MiB"))
+        job = subprocess.Popen(self.mpirun(2, "serve", "--config", config, "--port", "0"),
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        log = []
+        try:
+            port = self.serve_port(job, log)
+            reader = threading.Thread(target=lambda: log.extend(job.stdout), daemon=True)
+            reader.start()
+            health = []  # (time, status or the connection error)
+            streams = [Stream(port, i) for i in range(16)]
+            deadline = time.time() + 60
+            while not all(s.tokens >= 2 for s in streams):
+                self.assertLess(time.time(), deadline, "the streams never started")
+                self.assertTrue(all(s.error is None for s in streams), streams)
+                time.sleep(0.05)
+            poller = threading.Thread(target=poll_health, args=(port, health, job), daemon=True)
+            poller.start()
+            os.kill(self.wait_for_rank(job.pid, 1), signal.SIGKILL)
+            killed = time.time()
+            job.wait(timeout=30)
+            ended = time.time()
+            for s in streams:
+                s.thread.join(timeout=10)
+            reader.join(timeout=10)
+            poller.join(timeout=10)
+        finally:
+            if job.poll() is None:
+                job.kill()
+        output = "".join(log)
+        self.assertNotEqual(job.returncode, 0, output)
+        self.assertLess(ended - killed, 10, output)
+        for s in streams:
+            self.assertIsNotNone(s.error, f"stream {s.index} ended without an error event: {output}")
+            self.assertIn("worker rank 1 died", s.error)
+            self.assertLess(s.ended - killed, 10)
+        after = [status for t, status in health if t > killed]
+        self.assertIn(503, after, f"/health never said 503 before the exit: {health}")
+        # Once 503, it stays so until the server is gone.
+        answered = [status for status in after if status is not None]
+        self.assertNotIn(200, answered[answered.index(503):], health)
+
+    def serve_port(self, job, log):
+        deadline = time.time() + 120
+        while time.time() < deadline:
+            line = job.stdout.readline()
+            if not line:
+                break
+            log.append(line)
+            match = re.search(r"hive serve: http://127\.0\.0\.1:(\d+)", line)
+            if match:
+                return int(match.group(1))
+        raise AssertionError("hive serve did not start: " + "".join(log))
+
     def wait_for_rank(self, mpirun_pid, rank):
         """The pid of the job's process of `rank` (Open MPI sets
         OMPI_COMM_WORLD_RANK in each process's environment)."""
@@ -161,6 +221,65 @@ class ProcessRanks(unittest.TestCase):
                     continue
             time.sleep(0.1)
         raise AssertionError(f"rank {rank} of mpirun {mpirun_pid} never started")
+
+
+class Stream:
+    """One streamed completion on its own thread: the tokens it received,
+    the error event that ended it, and whether [DONE] came."""
+
+    def __init__(self, port, index):
+        self.port, self.index = port, index
+        self.tokens, self.error, self.done, self.ended = 0, None, False, None
+        self.thread = threading.Thread(target=self.run, daemon=True)
+        self.thread.start()
+
+    def run(self):
+        body = json.dumps({"prompt": f"Once upon a time {self.index}", "max_tokens": 500,
+                           "temperature": 0, "ignore_eos": True, "stream": True})
+        try:
+            conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
+            conn.request("POST", "/v1/completions", body=body,
+                         headers={"Content-Type": "application/json"})
+            response = conn.getresponse()
+            if response.status != 200:
+                self.error = f"HTTP {response.status}: {response.read().decode()}"
+            while response.status == 200:
+                line = response.fp.readline()
+                if not line:
+                    break
+                line = line.decode().strip()
+                if not line.startswith("data: "):
+                    continue
+                data = line[len("data: "):]
+                if data == "[DONE]":
+                    self.done = True
+                    break
+                event = json.loads(data)
+                if "error" in event:
+                    self.error = event["error"]["message"]
+                else:
+                    self.tokens += 1
+        except (OSError, http.client.HTTPException):
+            pass  # a connection cut without an error event: self.error stays None
+        self.ended = time.time()
+
+    def __repr__(self):
+        return f"Stream({self.index}, tokens={self.tokens}, error={self.error!r}, done={self.done})"
+
+
+def poll_health(port, health, job):
+    """GET /health every 20 ms until the job ends: (time, status), or
+    (time, None) where the connection failed."""
+    while job.poll() is None:
+        try:
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
+            conn.request("GET", "/health")
+            status = conn.getresponse().status
+            conn.close()
+        except (OSError, http.client.HTTPException):
+            status = None
+        health.append((time.time(), status))
+        time.sleep(0.02)
 
 
 if __name__ == "__main__":
