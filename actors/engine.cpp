@@ -282,8 +282,12 @@ Engine::Engine(const EngineOptions& options)
   rt.config->set("scheduler.policy", caf::atom("sharing"));
   rt.config->set("scheduler.max-threads", size_t{1});
   register_message_types(*rt.config);
-  if (options.transport == RankTransport::mpi) {
+  if (options.transport != RankTransport::in_process) {
 #ifdef HIVE_HAVE_MPI
+    // Every rank of the job is one process; a fault in one ends the job, so
+    // there is one generation and one group, made first so that a process
+    // without its GPU (nccl) fails before anything starts.
+    const std::shared_ptr<RankGroup> group = make_process_rank_group(options);
     rt.config->load<caf::io::middleman>();
     // The scheduler starts the other ranks' workers through the middleman
     // and waits for each answer, which the middleman's own actors deliver on
@@ -291,12 +295,12 @@ Engine::Engine(const EngineOptions& options)
     // the first.
     rt.config->set("scheduler.max-threads", size_t{2});
     rt.system = std::make_unique<caf::actor_system>(*rt.config);
-    // Every rank of the job is one process; a fault in one ends the job.
-    setup.make_group = [](int) { return make_mpi_rank_group(); };
+    setup.make_group = [group](int) { return group; };
     setup.spawn_worker = connect_worker_ranks(*rt.system, options.world_size);
     setup.end_job = [](const std::string& cause) { mpi_abort(cause.c_str()); };
 #else
-    fail("parallel.transport mpi: this Hive was built without MPI (-DHIVE_MPI=OFF)");
+    fail("parallel.transport ", options.transport == RankTransport::mpi ? "mpi" : "nccl",
+         ": this Hive was built without MPI (-DHIVE_MPI=OFF)");
 #endif
   } else {
     rt.system = std::make_unique<caf::actor_system>(*rt.config);

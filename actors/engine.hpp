@@ -45,8 +45,8 @@ struct EngineOptions {
   DeviceChoice device = DeviceChoice::automatic;  // resolved by select_backend, as in the CLI
   EngineConfig engine;          // block size, KV budget, swap space, prefix caching, scheduler
   int world_size = 1;           // ranks: threads of this process, or processes (transport)
-  // mpi: this process is rank 0 of an MPI job of world_size processes; the
-  // other ranks run run_worker_rank (actors/worker_ranks.hpp).
+  // mpi, nccl: this process is rank 0 of an MPI job of world_size
+  // processes; the other ranks run run_worker_rank (actors/worker_ranks.hpp).
   RankTransport transport = RankTransport::in_process;
   // 1: the ranks are data parallel (MoE layers expert-parallel over them);
   // world_size: the ranks hold one tensor-parallel model (tensor_parallel.hpp).

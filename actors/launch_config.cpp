@@ -304,11 +304,20 @@ LaunchConfig parse_launch_config(const std::string& yaml_text, const std::string
       p.world_size = static_cast<int>(r.integer(n, k, 1, 1024));
     });
     s.optional("transport", [&](auto& n, auto& k) {
-      p.transport = r.choice<RankTransport>(
-          n, k, {{"in_process", RankTransport::in_process}, {"mpi", RankTransport::mpi}});
+      p.transport = r.choice<RankTransport>(n, k,
+                                            {{"in_process", RankTransport::in_process},
+                                             {"mpi", RankTransport::mpi},
+                                             {"nccl", RankTransport::nccl}});
 #ifndef HIVE_HAVE_MPI
-      check(p.transport != RankTransport::mpi, s.where(n), k,
-            ": mpi: this Hive was built without MPI (-DHIVE_MPI=OFF)");
+      // NCCL's processes need MPI too: it hands them rank 0's unique id.
+      check(p.transport == RankTransport::in_process, s.where(n), k, ": ",
+            p.transport == RankTransport::mpi ? "mpi" : "nccl",
+            ": this Hive was built without MPI (-DHIVE_MPI=OFF)");
+#endif
+#ifndef HIVE_HAVE_CUDA
+      check(p.transport != RankTransport::nccl, s.where(n), k,
+            ": nccl: this Hive was built without CUDA (it needs nvcc, cuBLAS and NCCL at build "
+            "time)");
 #endif
     });
     s.optional("expert_parallel_size", [&](auto& n, auto& k) {

@@ -37,7 +37,8 @@ namespace hive {
 struct ParallelConfig {
   int world_size = 1;                           // ranks (devices, or CPU ranks in one process)
   // in_process: the ranks are threads of this process; mpi: each rank is a
-  // process of an mpirun (or srun) job of world_size processes.
+  // process of an mpirun (or srun) job of world_size processes; nccl: as mpi,
+  // one GPU per process, the collectives over NCCL (MPI starts it).
   RankTransport transport = RankTransport::in_process;
   int expert_parallel_size = 0;                 // ranks the experts are spread over; 0: default
   int tensor_parallel_size = 1;                 // ranks attention and dense layers are split over

@@ -13,6 +13,9 @@
 #include "kernels/backend_select.hpp"
 #include "kernels/error.hpp"
 #include "moe/mpi_communicator.hpp"
+#ifdef HIVE_HAVE_CUDA
+#include "moe/nccl_rank_group.hpp"
+#endif
 
 namespace hive {
 
@@ -76,11 +79,24 @@ void configure(caf::actor_system_config& config) {
 
 }  // namespace
 
+std::shared_ptr<RankGroup> make_process_rank_group(const EngineOptions& options) {
+  if (options.transport == RankTransport::nccl) {
+#ifdef HIVE_HAVE_CUDA
+    // A collective that outlasts a whole step's deadline will not finish.
+    return make_nccl_rank_group(options.worker_timeout);
+#else
+    fail("parallel.transport nccl: this Hive was built without CUDA");
+#endif
+  }
+  return make_mpi_rank_group();
+}
+
 void run_worker_rank(const EngineOptions& options) {
   RankContext& context = rank_context();
+  // The group first: a rank without its device says so before loading.
+  context.group = make_process_rank_group(options);
   context.backend = select_backend(options.device, Model::required_ops()).backend;
   context.model = std::make_shared<Model>(options.model, *context.backend);
-  context.group = make_mpi_rank_group();
   {
     caf::actor_system_config config;
     configure(config);

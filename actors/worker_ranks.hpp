@@ -1,6 +1,6 @@
 #pragma once
-// Ranks as processes (parallel.transport: mpi). One MPI job of world_size
-// processes; rank 0 runs the engine (scheduler, expert actor, gateway) and
+// Ranks as processes (parallel.transport: mpi or nccl). One MPI job of
+// world_size processes; rank 0 runs the engine (scheduler, expert actor, gateway) and
 // its own worker, every other rank runs only its worker:
 //
 //   rank 0                                   rank r (1 .. N-1)
@@ -9,10 +9,11 @@
 //   scheduler actor ---remote_spawn------>   worker actor (its KV cache, its
 //     step / result messages (CAF, TCP)         model, its MPI communicator)
 //   worker rank 0  <===== MPI collectives (all-to-all, all-reduce) =====>
+//                         (or NCCL's between the ranks' GPUs)
 //
 // The control plane crosses processes as CAF messages once per step (the
 // step messages are serialised by their inspect overloads); the data plane
-// stays in MPI. A rank that fails ends the job (moe/mpi_communicator.hpp):
+// stays in MPI (or NCCL). A rank that fails ends the job (moe/mpi_communicator.hpp):
 // mpirun reports the cause and every process exits.
 #include <functional>
 #include <string>
@@ -23,6 +24,10 @@
 #include "actors/worker_actor.hpp"
 
 namespace hive {
+
+// The group of every process of the job, as this process's worker sees it:
+// over MPI or NCCL (options.transport); a fault in one rank ends the job.
+std::shared_ptr<RankGroup> make_process_rank_group(const EngineOptions& options);
 
 // Rank r > 0's whole life: loads its model, serves its worker to rank 0's
 // scheduler, and returns when the scheduler ended it (or throws naming what

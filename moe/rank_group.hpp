@@ -2,8 +2,9 @@
 // The ranks of one parallel group as its workers see it: each rank's
 // communicator, and an abort that no rank outlives waiting in a collective.
 // Threads of this process (InProcessGroup: abort releases the waiting ranks
-// with an error) or processes (MPI: abort ends the job). The scheduler makes
-// one per worker generation through a factory, never naming the type.
+// with an error) or processes (MPI or NCCL: abort ends the job). The
+// scheduler makes one per worker generation through a factory, never naming
+// the type.
 #include <functional>
 #include <memory>
 
@@ -23,8 +24,9 @@ class RankGroup {
 };
 
 // What carries a group's collectives: threads of one process, or processes
-// (MPI; one rank per process, launched by mpirun or srun).
-enum class RankTransport { in_process, mpi };
+// (one rank per process, launched by mpirun or srun) over MPI, or over NCCL
+// between their GPUs (one GPU per process; MPI only bootstraps it).
+enum class RankTransport { in_process, mpi, nccl };
 
 // Makes the group of one worker generation of `world_size` ranks.
 using RankGroupFactory = std::function<std::shared_ptr<RankGroup>(int world_size)>;

@@ -5,7 +5,10 @@ processes (the bundled MoE model and a DeepSeek-V3 fixture) and tensor
 parallelism on 2, greedy and seeded sampling. A rank that cannot start is a
 clear error at start; a worker process killed by SIGKILL ends the job within
 10 s with the cause, never a hang, and under `hive serve` every stream in
-flight ends with an error event and /health says 503 before the exit."""
+flight ends with an error event and /health says 503 before the exit.
+parallel.transport: nccl is a clear error at start where a process has no
+GPU (or the build no CUDA), and prints what the threads print where each of
+2 processes has one."""
 import http.client
 import json
 import os
@@ -101,6 +104,49 @@ class ProcessRanks(unittest.TestCase):
 
     def test_tensor_parallel_on_2_processes(self):
         self.same_as_threads(BUNDLED, 2, TEXT_PROMPTS, tensor_parallel=True)
+
+    def cuda_devices(self):
+        """The CUDA devices this build sees, or None when built without CUDA."""
+        done = subprocess.run([HIVE, "inspect", "--devices"], capture_output=True, text=True,
+                              timeout=60)
+        self.assertEqual(done.returncode, 0, done.stderr)
+        found = re.search(r"(\d+) CUDA device\(s\)", done.stdout)
+        return int(found.group(1)) if found else None
+
+    def test_nccl_without_a_device_is_an_error_at_start(self):
+        devices = self.cuda_devices()
+        if devices:
+            self.skipTest(f"{devices} CUDA device(s) here: the error is for machines without")
+        config = self.write("nccl.yaml", launch_file(BUNDLED, "nccl", 2))
+        prompts = self.write("prompts.jsonl", TEXT_PROMPTS)
+        start = time.time()
+        done = subprocess.run(self.mpirun(2, "run", "--config", config, "--prompts", prompts),
+                              capture_output=True, text=True, timeout=120)
+        output = done.stdout + done.stderr
+        self.assertNotEqual(done.returncode, 0, output)
+        if devices is None:
+            self.assertIn("nccl: this Hive was built without CUDA", output)
+        else:
+            self.assertRegex(output, r"parallel\.transport nccl needs a CUDA device per "
+                                     r"process; rank [01] sees none")
+        self.assertNotIn("requests:", output)  # nothing ran
+        self.assertLess(time.time() - start, 60, output)  # at start, not after a timeout
+
+    def test_nccl_on_2_processes_prints_what_the_threads_print(self):
+        devices = self.cuda_devices()
+        if not devices or devices < 2:
+            self.skipTest(f"needs 2 CUDA devices, one per process; this machine has {devices or 0}")
+        prompt_file = self.write("prompts.jsonl", TEXT_PROMPTS)
+        outputs = {}
+        for transport in ("in_process", "nccl"):
+            config = self.write(f"{transport}.yaml", launch_file(BUNDLED, transport, 2))
+            command = ["run", "--config", config, "--prompts", prompt_file]
+            command = self.mpirun(2, *command) if transport == "nccl" else [HIVE, *command]
+            done = subprocess.run(command, capture_output=True, text=True, timeout=300)
+            self.assertEqual(done.returncode, 0, done.stderr)
+            outputs[transport] = done.stdout
+        self.assertTrue(outputs["in_process"].strip())
+        self.assertEqual(outputs["nccl"], outputs["in_process"])
 
     def test_a_world_size_other_than_the_jobs_is_an_error(self):
         config = self.write("mpi.yaml", launch_file(BUNDLED, "mpi", 4))

@@ -100,8 +100,25 @@ TEST(LaunchConfig, NamedChoicesAreEnums) {
   EXPECT_EQ(parse("model: m\nmatmul_precision: f32\n").matmul_precision,
             cpu::MatmulPrecision::f32);
   EXPECT_THROW(parse("model: m\nmatmul_precision: fp8\n"), Error);
-  expect_error("model: m\nparallel: {world_size: 2, transport: nccl}\n",
+  expect_error("model: m\nparallel: {world_size: 2, transport: tcp}\n",
                "transport: expected one of");
+}
+
+// transport: nccl needs CUDA (and MPI, its bootstrap) in the build; a build
+// without them says so at parse time, before any process starts.
+TEST(LaunchConfig, NcclTransportNeedsCudaAndMpiInTheBuild) {
+#if defined(HIVE_HAVE_CUDA) && defined(HIVE_HAVE_MPI)
+  const LaunchConfig ep_nccl = load_launch_config(kConfigs / "ep_nccl2.yaml");
+  EXPECT_EQ(ep_nccl.parallel.transport, RankTransport::nccl);
+  EXPECT_EQ(ep_nccl.parallel.world_size, 2);
+  EXPECT_EQ(engine_options(ep_nccl).transport, RankTransport::nccl);
+#elif defined(HIVE_HAVE_MPI)
+  expect_error("model: m\nparallel: {world_size: 2, transport: nccl}\n",
+               "nccl: this Hive was built without CUDA");
+#else
+  expect_error("model: m\nparallel: {world_size: 2, transport: nccl}\n",
+               "nccl: this Hive was built without MPI");
+#endif
 }
 
 TEST(LaunchConfig, DefaultsAndRelativePaths) {

@@ -135,7 +135,7 @@ int main(int argc, char** argv) {
     // Not one of Hive's own checks (a library's): still a message, not an abort.
     std::fprintf(stderr, "hive %s: error: %s\n", command.c_str(), e.what());
   }
-  // A process of an MPI job (parallel.transport: mpi) that fails ends the
+  // A process of an MPI job (parallel.transport: mpi, nccl) that fails ends the
   // job, its message printed: its peers may wait for it in a collective.
   hive::cli::end_process_ranks_on_error();
   return 1;

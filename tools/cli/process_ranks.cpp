@@ -5,6 +5,9 @@
 #ifdef HIVE_HAVE_MPI
 #include "actors/worker_ranks.hpp"
 #include "moe/mpi_communicator.hpp"
+#ifdef HIVE_HAVE_CUDA
+#include "moe/nccl_rank_group.hpp"
+#endif
 #endif
 
 namespace hive::cli {
@@ -15,9 +18,15 @@ ProcessRanks::ProcessRanks(ProcessRanks&&) noexcept = default;
 
 ProcessRanks start_process_ranks(const LaunchConfig& config) {
   ProcessRanks ranks;
-  if (config.parallel.transport != RankTransport::mpi) return ranks;
+  const RankTransport transport = config.parallel.transport;
+  if (transport == RankTransport::in_process) return ranks;
 #ifdef HIVE_HAVE_MPI
   ranks.mpi = std::make_unique<MpiSession>(nullptr, nullptr);
+#ifdef HIVE_HAVE_CUDA
+  // Every rank checks for its GPU before anything else: a machine without
+  // one is an error at start, not at the first collective.
+  if (transport == RankTransport::nccl) nccl_rank_device(ranks.mpi->rank());
+#endif
   check(ranks.mpi->world_size() == config.parallel.world_size, "parallel.world_size is ",
         config.parallel.world_size, " but the MPI job has ", ranks.mpi->world_size(),
         " processes: start it with mpirun -np ", config.parallel.world_size, " (or srun -n ",
@@ -31,7 +40,8 @@ ProcessRanks start_process_ranks(const LaunchConfig& config) {
     ranks.served_worker = true;
   }
 #else
-  fail("parallel.transport mpi: this Hive was built without MPI (-DHIVE_MPI=OFF)");
+  fail("parallel.transport ", transport == RankTransport::mpi ? "mpi" : "nccl",
+       ": this Hive was built without MPI (-DHIVE_MPI=OFF)");
 #endif
   return ranks;
 }
