@@ -1,5 +1,10 @@
 #pragma once
-// Element types of tensors and the scalar conversions between them.
+// Element types of tensors and the scalar conversions between them. Besides
+// the plain types, a tensor may hold ggml's quantized blocks (q8_0 .. q6_k,
+// as GGUF files store them, kernels/quant/blocks.hpp): its last dimension is
+// then a whole number of blocks of dtype_block_size elements, each
+// dtype_block_bytes long, and only the ops that say so take it (the CPU
+// matmul, the embedding).
 #include <bit>
 #include <cstdint>
 #include <cstring>
@@ -8,8 +13,30 @@
 
 namespace hive {
 
-enum class DType : uint8_t { f32, f16, bf16, i32, i64 };
+enum class DType : uint8_t { f32, f16, bf16, i32, i64, q8_0, q4_0, q4_k, q5_k, q6_k };
 
+constexpr bool is_quantized(DType t) {
+  return t == DType::q8_0 || t == DType::q4_0 || t == DType::q4_k || t == DType::q5_k ||
+         t == DType::q6_k;
+}
+
+// Elements per block: 1 for the plain types.
+constexpr int64_t dtype_block_size(DType t) {
+  switch (t) {
+    case DType::q8_0:
+    case DType::q4_0:
+      return 32;
+    case DType::q4_k:
+    case DType::q5_k:
+    case DType::q6_k:
+      return 256;
+    default:
+      return 1;
+  }
+}
+
+// Bytes per element of a plain type; 0 for a block type, which has no
+// per-element size (dtype_bytes counts its bytes).
 constexpr size_t dtype_size(DType t) {
   switch (t) {
     case DType::f32:
@@ -22,8 +49,32 @@ constexpr size_t dtype_size(DType t) {
       return 4;
     case DType::i64:
       return 8;
+    default:
+      return 0;
   }
-  return 0;
+}
+
+// Bytes per block: dtype_size for the plain types.
+constexpr int64_t dtype_block_bytes(DType t) {
+  switch (t) {
+    case DType::q8_0:
+      return 34;
+    case DType::q4_0:
+      return 18;
+    case DType::q4_k:
+      return 144;
+    case DType::q5_k:
+      return 176;
+    case DType::q6_k:
+      return 210;
+    default:
+      return static_cast<int64_t>(dtype_size(t));
+  }
+}
+
+// Bytes of `count` elements, a whole number of blocks for a block type.
+constexpr int64_t dtype_bytes(DType t, int64_t count) {
+  return count / dtype_block_size(t) * dtype_block_bytes(t);
 }
 
 constexpr std::string_view dtype_name(DType t) {
@@ -38,6 +89,16 @@ constexpr std::string_view dtype_name(DType t) {
       return "i32";
     case DType::i64:
       return "i64";
+    case DType::q8_0:
+      return "q8_0";
+    case DType::q4_0:
+      return "q4_0";
+    case DType::q4_k:
+      return "q4_k";
+    case DType::q5_k:
+      return "q5_k";
+    case DType::q6_k:
+      return "q6_k";
   }
   return "?";
 }
@@ -46,7 +107,8 @@ constexpr bool is_float(DType t) {
   return t == DType::f32 || t == DType::f16 || t == DType::bf16;
 }
 
-// Accepts our names ("bf16") and the usual spellings ("bfloat16", "BF16").
+// Accepts our names ("bf16") and the usual spellings ("bfloat16", "BF16");
+// not the block types, which only GGUF files give a tensor.
 std::optional<DType> parse_dtype(std::string_view name);
 
 inline float bf16_to_f32(uint16_t bits) {

@@ -20,6 +20,9 @@ Tensor Tensor::view(void* data, DType dtype, const int64_t* shape, int ndim, Dev
     t.strides[static_cast<size_t>(d)] = stride;
     stride *= shape[d];
   }
+  const int64_t block = dtype_block_size(dtype);
+  check(block == 1 || (ndim >= 1 && shape[ndim - 1] % block == 0), "a ", dtype_name(dtype),
+        " tensor's rows must be whole blocks of ", block, " elements (got ", t.shape_string(), ")");
   return t;
 }
 
@@ -53,10 +56,15 @@ Tensor Tensor::reshape(std::initializer_list<int64_t> new_shape) const {
 Tensor Tensor::rows(int64_t begin, int64_t count) const {
   check(ndim >= 1 && begin >= 0 && count >= 0 && begin + count <= shape[0], "rows [", begin, ", ",
         begin + count, ") out of range for ", shape_text());
+  const int64_t block = dtype_block_size(dtype);
+  check(block == 1 || (begin * strides[0] % block == 0 && count * strides[0] % block == 0),
+        "rows [", begin, ", ", begin + count, ") of ", shape_text(), " split its ", block,
+        "-element blocks");
   Tensor t = *this;
   t.shape[0] = count;
-  t.data = static_cast<char*>(data) +
-           static_cast<ptrdiff_t>(begin * strides[0]) * static_cast<ptrdiff_t>(dtype_size(dtype));
+  // Whole rows of a block dtype are whole blocks (view), so this counts
+  // their bytes exactly.
+  t.data = static_cast<char*>(data) + static_cast<ptrdiff_t>(dtype_bytes(dtype, begin * strides[0]));
   return t;
 }
 

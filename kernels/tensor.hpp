@@ -34,14 +34,15 @@ struct Tensor {
   std::array<int64_t, kMaxDims> shape{};
   std::array<int64_t, kMaxDims> strides{};
 
-  // A contiguous row-major view of `data`.
+  // A contiguous row-major view of `data`. A block dtype's last dimension
+  // must be a whole number of blocks (strides still count elements).
   static Tensor view(void* data, DType dtype, std::initializer_list<int64_t> shape,
                      Device device = Device::cpu);
   static Tensor view(void* data, DType dtype, const int64_t* shape, int ndim,
                      Device device = Device::cpu);
 
   int64_t numel() const;
-  size_t nbytes() const { return static_cast<size_t>(numel()) * dtype_size(dtype); }
+  size_t nbytes() const { return static_cast<size_t>(dtype_bytes(dtype, numel())); }
   int64_t size(int dim) const { return shape[static_cast<size_t>(dim < 0 ? dim + ndim : dim)]; }
   bool is_contiguous() const;
 

@@ -7,6 +7,8 @@
 #include <optional>
 #include <string_view>
 
+#include "kernels/dtype.hpp"
+
 namespace hive {
 
 // The values are ggml's `enum ggml_type` ids; ids not listed are unsupported.
@@ -45,5 +47,46 @@ constexpr std::optional<GgmlTypeInfo> ggml_type_info(uint32_t id) {
 constexpr GgmlTypeInfo ggml_type_info(GgmlType type) {
   return *ggml_type_info(static_cast<uint32_t>(type));
 }
+
+// The DType a tensor of this ggml type has (kernels/dtype.hpp): each type
+// Hive reads is one.
+constexpr DType ggml_dtype(GgmlType type) {
+  switch (type) {
+    case GgmlType::f32:
+      return DType::f32;
+    case GgmlType::f16:
+      return DType::f16;
+    case GgmlType::bf16:
+      return DType::bf16;
+    case GgmlType::q4_0:
+      return DType::q4_0;
+    case GgmlType::q8_0:
+      return DType::q8_0;
+    case GgmlType::q4_k:
+      return DType::q4_k;
+    case GgmlType::q5_k:
+      return DType::q5_k;
+    case GgmlType::q6_k:
+      return DType::q6_k;
+  }
+  return DType::f32;
+}
+
+// The ggml type of a float or block dtype; nullopt for the integer ones.
+constexpr std::optional<GgmlType> ggml_type(DType dtype) {
+  for (const GgmlTypeInfo& info : kGgmlTypes)
+    if (ggml_dtype(info.type) == dtype) return info.type;
+  return std::nullopt;
+}
+
+// dtype.hpp's block sizes are ggml's.
+static_assert([] {
+  for (const GgmlTypeInfo& info : kGgmlTypes) {
+    const DType dtype = ggml_dtype(info.type);
+    if (dtype_block_size(dtype) != info.block_size || dtype_block_bytes(dtype) != info.block_bytes)
+      return false;
+  }
+  return true;
+}());
 
 }  // namespace hive

@@ -36,8 +36,9 @@ const char* safetensors_name(DType dtype) {
       return "I32";
     case DType::i64:
       return "I64";
+    default:  // the block types come only from GGUF files
+      return "?";
   }
-  return "?";
 }
 
 struct Extent {

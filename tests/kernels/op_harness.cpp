@@ -42,8 +42,9 @@ float element(const uint8_t* at, DType dtype) {
       std::memcpy(&v, at, 8);
       return static_cast<float>(v);
     }
+    default:  // block types have no element to read alone
+      return 0;
   }
-  return 0;
 }
 
 size_t count(std::initializer_list<int64_t> shape) {
