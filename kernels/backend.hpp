@@ -3,7 +3,9 @@
 // Every op has a plain CPU reference (cpu/); every other implementation is
 // tested against it op by op (tests/kernels/). Tensors are views; outputs are
 // passed as views too and written in place. Activations are f32; weights may
-// be f32, f16 or bf16 and are converted as they are read.
+// be f32, f16 or bf16 and are converted as they are read, and on a backend
+// that takes_quantized_weights() also ggml blocks (dtype q8_0 .. q6_k) in
+// matmul, matmul_group and embedding.
 #include <cstddef>
 #include <span>
 #include <string_view>
@@ -101,6 +103,11 @@ class Backend {
   virtual std::string_view name() const = 0;
   virtual Device device() const = 0;
   virtual bool supports(Op op) const = 0;
+  // Whether matmul, matmul_group and embedding take quantized weights (a
+  // GGUF's blocks, dtype q8_0 .. q6_k) as they are; a model with such
+  // weights on a backend that does not is refused at load, and can be
+  // loaded dequantized (LoadOptions::dequantize).
+  virtual bool takes_quantized_weights() const { return false; }
   // Bytes of memory on the device this backend allocates from (the host's
   // memory for the CPU): what a KV budget's memory fraction is a share of.
   virtual int64_t memory_bytes() const = 0;

@@ -25,6 +25,7 @@ class CpuBackend : public Backend {
   std::string_view name() const override { return "cpu"; }
   Device device() const override { return Device::cpu; }
   bool supports(Op op) const override { return op != Op::count; }
+  bool takes_quantized_weights() const override { return true; }
   int64_t memory_bytes() const override { return host_memory_bytes(); }
   int64_t free_memory_bytes() const override { return host_available_bytes(); }
 

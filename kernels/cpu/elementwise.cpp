@@ -1,6 +1,7 @@
 // Row-wise and elementwise reference ops.
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <vector>
 
 #include "kernels/cpu/dot.hpp"
@@ -9,6 +10,7 @@
 #include "kernels/cpu/parallel.hpp"
 #include "kernels/cpu/vector_exp.hpp"
 #include "kernels/error.hpp"
+#include "kernels/quant/dequantize.hpp"
 
 namespace hive::cpu {
 
@@ -52,18 +54,29 @@ HIVE_ELEMENTWISE_CLONES void silu_mul_range(const float* gate, const float* up, 
 }  // namespace
 
 void embedding(const Tensor& table, const Tensor& ids, const Tensor& out) {
-  expect_float(table, 2, "embedding table");
+  // A quantized table (a GGUF's token_embd) is read as llama.cpp's get_rows
+  // reads it: each row dequantized exactly to f32.
+  const std::optional<GgmlType> blocks = is_quantized(table.dtype) ? ggml_type(table.dtype)
+                                                                    : std::nullopt;
+  check(blocks || is_float(table.dtype), "embedding table: expected a float or quantized tensor (got ",
+        table.shape_text(), ")");
+  check(table.ndim == 2 && table.is_contiguous(), "embedding table: expected a contiguous 2-d ",
+        "tensor (got ", table.shape_text(), ")");
   expect(ids, DType::i32, 1, "embedding ids");
   expect(out, DType::f32, 2, "embedding out");
   const int64_t vocab = table.shape[0], dim = table.shape[1];
   check(out.shape[0] == ids.shape[0] && out.shape[1] == dim, "embedding: out ", out.shape_text(),
         " does not match ids ", ids.shape_text(), " and table ", table.shape_text());
-  const size_t row_bytes = static_cast<size_t>(dim) * dtype_size(table.dtype);
+  const auto row_bytes = static_cast<size_t>(dtype_bytes(table.dtype, dim));
   for (int64_t i = 0; i < ids.shape[0]; ++i) {
     const int32_t id = ids.as<int32_t>()[i];
     check(id >= 0 && id < vocab, "embedding: token id ", id, " out of range [0, ", vocab, ")");
-    to_f32(static_cast<const char*>(table.data) + static_cast<size_t>(id) * row_bytes, table.dtype,
-           dim, out.as<float>() + i * dim);
+    const char* row = static_cast<const char*>(table.data) + static_cast<size_t>(id) * row_bytes;
+    if (blocks) {
+      dequantize_to_f32(*blocks, row, dim, out.as<float>() + i * dim);
+    } else {
+      to_f32(row, table.dtype, dim, out.as<float>() + i * dim);
+    }
   }
 }
 

@@ -22,6 +22,10 @@ constexpr int64_t kMaxRowsWidenedInPlace = 4;
 }  // namespace
 
 void matmul_reference(const Tensor& x, const Tensor& w, const Tensor* bias, const Tensor& out) {
+  if (is_quantized(w.dtype)) {
+    const MatmulProblem problem{x, w, bias, out};
+    return matmul_group_quantized(std::span(&problem, 1));
+  }
   expect(x, DType::f32, 2, "matmul x");
   expect_float(w, 2, "matmul w");
   expect(out, DType::f32, 2, "matmul out");

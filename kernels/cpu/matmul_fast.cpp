@@ -276,6 +276,16 @@ void matmul(const Tensor& x, const Tensor& w, const Tensor* bias, const Tensor& 
 }
 
 void matmul_group(std::span<const MatmulProblem> problems) {
+  // Quantized weights take their own job (matmul_quantized.cpp); a group
+  // mixes them with float ones only when a file does.
+  const auto quantized = [](const MatmulProblem& p) { return is_quantized(p.w.dtype); };
+  if (std::any_of(problems.begin(), problems.end(), quantized)) {
+    std::vector<MatmulProblem> quant, plain;
+    for (const MatmulProblem& p : problems) (quantized(p) ? quant : plain).push_back(p);
+    matmul_group_quantized(quant);
+    if (plain.empty()) return;
+    return matmul_group(plain);
+  }
 #if !defined(__x86_64__)
   // Off x86-64 the kernels are not built and scalar is the only path.
   for (const MatmulProblem& p : problems) matmul_reference(p.x, p.w, p.bias, p.out);

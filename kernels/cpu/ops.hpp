@@ -19,13 +19,17 @@ void embedding(const Tensor& table, const Tensor& ids, const Tensor& out);
 void rms_norm(const Tensor& x, const Tensor& weight, float eps, const Tensor& out);
 void rope(const Tensor& x, const Tensor& positions, const Tensor& inv_freq);
 // The SIMD kernel of the CPU kernel path (cpu_features.hpp); the reference
-// on the scalar path. Either way out[i, j]'s bits depend only on x[i, :],
+// on the scalar path; quant_matmul for a quantized w. Either way out[i, j]'s bits depend only on x[i, :],
 // w[j, :], bias[j] and the path, never on m or the thread count.
 void matmul(const Tensor& x, const Tensor& w, const Tensor* bias, const Tensor& out);
 // matmul() of every problem, each with the same bits, in one job on the
 // thread pool: the products' column tasks run as one list.
 void matmul_group(std::span<const MatmulProblem> problems);
+// w f32, f16 or bf16; a quantized w goes to matmul_group_quantized.
 void matmul_reference(const Tensor& x, const Tensor& w, const Tensor* bias, const Tensor& out);
+// Problems whose w is quantized (dtype q8_0 .. q6_k): quant_matmul_group,
+// which is its reference on the scalar path, plus the bias.
+void matmul_group_quantized(std::span<const MatmulProblem> problems);
 void add(const Tensor& a, const Tensor& b, const Tensor& out);
 void mul_rows(const Tensor& x, const Tensor& scale);
 void silu_mul(const Tensor& gate, const Tensor& up, const Tensor& out);

@@ -1,10 +1,12 @@
 // quant_matmul on the CPU kernel path: the activations quantized once per
 // call (a task per row, on the pool), then the SIMD kernels of
-// quant_gemm_kernels.hpp over blocks of output columns, on the pool. Every
-// output's order is fixed by quant_matmul.hpp, so the split changes no bit.
+// quant_gemm_kernels.hpp over blocks of output columns, on the pool; a
+// group's products share both jobs. Every output's order is fixed by
+// quant_matmul.hpp, so neither the split nor the group changes a bit.
 #include "kernels/quant/quant_matmul.hpp"
 
 #include <algorithm>
+#include <span>
 #include <vector>
 
 #include "kernels/cpu/cpu_features.hpp"
@@ -42,15 +44,17 @@ bool k_quant(GgmlType type) {
   return type == GgmlType::q4_k || type == GgmlType::q5_k || type == GgmlType::q6_k;
 }
 
-// The calling thread's activations, kept between calls.
+// The activations of one product of a group, kept between calls.
 struct Activations {
   std::vector<int8_t> qs;
   std::vector<float> d;
   std::vector<BlockQ8_K> k_blocks;
 };
 
-// x's rows quantized into `staged`, and the kernels' view of them.
-QuantGemmArgs quantize_activations(const QuantMatmul& p, Activations& staged) {
+// The kernels' view of p, with buffers for x's quantized rows in `staged`
+// (filled by quantize_group), or those of `same_x`, an earlier product of
+// the group with the same x and the same activation blocks.
+QuantGemmArgs prepare(const QuantMatmul& p, Activations& staged, const QuantGemmArgs* same_x) {
   QuantGemmArgs a;
   a.type = p.type;
   a.w = static_cast<const char*>(p.w);
@@ -59,7 +63,12 @@ QuantGemmArgs quantize_activations(const QuantMatmul& p, Activations& staged) {
   a.k = p.k;
   a.n = p.n;
   a.out = p.out;
-  if (k_quant(p.type)) {
+  if (same_x) {
+    a.x_k = same_x->x_k;
+    a.x_qs = same_x->x_qs;
+    a.x_d = same_x->x_d;
+    a.x_blocks = same_x->x_blocks;
+  } else if (k_quant(p.type)) {
     staged.k_blocks.resize(static_cast<size_t>(p.m * p.k / kQKK));
     a.x_k = staged.k_blocks.data();
   } else {
@@ -69,20 +78,21 @@ QuantGemmArgs quantize_activations(const QuantMatmul& p, Activations& staged) {
     a.x_qs = staged.qs.data();
     a.x_d = staged.d.data();
   }
-  cpu::for_each_task(
-      p.m, p.m * p.k * kQuantizeCost, [] { return std::vector<BlockQ8_0>(); },
-      [&](int64_t i, std::vector<BlockQ8_0>& blocks) {
-        const float* row = p.x + i * p.k;
-        if (a.x_k) return quantize_row_q8_k(row, p.k, staged.k_blocks.data() + i * p.k / kQKK);
-        blocks.resize(static_cast<size_t>(p.k / kQK));
-        quantize_row_q8_0(row, p.k, blocks.data());
-        for (size_t b = 0; b < blocks.size(); ++b) {
-          const int64_t at = i * a.x_blocks + static_cast<int64_t>(b);
-          std::copy_n(blocks[b].qs, kQK, staged.qs.data() + at * kQK);
-          staged.d[static_cast<size_t>(at)] = half_bits_to_f32(blocks[b].d);
-        }
-      });
   return a;
+}
+
+// Row i of x quantized into `staged`, laid out as prepare() described it in a.
+void quantize_row(const float* x, const QuantGemmArgs& a, int64_t i, Activations& staged,
+                  std::vector<BlockQ8_0>& blocks) {
+  const float* row = x + i * a.k;
+  if (a.x_k) return quantize_row_q8_k(row, a.k, staged.k_blocks.data() + i * a.k / kQKK);
+  blocks.resize(static_cast<size_t>(a.k / kQK));
+  quantize_row_q8_0(row, a.k, blocks.data());
+  for (size_t b = 0; b < blocks.size(); ++b) {
+    const int64_t at = i * a.x_blocks + static_cast<int64_t>(b);
+    std::copy_n(blocks[b].qs, kQK, staged.qs.data() + at * kQK);
+    staged.d[static_cast<size_t>(at)] = half_bits_to_f32(blocks[b].d);
+  }
 }
 
 // A thread's scratch for the kernels.
@@ -93,14 +103,17 @@ struct ScratchBuffers {
   QuantScratch view() { return {pairs.data(), blocks.data(), acc.data()}; }
 };
 
-ScratchBuffers make_scratch(const QuantGemmArgs& a) {
+// Enough for every product of a group.
+ScratchBuffers make_scratch(std::span<const QuantGemmArgs> group) {
   ScratchBuffers s;
-  if (a.x_k) {
-    s.blocks.resize(static_cast<size_t>(a.k / kQKK));
-  } else {
-    s.pairs.resize(static_cast<size_t>(a.x_blocks / 2));
+  for (const QuantGemmArgs& a : group) {
+    if (a.x_k) {
+      s.blocks.resize(std::max(s.blocks.size(), static_cast<size_t>(a.k / kQKK)));
+    } else {
+      s.pairs.resize(std::max(s.pairs.size(), static_cast<size_t>(a.x_blocks / 2)));
+    }
+    s.acc.resize(std::max(s.acc.size(), static_cast<size_t>(16 * std::min(a.m, kRowsPerTask))));
   }
-  s.acc.resize(static_cast<size_t>(16 * std::min(a.m, kRowsPerTask)));
   return s;
 }
 
@@ -141,23 +154,67 @@ std::string_view quant_matmul_kernel_name() {
 }
 
 void quant_matmul(const QuantMatmul& p) {
-  check_quant_matmul(p);
+  quant_matmul_group(std::span(&p, 1));
+}
+
+void quant_matmul_group(std::span<const QuantMatmul> problems) {
+  for (const QuantMatmul& p : problems) check_quant_matmul(p);
   const QuantKernel kernel = quant_kernel();
-  if (kernel == QuantKernel::scalar) return quant_matmul_reference(p);
-  if (p.m == 0 || p.n == 0) return;
-  if (p.k == 0) {  // empty sums, as the reference's
-    std::fill_n(p.out, p.m * p.n, 0.0f);
+  if (kernel == QuantKernel::scalar) {
+    for (const QuantMatmul& p : problems) quant_matmul_reference(p);
     return;
   }
-  thread_local Activations kept_activations;
-  Activations& staged = kept_activations;  // the tasks reach it through this reference
-  const QuantGemmArgs args = quantize_activations(p, staged);
-  const int64_t column_tasks = (p.n + kColumnsPerTask - 1) / kColumnsPerTask;
-  const int64_t tasks = (p.m + kRowsPerTask - 1) / kRowsPerTask * column_tasks;
+  // The calling thread's, kept between calls; the tasks reach them through
+  // these references (a thread_local named in a task is the pool thread's).
+  thread_local std::vector<Activations> kept_activations;
+  thread_local std::vector<QuantGemmArgs> kept_args;
+  thread_local std::vector<int64_t> kept_rows, kept_tasks;
+  std::vector<Activations>& staged = kept_activations;
+  std::vector<QuantGemmArgs>& args = kept_args;
+  std::vector<int64_t>& first_row = kept_rows;    // product i's first row to quantize
+  std::vector<int64_t>& first_task = kept_tasks;  // product i's first column task
+  if (staged.size() < problems.size()) staged.resize(problems.size());
+  args.clear();
+  first_row.assign(1, 0);
+  first_task.assign(1, 0);
+  int64_t quantize_work = 0, work = 0;
+  for (size_t i = 0; i < problems.size(); ++i) {
+    const QuantMatmul& p = problems[i];
+    const bool empty = p.m == 0 || p.n == 0 || p.k == 0;
+    if (p.k == 0) std::fill_n(p.out, p.m * p.n, 0.0f);  // empty sums, as the reference's
+    // Products of one x whose weights take the same activation blocks (q,
+    // k and v; gate and up) quantize it once.
+    const QuantGemmArgs* same_x = nullptr;
+    for (size_t j = 0; j < i && !same_x && !empty; ++j)
+      if (problems[j].x == p.x && problems[j].m == p.m && problems[j].k == p.k &&
+          k_quant(problems[j].type) == k_quant(p.type) && first_task[j + 1] > first_task[j])
+        same_x = &args[j];
+    args.push_back(empty ? QuantGemmArgs{} : prepare(p, staged[i], same_x));
+    const bool quantizes = !empty && !same_x;
+    first_row.push_back(first_row.back() + (quantizes ? p.m : 0));
+    const int64_t column_tasks = (p.n + kColumnsPerTask - 1) / kColumnsPerTask;
+    first_task.push_back(first_task.back() +
+                         (empty ? 0 : (p.m + kRowsPerTask - 1) / kRowsPerTask * column_tasks));
+    if (quantizes) quantize_work += p.m * p.k * kQuantizeCost;
+    if (!empty) work += p.m * p.n * p.k;
+  }
+  // Which product a task of a flat list belongs to.
+  const auto product_of = [](const std::vector<int64_t>& first, int64_t task) {
+    return static_cast<size_t>(std::upper_bound(first.begin(), first.end(), task) -
+                               first.begin() - 1);
+  };
   cpu::for_each_task(
-      tasks, p.m * p.n * p.k, [&] { return make_scratch(args); },
+      first_row.back(), quantize_work, [] { return std::vector<BlockQ8_0>(); },
+      [&](int64_t row, std::vector<BlockQ8_0>& blocks) {
+        const size_t i = product_of(first_row, row);
+        quantize_row(problems[i].x, args[i], row - first_row[i], staged[i], blocks);
+      });
+  cpu::for_each_task(
+      first_task.back(), work, [&] { return make_scratch(args); },
       [&](int64_t task, ScratchBuffers& scratch) {
-        run_task(args, kernel, task, column_tasks, scratch);
+        const size_t i = product_of(first_task, task);
+        const int64_t column_tasks = (args[i].n + kColumnsPerTask - 1) / kColumnsPerTask;
+        run_task(args[i], kernel, task - first_task[i], column_tasks, scratch);
       });
 }
 

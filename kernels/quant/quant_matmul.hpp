@@ -22,6 +22,7 @@
 //                   s = fma(-(dmin_w * d_a), float(B), s)
 //       Q6_K:       A = sum sc_g (S_g - 32 bsum_g); s = fma(d_w * d_a, float(A), s)
 #include <cstdint>
+#include <span>
 #include <string_view>
 
 #include "kernels/quant/ggml_type.hpp"
@@ -46,6 +47,12 @@ void quant_matmul_reference(const QuantMatmul& problem);
 // AVX2 on avx2, AVX-512 VNNI from avx512 up where the CPU has VNNI (else
 // AVX2), on the CPU thread pool, tasks split by output columns.
 void quant_matmul(const QuantMatmul& problem);
+
+// Several products as one job on the pool (and one for quantizing their
+// activations, once per x shared by products that read the same blocks),
+// each output bit for bit what quant_matmul gives it: the projections of one
+// x, the experts of an MoE layer. Outputs must not overlap inputs.
+void quant_matmul_group(std::span<const QuantMatmul> problems);
 
 // The kernel quant_matmul runs on the current path: "scalar", "avx2",
 // "avx512_vnni".
