@@ -64,7 +64,8 @@ EngineCoreConfig engine_core_config(const Model& model, const EngineConfig& conf
 
 LLMEngine::LLMEngine(Model& model, const EngineConfig& config) : model_(model) {
   if (config.speculative.method == SpeculativeMethod::draft_model)
-    draft_model_ = std::make_unique<Model>(config.speculative.draft_model, model.backend());
+    draft_model_ = std::make_unique<Model>(config.speculative.draft_model, model.backend(),
+                                           model.load_options());
   const EngineCoreConfig core = engine_core_config(model, config, 1, 1, draft_model_.get());
   const KVCacheConfig& kv = core.kv_cache;
   kv_cache_ =

@@ -1,7 +1,6 @@
 #include "runtime/model/gguf_weights.hpp"
 
 #include <cstring>
-#include <optional>
 
 #include "kernels/dtype.hpp"
 #include "kernels/error.hpp"
@@ -12,30 +11,18 @@ namespace hive {
 
 namespace {
 
-std::optional<DType> plain_dtype(GgmlType type) {
-  switch (type) {
-    case GgmlType::f32:
-      return DType::f32;
-    case GgmlType::f16:
-      return DType::f16;
-    case GgmlType::bf16:
-      return DType::bf16;
-    default:
-      return std::nullopt;
-  }
-}
 
 // ggml lists dimensions fastest first; Hugging Face (and Tensor) slowest first.
 std::vector<int64_t> row_major_shape(const GgufTensor& t) {
   return {t.dims.rbegin(), t.dims.rend()};
 }
 
-// The tensor's elements in file order, as `dtype`: plain types copied,
-// block types dequantized one row at a time (each row is whole blocks) and
-// rounded to bf16.
+// The tensor's elements in file order, as `dtype`: the file's own bytes
+// when dtype is its type, else block types dequantized one row at a time
+// (each row is whole blocks) and rounded to bf16.
 std::vector<std::byte> file_order_copy(const GgufTensor& t, DType dtype) {
-  std::vector<std::byte> bytes(static_cast<size_t>(t.numel) * dtype_size(dtype));
-  if (plain_dtype(t.type)) {
+  std::vector<std::byte> bytes(static_cast<size_t>(dtype_bytes(dtype, t.numel)));
+  if (dtype == ggml_dtype(t.type)) {
     std::memcpy(bytes.data(), t.data, bytes.size());
     return bytes;
   }
@@ -72,8 +59,8 @@ std::vector<std::byte> unpermute_rope_units(const std::vector<std::byte>& file, 
 
 class Mapper {
  public:
-  Mapper(const GgufFile& file, const ModelConfig& config, GgufWeights& out)
-      : file_(file), config_(config), out_(out) {}
+  Mapper(const GgufFile& file, const ModelConfig& config, bool dequantize, GgufWeights& out)
+      : file_(file), config_(config), dequantize_(dequantize), out_(out) {}
 
   void map(const GgufTensor& t) {
     const bool mixtral = config_.architecture == Architecture::mixtral;
@@ -91,9 +78,17 @@ class Mapper {
   }
 
  private:
+  // The dtype the model gets the tensor in: the file's, or bf16 for a
+  // quantized one when dequantizing.
+  DType loaded_dtype(const GgufTensor& t) const {
+    const DType dtype = ggml_dtype(t.type);
+    return is_quantized(dtype) && dequantize_ ? DType::bf16 : dtype;
+  }
+
   Tensor as_tensor(const GgufTensor& t, const std::vector<int64_t>& shape) {
-    if (const auto dtype = plain_dtype(t.type))
-      return Tensor::view(const_cast<void*>(t.data), *dtype, shape.data(),
+    const DType dtype = loaded_dtype(t);
+    if (dtype == ggml_dtype(t.type))
+      return Tensor::view(const_cast<void*>(t.data), dtype, shape.data(),
                           static_cast<int>(shape.size()));
     out_.copies.push_back(file_order_copy(t, DType::bf16));
     return Tensor::view(out_.copies.back().data(), DType::bf16, shape.data(),
@@ -107,7 +102,8 @@ class Mapper {
     check(units == heads * config_.head_dim, file_.path().string(), ": tensor '", t.name, "' has ",
           units, " rows, expected ", query ? "heads" : "kv heads", " x head_dim = ", heads, " x ",
           config_.head_dim);
-    const DType dtype = plain_dtype(t.type).value_or(DType::bf16);
+    // A row of a block type is whole blocks: its bytes move as they are.
+    const DType dtype = loaded_dtype(t);
     out_.copies.push_back(unpermute_rope_units(file_order_copy(t, dtype), units, heads));
     return Tensor::view(out_.copies.back().data(), dtype, shape.data(),
                         static_cast<int>(shape.size()));
@@ -137,14 +133,15 @@ class Mapper {
 
   const GgufFile& file_;
   const ModelConfig& config_;
+  bool dequantize_;
   GgufWeights& out_;
 };
 
 }  // namespace
 
-GgufWeights map_gguf_weights(const GgufFile& file, const ModelConfig& config) {
+GgufWeights map_gguf_weights(const GgufFile& file, const ModelConfig& config, bool dequantize) {
   GgufWeights out;
-  Mapper mapper(file, config, out);
+  Mapper mapper(file, config, dequantize, out);
   for (const GgufTensor& t : file.tensors()) mapper.map(t);
   return out;
 }

@@ -42,12 +42,21 @@ struct Model::DeviceBatch {
   StepAttentionPlan attention;  // planned once, read by every layer
 };
 
-Model::Model(const std::filesystem::path& dir, Backend& backend)
+Model::Model(const std::filesystem::path& dir, Backend& backend, const LoadOptions& options)
     : dir_(dir),
+      options_(options),
       config_(load_model_config(dir)),
-      store_(dir, config_),
+      store_(dir, config_, options),
       weights_(bind_weights(config_, store_)),
       backend_(backend) {
+  // Decided (docs/architecture.md): no silent bf16 copies of a quantized
+  // file on a backend without quantized matmuls, which would cost 2-4x its
+  // memory; dequantizing is asked for by name.
+  const std::string quantized = store_.first_quantized();
+  check(quantized.empty() || backend.takes_quantized_weights(), dir.string(), ": tensor ",
+        quantized, " is quantized, and the ", backend.name(),
+        " backend has no quantized matmul; load with --dequantize (LoadOptions::dequantize) to "
+        "run bf16 copies");
   check(backend.device() == Device::cpu, "models on a ", backend.name(),
         " backend need weight upload, which is not implemented yet");
   const std::vector<float> inv_freq = rope_inv_freq(config_.rope, config_.head_dim);
@@ -57,8 +66,9 @@ Model::Model(const std::filesystem::path& dir, Backend& backend)
       mla_.emplace_back(backend, config_, *layer.attention.mla);
 }
 
-Model::Model(const std::filesystem::path& dir, Backend& backend, Communicator& tensor_parallel)
-    : Model(dir, backend) {
+Model::Model(const std::filesystem::path& dir, Backend& backend, Communicator& tensor_parallel,
+             const LoadOptions& options)
+    : Model(dir, backend, options) {
   const int size = tensor_parallel.world_size();
   if (size == 1) return;
   shard_weights(config_, tensor_parallel.rank(), size, weights_, backend_, shards_);

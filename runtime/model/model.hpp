@@ -40,16 +40,19 @@ RouterConfig router_config(const ModelConfig& config);
 
 class Model {
  public:
-  // Loads config.json and the safetensors weights of `dir`; the backend must
-  // outlive the model. Throws hive::Error naming the file and the problem.
-  Model(const std::filesystem::path& dir, Backend& backend);
+  // Loads config.json and the safetensors weights of `dir` (or a GGUF
+  // file); the backend must outlive the model. Throws hive::Error naming the
+  // file and the problem.
+  Model(const std::filesystem::path& dir, Backend& backend, const LoadOptions& options = {});
   // Rank tensor_parallel->rank() of a tensor-parallel group; the
   // communicator must outlive the model.
-  Model(const std::filesystem::path& dir, Backend& backend, Communicator& tensor_parallel);
+  Model(const std::filesystem::path& dir, Backend& backend, Communicator& tensor_parallel,
+        const LoadOptions& options = {});
 
   const ModelConfig& config() const { return config_; }
   const std::filesystem::path& directory() const { return dir_; }
   const WeightStore& weights() const { return store_; }
+  const LoadOptions& load_options() const { return options_; }
   Backend& backend() const { return backend_; }
   int tensor_parallel_size() const { return tp_ ? tp_->world_size() : 1; }
 
@@ -78,6 +81,7 @@ class Model {
                  const Tensor& out);
 
   std::filesystem::path dir_;
+  LoadOptions options_;
   ModelConfig config_;
   WeightStore store_;
   ModelWeights weights_;

@@ -8,9 +8,9 @@ namespace {
 
 FfnWeights bind_ffn(const WeightStore& store, const std::string& prefix, int64_t hidden,
                     int64_t inter, const char* gate, const char* up, const char* down) {
-  return {store.get(prefix + gate + ".weight", {inter, hidden}),
-          store.get(prefix + up + ".weight", {inter, hidden}),
-          store.get(prefix + down + ".weight", {hidden, inter})};
+  return {store.get_matrix(prefix + gate + ".weight", {inter, hidden}),
+          store.get_matrix(prefix + up + ".weight", {inter, hidden}),
+          store.get_matrix(prefix + down + ".weight", {hidden, inter})};
 }
 
 MlaWeights bind_mla(const ModelConfig& c, const WeightStore& store, const std::string& prefix) {
@@ -39,10 +39,10 @@ AttentionWeights bind_attention(const ModelConfig& c, const WeightStore& store,
     a.mla = bind_mla(c, store, prefix);
     return a;
   }
-  a.q_proj = store.get(prefix + "q_proj.weight", {c.q_size(), c.hidden_size});
-  a.k_proj = store.get(prefix + "k_proj.weight", {c.kv_size(), c.hidden_size});
-  a.v_proj = store.get(prefix + "v_proj.weight", {c.kv_size(), c.hidden_size});
-  a.o_proj = store.get(prefix + "o_proj.weight", {c.hidden_size, c.q_size()});
+  a.q_proj = store.get_matrix(prefix + "q_proj.weight", {c.q_size(), c.hidden_size});
+  a.k_proj = store.get_matrix(prefix + "k_proj.weight", {c.kv_size(), c.hidden_size});
+  a.v_proj = store.get_matrix(prefix + "v_proj.weight", {c.kv_size(), c.hidden_size});
+  a.o_proj = store.get_matrix(prefix + "o_proj.weight", {c.hidden_size, c.q_size()});
   if (c.qkv_bias) {
     a.q_bias = store.get(prefix + "q_proj.bias", {c.q_size()});
     a.k_bias = store.get(prefix + "k_proj.bias", {c.kv_size()});
@@ -60,7 +60,7 @@ MoeWeights bind_moe(const ModelConfig& c, const WeightStore& store, const std::s
   MoeWeights moe;
   const bool mixtral = c.architecture == Architecture::mixtral;
   const std::string prefix = layer + (mixtral ? "block_sparse_moe." : "mlp.");
-  moe.router = store.get(prefix + "gate.weight", {c.num_experts, c.hidden_size});
+  moe.router = store.get_matrix(prefix + "gate.weight", {c.num_experts, c.hidden_size});
   if (c.grouped_routing && !c.grouped_routing->softmax)  // V3's noaux_tc; V2 has no bias
     moe.score_correction_bias = store.get(prefix + "gate.e_score_correction_bias", {c.num_experts});
   for (int64_t e = 0; e < c.num_experts; ++e) {
@@ -79,7 +79,7 @@ MoeWeights bind_moe(const ModelConfig& c, const WeightStore& store, const std::s
         bind_ffn(store, prefix + shared, c.hidden_size, c.shared_expert_intermediate_size,
                  "gate_proj", "up_proj", "down_proj");
     if (c.shared_expert_gated)
-      moe.shared_expert_gate = store.get(prefix + "shared_expert_gate.weight", {1, c.hidden_size});
+      moe.shared_expert_gate = store.get_matrix(prefix + "shared_expert_gate.weight", {1, c.hidden_size});
   }
   return moe;
 }
@@ -88,11 +88,11 @@ MoeWeights bind_moe(const ModelConfig& c, const WeightStore& store, const std::s
 
 ModelWeights bind_weights(const ModelConfig& c, const WeightStore& store) {
   ModelWeights w;
-  w.embed_tokens = store.get("model.embed_tokens.weight", {c.vocab_size, c.hidden_size});
+  w.embed_tokens = store.get_matrix("model.embed_tokens.weight", {c.vocab_size, c.hidden_size});
   w.final_norm = store.get("model.norm.weight", {c.hidden_size});
   // Some tied checkpoints still carry lm_head.weight; tying means the embedding is used.
   w.lm_head = c.tie_word_embeddings ? w.embed_tokens
-                                    : store.get("lm_head.weight", {c.vocab_size, c.hidden_size});
+                                    : store.get_matrix("lm_head.weight", {c.vocab_size, c.hidden_size});
   for (int64_t i = 0; i < c.num_layers; ++i) {
     const std::string layer = "model.layers." + std::to_string(i) + ".";
     LayerWeights l;

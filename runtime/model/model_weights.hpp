@@ -1,6 +1,9 @@
 #pragma once
 // The tensors of a decoder, bound by their Hugging Face names and checked
 // against the config's shapes. Views into the checkpoint; nothing is copied.
+// The matrices only matmuls and the embedding read (projections, experts,
+// routers, embedding, lm_head) may be quantized (a GGUF's blocks); norms,
+// biases and MLA's weights must be f32, f16 or bf16.
 #include <optional>
 #include <vector>
 

@@ -14,20 +14,27 @@ int64_t split(int64_t n, int size, const char* what) {
   return n / size;
 }
 
-// Columns [begin, begin + count) of a 2-d host tensor, copied contiguously.
+// Columns [begin, begin + count) of a 2-d host tensor, copied contiguously;
+// a block dtype's (GGUF's quantized weights) only at whole blocks.
 Tensor copy_columns(const Tensor& w, int64_t begin, int64_t count, Backend& backend,
                     std::vector<Buffer>& owned) {
   check(w.ndim == 2 && w.is_contiguous() && w.device == Device::cpu,
         "tensor parallelism: cannot split the columns of ", w.shape_text());
+  const int64_t block = dtype_block_size(w.dtype);
+  check(begin % block == 0 && count % block == 0, "tensor parallelism: a shard of ", count,
+        " columns at ", begin, " of ", w.shape_text(), " splits its ", block,
+        "-element blocks; use a tensor_parallel_size that keeps whole blocks, or expert "
+        "parallelism");
   const int64_t rows = w.shape[0];
   Buffer& out = owned.emplace_back(backend, w.dtype, std::initializer_list<int64_t>{rows, count});
-  const size_t element = dtype_size(w.dtype);
+  const auto row_bytes = static_cast<size_t>(dtype_bytes(w.dtype, w.shape[1]));
+  const auto offset = static_cast<size_t>(dtype_bytes(w.dtype, begin));
+  const auto bytes = static_cast<size_t>(dtype_bytes(w.dtype, count));
   const auto* src = static_cast<const char*>(w.data);
   auto* dst = static_cast<char*>(out.data());
   for (int64_t r = 0; r < rows; ++r)
-    std::memcpy(dst + static_cast<size_t>(r * count) * element,
-                src + static_cast<size_t>(r * w.shape[1] + begin) * element,
-                static_cast<size_t>(count) * element);
+    std::memcpy(dst + static_cast<size_t>(r) * bytes, src + static_cast<size_t>(r) * row_bytes + offset,
+                bytes);
   return out.tensor();
 }
 

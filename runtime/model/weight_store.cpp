@@ -15,14 +15,15 @@ WeightStore::WeightStore(const std::filesystem::path& model_dir) : dir_(model_di
   open_directory();
 }
 
-WeightStore::WeightStore(const std::filesystem::path& model, const ModelConfig& config)
+WeightStore::WeightStore(const std::filesystem::path& model, const ModelConfig& config,
+                         const LoadOptions& options)
     : dir_(model) {
   if (!is_gguf_model(model)) {
     open_directory();
     return;
   }
   gguf_ = std::make_unique<GgufFile>(model);
-  gguf_weights_ = map_gguf_weights(*gguf_, config);
+  gguf_weights_ = map_gguf_weights(*gguf_, config, options.dequantize);
   index_ = std::move(gguf_weights_.tensors);  // file_names and copies stay
 }
 
@@ -72,17 +73,37 @@ Tensor WeightStore::get(const std::string& name) const {
   return it->second;
 }
 
-Tensor WeightStore::get(const std::string& name, std::initializer_list<int64_t> shape) const {
+Tensor WeightStore::get_shaped(const std::string& name,
+                               std::initializer_list<int64_t> shape) const {
   Tensor t = get(name);
-  const Tensor expected = Tensor::view(nullptr, t.dtype, shape);
-  bool same = t.ndim == expected.ndim;
-  for (int d = 0; same && d < t.ndim; ++d)
-    same = t.shape[static_cast<size_t>(d)] == expected.shape[static_cast<size_t>(d)];
-  check(same, dir_.string(), ": tensor ", file_name(name), " has shape ", t.shape_text(),
-        ", expected ", expected.shape_text());
-  check(is_float(t.dtype), dir_.string(), ": tensor ", file_name(name), " has dtype ",
-        dtype_name(t.dtype), "; weights must be f32, f16 or bf16");
+  // The expected shape, in the tensor's dtype, as Tensor writes shapes.
+  std::string expected = "[";
+  for (const int64_t d : shape) expected += (expected.size() > 1 ? ", " : "") + std::to_string(d);
+  expected += "] " + std::string(dtype_name(t.dtype));
+  check(t.shape_string() == expected, dir_.string(), ": tensor ", file_name(name), " has shape ",
+        t.shape_text(), ", expected ", expected);
   return t;
+}
+
+Tensor WeightStore::get(const std::string& name, std::initializer_list<int64_t> shape) const {
+  const Tensor t = get_shaped(name, shape);
+  check(is_float(t.dtype), dir_.string(), ": tensor ", file_name(name), " has dtype ",
+        dtype_name(t.dtype), "; this weight must be f32, f16 or bf16");
+  return t;
+}
+
+Tensor WeightStore::get_matrix(const std::string& name,
+                               std::initializer_list<int64_t> shape) const {
+  const Tensor t = get_shaped(name, shape);
+  check(is_float(t.dtype) || is_quantized(t.dtype), dir_.string(), ": tensor ", file_name(name),
+        " has dtype ", dtype_name(t.dtype), "; weights must be f32, f16, bf16 or quantized");
+  return t;
+}
+
+std::string WeightStore::first_quantized() const {
+  for (const auto& [name, t] : index_)
+    if (is_quantized(t.dtype)) return file_name(name) + " (" + std::string(dtype_name(t.dtype)) + ")";
+  return "";
 }
 
 std::string WeightStore::file_name(const std::string& name) const {

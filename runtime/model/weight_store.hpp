@@ -17,17 +17,33 @@
 
 namespace hive {
 
+// How a model's weights are loaded.
+struct LoadOptions {
+  // A GGUF's quantized tensors (Q8_0 .. Q6_K) dequantized at load into bf16
+  // copies, instead of multiplied as the file's blocks: bf16's memory and
+  // bytes per token, the quantized matmuls' exact reference and their
+  // benchmark's baseline (`--dequantize`). No effect on other files.
+  bool dequantize = false;
+};
+
 class WeightStore {
  public:
   explicit WeightStore(const std::filesystem::path& model_dir);
   // A directory, or a GGUF file (is_gguf_model) whose config is `config`.
-  WeightStore(const std::filesystem::path& model, const ModelConfig& config);
+  WeightStore(const std::filesystem::path& model, const ModelConfig& config,
+              const LoadOptions& options = {});
 
   bool contains(const std::string& name) const { return index_.count(name) != 0; }
   // The named tensor; throws naming the directory when it is missing.
   Tensor get(const std::string& name) const;
-  // Same, and checks the shape: "tensor 'x' has shape [4, 8], expected [8, 8]".
+  // Same, and checks the shape: "tensor 'x' has shape [4, 8], expected [8, 8]",
+  // and that it is f32, f16 or bf16.
   Tensor get(const std::string& name, std::initializer_list<int64_t> shape) const;
+  // A weight only a matmul (or the embedding) reads: it may also be
+  // quantized (a GGUF's blocks), which the CPU backend multiplies as they are.
+  Tensor get_matrix(const std::string& name, std::initializer_list<int64_t> shape) const;
+  // The first quantized tensor's name in the file, for messages; empty when none.
+  std::string first_quantized() const;
 
   size_t size() const { return index_.size(); }
   const std::map<std::string, Tensor>& tensors() const { return index_; }
@@ -37,6 +53,7 @@ class WeightStore {
   void open_directory();
   // The tensor's name in the file, quoted, for messages.
   std::string file_name(const std::string& name) const;
+  Tensor get_shaped(const std::string& name, std::initializer_list<int64_t> shape) const;
 
   std::filesystem::path dir_;  // the directory or the GGUF file
   std::vector<std::unique_ptr<SafetensorsFile>> files_;

@@ -282,7 +282,8 @@ int run_generate(const std::vector<std::string>& argv) {
                    "--max-num-seqs", "--max-num-batched-tokens", "--kv-budget-mb",
                    "--swap-space-mb", "--kv-cache-dtype", "--speculative", "--draft-model",
                    "--num-speculative-tokens", "--matmul-precision"},
-                  {"--ignore-eos", "--enable-prefix-caching", "--chat"}, Args::Positional::allowed);
+                  {"--ignore-eos", "--enable-prefix-caching", "--chat", "--dequantize"},
+                  Args::Positional::allowed);
   const std::vector<std::string>& texts = args.positional();
   const bool text_mode = !texts.empty();
   check(!text_mode || (prompt_flags.empty() && !args.has("--prompts-file")),
@@ -367,7 +368,7 @@ int run_generate(const std::vector<std::string>& argv) {
                                         Model::required_ops());
   if (!choice.note.empty()) std::fprintf(stderr, "%s\n", choice.note.c_str());
   Progress loading = Progress::on_stderr("loading " + model_dir);
-  Model model(model_dir, *choice.backend);
+  Model model(model_dir, *choice.backend, LoadOptions{.dequantize = args.has("--dequantize")});
   loading.done();
   if (prompts.size() > 1) return generate_many(model, inputs, prompts, config);
 
