@@ -5,7 +5,8 @@ namespace hive {
 ModelStats model_stats(const ModelConfig& config, const WeightStore& store) {
   ModelStats stats;
   for (const auto& [name, tensor] : store.tensors()) {
-    if (!is_float(tensor.dtype)) continue;
+    // Weights are float or a GGUF's quantized blocks; integer tensors are not.
+    if (!is_float(tensor.dtype) && !is_quantized(tensor.dtype)) continue;
     // A tied checkpoint may still carry a copy of the embedding as lm_head.
     if (config.tie_word_embeddings && name == "lm_head.weight") continue;
     stats.weight_bytes += static_cast<int64_t>(tensor.nbytes());

@@ -21,6 +21,7 @@
 #include "kernels/cpu/thread_pool.hpp"
 #include "kernels/error.hpp"
 #include "runtime/model/model.hpp"
+#include "runtime/model/model_stats.hpp"
 #include "runtime/model/sampling.hpp"
 #include "tests/common/cpu_settings.hpp"
 #include "tests/common/logits.hpp"
@@ -142,9 +143,14 @@ TEST_F(GgufQuantizedTest, QuantizedTensorsStayQuantized) {
   EXPECT_GT(seen[DType::q4_k], 0);
   EXPECT_GT(seen[DType::q6_k], 0);
   EXPECT_GT(seen[DType::q8_0], 0);  // the experts' down projections (rows of 96)
-  // 2.7x smaller: the tied embedding is Q6_K, the experts' down Q8_0.
+  // 2.7x smaller: the tied embedding is Q6_K, the experts' down Q8_0. The
+  // memory ledger counts the blocks' parameters and bytes.
   Model bf16(kBundled / "hive-moe-target", cpu_);
   EXPECT_LT(q4.weights().total_bytes() * 2, bf16.weights().total_bytes());
+  const ModelStats stats = model_stats(q4.config(), q4.weights());
+  EXPECT_EQ(stats.total_parameters,
+            model_stats(bf16.config(), bf16.weights()).total_parameters);
+  EXPECT_EQ(stats.weight_bytes, static_cast<int64_t>(q4.weights().total_bytes()));
 }
 
 TEST_F(GgufQuantizedTest, DequantizeGivesTheBf16CopiesOfBefore) {
