@@ -279,6 +279,8 @@ void matmul_group(std::span<const MatmulProblem> problems) {
   // Quantized weights take their own job (matmul_quantized.cpp); a group
   // mixes them with float ones only when a file does.
   const auto quantized = [](const MatmulProblem& p) { return is_quantized(p.w.dtype); };
+  if (std::all_of(problems.begin(), problems.end(), quantized) && !problems.empty())
+    return matmul_group_quantized(problems);
   if (std::any_of(problems.begin(), problems.end(), quantized)) {
     std::vector<MatmulProblem> quant, plain;
     for (const MatmulProblem& p : problems) (quantized(p) ? quant : plain).push_back(p);
