@@ -73,9 +73,8 @@ worker_actor::behavior_type worker(worker_actor::stateful_pointer<WorkerState> s
     if (spec.tensor_parallel_size > 1) {
       state.group = spec.group;
       state.comm = spec.group->communicator(spec.rank);
-      state.shard =
-          std::make_unique<Model>(spec.model->directory(), spec.model->backend(), *state.comm,
-                                  spec.model->load_options());
+      state.shard = std::make_unique<Model>(spec.model->directory(), spec.model->backend(),
+                                            *state.comm, spec.model->load_options());
       model = state.shard.get();
     }
     state.cache =

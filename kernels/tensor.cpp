@@ -64,7 +64,8 @@ Tensor Tensor::rows(int64_t begin, int64_t count) const {
   t.shape[0] = count;
   // Whole rows of a block dtype are whole blocks (view), so this counts
   // their bytes exactly.
-  t.data = static_cast<char*>(data) + static_cast<ptrdiff_t>(dtype_bytes(dtype, begin * strides[0]));
+  t.data =
+      static_cast<char*>(data) + static_cast<ptrdiff_t>(dtype_bytes(dtype, begin * strides[0]));
   return t;
 }
 

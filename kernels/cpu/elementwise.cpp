@@ -56,10 +56,10 @@ HIVE_ELEMENTWISE_CLONES void silu_mul_range(const float* gate, const float* up, 
 void embedding(const Tensor& table, const Tensor& ids, const Tensor& out) {
   // A quantized table (a GGUF's token_embd) is read as llama.cpp's get_rows
   // reads it: each row dequantized exactly to f32.
-  const std::optional<GgmlType> blocks = is_quantized(table.dtype) ? ggml_type(table.dtype)
-                                                                    : std::nullopt;
-  check(blocks || is_float(table.dtype), "embedding table: expected a float or quantized tensor (got ",
-        table.shape_text(), ")");
+  const std::optional<GgmlType> blocks =
+      is_quantized(table.dtype) ? ggml_type(table.dtype) : std::nullopt;
+  check(blocks || is_float(table.dtype),
+        "embedding table: expected a float or quantized tensor (got ", table.shape_text(), ")");
   check(table.ndim == 2 && table.is_contiguous(), "embedding table: expected a contiguous 2-d ",
         "tensor (got ", table.shape_text(), ")");
   expect(ids, DType::i32, 1, "embedding ids");

@@ -19,8 +19,9 @@ void embedding(const Tensor& table, const Tensor& ids, const Tensor& out);
 void rms_norm(const Tensor& x, const Tensor& weight, float eps, const Tensor& out);
 void rope(const Tensor& x, const Tensor& positions, const Tensor& inv_freq);
 // The SIMD kernel of the CPU kernel path (cpu_features.hpp); the reference
-// on the scalar path; quant_matmul for a quantized w. Either way out[i, j]'s bits depend only on x[i, :],
-// w[j, :], bias[j] and the path, never on m or the thread count.
+// on the scalar path; quant_matmul for a quantized w. Either way out[i,
+// j]'s bits depend only on x[i, :], w[j, :], bias[j] and the path, never
+// on m or the thread count.
 void matmul(const Tensor& x, const Tensor& w, const Tensor* bias, const Tensor& out);
 // matmul() of every problem, each with the same bits, in one job on the
 // thread pool: the products' column tasks run as one list.

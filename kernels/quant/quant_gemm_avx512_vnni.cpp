@@ -169,10 +169,11 @@ inline KRegisters load_q6_k(const char* row, int64_t b) {
     const int h = c / 2, k = 2 * (c % 2);
     const __m512i lows = _mm512_loadu_si512(ql + 64 * h);
     const __m512i low = _mm512_and_si512(c % 2 ? _mm512_srli_epi16(lows, 4) : lows, nibble);
-    const __m512i highs = _mm512_broadcast_i64x4(
-        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qh + 32 * h)));
-    const __m512i shifts = _mm512_inserti64x4(_mm512_set1_epi16(static_cast<int16_t>(2 * k)),
-                                              _mm256_set1_epi16(static_cast<int16_t>(2 * k + 2)), 1);
+    const __m512i highs =
+        _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(qh + 32 * h)));
+    const __m512i shifts =
+        _mm512_inserti64x4(_mm512_set1_epi16(static_cast<int16_t>(2 * k)),
+                           _mm256_set1_epi16(static_cast<int16_t>(2 * k + 2)), 1);
     const __m512i high = _mm512_and_si512(_mm512_srlv_epi16(highs, shifts), two_bits);
     r.q[c] = _mm512_or_si512(low, _mm512_slli_epi16(high, 4));
     // Groups 4c .. 4c + 3, 8 pairs each.

@@ -200,8 +200,8 @@ void quant_matmul_group(std::span<const QuantMatmul> problems) {
   }
   // Which product a task of a flat list belongs to.
   const auto product_of = [](const std::vector<int64_t>& first, int64_t task) {
-    return static_cast<size_t>(std::upper_bound(first.begin(), first.end(), task) -
-                               first.begin() - 1);
+    return static_cast<size_t>(std::upper_bound(first.begin(), first.end(), task) - first.begin() -
+                               1);
   };
   cpu::for_each_task(
       first_row.back(), quantize_work, [] { return std::vector<BlockQ8_0>(); },

@@ -11,7 +11,6 @@ namespace hive {
 
 namespace {
 
-
 // ggml lists dimensions fastest first; Hugging Face (and Tensor) slowest first.
 std::vector<int64_t> row_major_shape(const GgufTensor& t) {
   return {t.dims.rbegin(), t.dims.rend()};

@@ -79,7 +79,8 @@ MoeWeights bind_moe(const ModelConfig& c, const WeightStore& store, const std::s
         bind_ffn(store, prefix + shared, c.hidden_size, c.shared_expert_intermediate_size,
                  "gate_proj", "up_proj", "down_proj");
     if (c.shared_expert_gated)
-      moe.shared_expert_gate = store.get_matrix(prefix + "shared_expert_gate.weight", {1, c.hidden_size});
+      moe.shared_expert_gate =
+          store.get_matrix(prefix + "shared_expert_gate.weight", {1, c.hidden_size});
   }
   return moe;
 }
@@ -91,8 +92,9 @@ ModelWeights bind_weights(const ModelConfig& c, const WeightStore& store) {
   w.embed_tokens = store.get_matrix("model.embed_tokens.weight", {c.vocab_size, c.hidden_size});
   w.final_norm = store.get("model.norm.weight", {c.hidden_size});
   // Some tied checkpoints still carry lm_head.weight; tying means the embedding is used.
-  w.lm_head = c.tie_word_embeddings ? w.embed_tokens
-                                    : store.get_matrix("lm_head.weight", {c.vocab_size, c.hidden_size});
+  w.lm_head = c.tie_word_embeddings
+                  ? w.embed_tokens
+                  : store.get_matrix("lm_head.weight", {c.vocab_size, c.hidden_size});
   for (int64_t i = 0; i < c.num_layers; ++i) {
     const std::string layer = "model.layers." + std::to_string(i) + ".";
     LayerWeights l;

@@ -33,8 +33,8 @@ Tensor copy_columns(const Tensor& w, int64_t begin, int64_t count, Backend& back
   const auto* src = static_cast<const char*>(w.data);
   auto* dst = static_cast<char*>(out.data());
   for (int64_t r = 0; r < rows; ++r)
-    std::memcpy(dst + static_cast<size_t>(r) * bytes, src + static_cast<size_t>(r) * row_bytes + offset,
-                bytes);
+    std::memcpy(dst + static_cast<size_t>(r) * bytes,
+                src + static_cast<size_t>(r) * row_bytes + offset, bytes);
   return out.tensor();
 }
 

@@ -102,7 +102,8 @@ Tensor WeightStore::get_matrix(const std::string& name,
 
 std::string WeightStore::first_quantized() const {
   for (const auto& [name, t] : index_)
-    if (is_quantized(t.dtype)) return file_name(name) + " (" + std::string(dtype_name(t.dtype)) + ")";
+    if (is_quantized(t.dtype))
+      return file_name(name) + " (" + std::string(dtype_name(t.dtype)) + ")";
   return "";
 }
 

@@ -125,12 +125,11 @@ TEST(QuantBackend, AGroupGivesEveryProductItsLoneBits) {
   SCOPED_TRACE("seed " + std::to_string(test::test_seed()));
   CpuBackend cpu;
   const int64_t k = 512, m = 7;
-  std::vector<test::QuantWeights> w = {
-      test::random_quant_weights(rng, GgmlType::q4_k, 64, k),
-      test::random_quant_weights(rng, GgmlType::q4_k, 32, k),
-      test::random_quant_weights(rng, GgmlType::q6_k, 32, k),
-      test::random_quant_weights(rng, GgmlType::q8_0, 48, k),
-      test::random_quant_weights(rng, GgmlType::q8_0, 48, k)};
+  std::vector<test::QuantWeights> w = {test::random_quant_weights(rng, GgmlType::q4_k, 64, k),
+                                       test::random_quant_weights(rng, GgmlType::q4_k, 32, k),
+                                       test::random_quant_weights(rng, GgmlType::q6_k, 32, k),
+                                       test::random_quant_weights(rng, GgmlType::q8_0, 48, k),
+                                       test::random_quant_weights(rng, GgmlType::q8_0, 48, k)};
   const std::vector<float> x = test::random_floats(rng, static_cast<size_t>(m * k));
   const std::vector<float> expert_x = test::random_floats(rng, static_cast<size_t>(3 * k));
   const std::vector<float> bias = test::random_floats(rng, 32);
@@ -148,12 +147,10 @@ TEST(QuantBackend, AGroupGivesEveryProductItsLoneBits) {
     Tensor w;
     const Tensor* bias;
   };
-  const std::vector<Spec> specs = {{&x, m, weight_tensor(w[0]), nullptr},
-                                   {&x, m, weight_tensor(w[1]), &bias_tensor},
-                                   {&x, m, weight_tensor(w[2]), nullptr},
-                                   {&x, m, bf16_tensor, nullptr},
-                                   {&expert_x, 1, weight_tensor(w[3]), nullptr},
-                                   {&expert_x, 3, weight_tensor(w[4]), nullptr}};
+  const std::vector<Spec> specs = {
+      {&x, m, weight_tensor(w[0]), nullptr},        {&x, m, weight_tensor(w[1]), &bias_tensor},
+      {&x, m, weight_tensor(w[2]), nullptr},        {&x, m, bf16_tensor, nullptr},
+      {&expert_x, 1, weight_tensor(w[3]), nullptr}, {&expert_x, 3, weight_tensor(w[4]), nullptr}};
   on_every_setting([&] {
     std::vector<std::vector<float>> lone, grouped;
     std::vector<MatmulProblem> group;

@@ -39,9 +39,8 @@ constexpr int32_t kBlockSize = 4;
 // The golden prompts of tests/models/data/expected.json (the bundled
 // tokenizer's ids of "Once upon a time" and of a chat-templated request).
 const std::vector<std::vector<int32_t>> kGoldenPrompts = {
-    {2372, 374, 542, 261, 686},
-    {1, 403, 271, 201, 54, 558, 396, 261, 2678, 2001, 699, 3683, 16, 2, 201, 1, 581, 462, 460,
-     201}};
+    {2372, 374, 542, 261, 686}, {1,   403,  271, 201, 54,  558, 396, 261, 2678, 2001,
+                                 699, 3683, 16,  2,   201, 1,   581, 462, 460,  201}};
 
 // One sequence's cache and block table, sized for `tokens` positions.
 struct Sequence {
@@ -111,11 +110,12 @@ std::pair<double, size_t> compare(Model& bf16, Model& quantized, const char* wha
     std::vector<int32_t> all = prompt;
     all.insert(all.end(), expected.begin(), expected.end());
     const double difference = test::max_relative_logits_difference(prefill_logits(bf16, all),
-                                                                    prefill_logits(quantized, all));
+                                                                   prefill_logits(quantized, all));
     const size_t agreed = agreeing_prefix(expected, got);
-    std::printf("%s, prompt of %zu tokens: max relative logits difference %.3g, greedy tokens "
-                "agree for %zu of %d\n",
-                what, prompt.size(), difference, agreed, steps);
+    std::printf(
+        "%s, prompt of %zu tokens: max relative logits difference %.3g, greedy tokens "
+        "agree for %zu of %d\n",
+        what, prompt.size(), difference, agreed, steps);
     worst = std::max(worst, difference);
     shortest = std::min(shortest, agreed);
   }
@@ -148,8 +148,7 @@ TEST_F(GgufQuantizedTest, QuantizedTensorsStayQuantized) {
   Model bf16(kBundled / "hive-moe-target", cpu_);
   EXPECT_LT(q4.weights().total_bytes() * 2, bf16.weights().total_bytes());
   const ModelStats stats = model_stats(q4.config(), q4.weights());
-  EXPECT_EQ(stats.total_parameters,
-            model_stats(bf16.config(), bf16.weights()).total_parameters);
+  EXPECT_EQ(stats.total_parameters, model_stats(bf16.config(), bf16.weights()).total_parameters);
   EXPECT_EQ(stats.weight_bytes, static_cast<int64_t>(q4.weights().total_bytes()));
 }
 
@@ -277,10 +276,11 @@ TEST_F(GgufQuantizedTest, ABackendWithoutQuantizedMatmulsNamesTheTensor) {
     FAIL() << "a quantized model loaded on a backend without quantized matmuls";
   } catch (const Error& e) {
     EXPECT_EQ(std::string(e.what()),
-              file.string() + ": tensor 'token_embd.weight' (model.embed_tokens.weight) (q8_0) "
-                              "is quantized, and the cpu backend has no quantized "
-                              "matmul; load with --dequantize (LoadOptions::dequantize) to run "
-                              "bf16 copies");
+              file.string() +
+                  ": tensor 'token_embd.weight' (model.embed_tokens.weight) (q8_0) "
+                  "is quantized, and the cpu backend has no quantized "
+                  "matmul; load with --dequantize (LoadOptions::dequantize) to run "
+                  "bf16 copies");
   }
   Model dequantized(file, backend, LoadOptions{.dequantize = true});
   EXPECT_EQ(dequantized.weights().first_quantized(), "");
