@@ -9,6 +9,10 @@ Nothing it writes is committed.
       dense: a Llama of about 0.35B parameters  (default bench_models/pair-dense)
       moe:   a Qwen3-MoE of about 0.5B, 8 experts, top-2  (bench_models/pair-moe)
   OUT_DIR/hf/ is the Hugging Face directory, OUT_DIR/model.gguf the GGUF.
+  --quantize q8_0,q4_k_m also writes OUT_DIR/model-q8_0.gguf and
+      model-q4_k_m.gguf, the same weights quantized as make_gguf_models.py
+      --type does (tools/gguf_kquants.py for the K-quants), for
+      tools/bench/bench_gguf_quant.cpp.
 
 The mapping is llama.cpp's own converter's (tools/gguf_mapping.py): GGUF
 names, 2-D weights in bf16 and 1-D ones (norms) and the router in f32
@@ -91,17 +95,22 @@ def random_weights(c, seed):
     return out
 
 
-def write_gguf(path, c, hf):
+def write_gguf(path, c, hf, kind="same"):
     import gguf
 
+    from make_gguf_models import add_tensor
+
+    file_types = {"same": "MOSTLY_BF16", "q8_0": "MOSTLY_Q8_0", "q4_k_m": "MOSTLY_Q4_K_M"}
     arch = gguf_mapping.ARCHITECTURES[c["model_type"]]
     w = gguf.GGUFWriter(str(path), arch)
     w.add_name(f"hive-pair-{arch}")
-    w.add_file_type(gguf.LlamaFileType.MOSTLY_BF16)
+    w.add_file_type(getattr(gguf.LlamaFileType, file_types[kind]))
     extra = gguf_mapping.write_metadata(w, c)
     gguf_mapping.add_tokenizer(w, TOKENIZER, c["vocab_size"])
     for name, array in list(gguf_mapping.gguf_tensors(c, hf)) + list(extra.items()):
-        if array.dtype == np.uint16:
+        if kind != "same":
+            add_tensor(w, name, array, kind, c["tie_word_embeddings"])
+        elif array.dtype == np.uint16:
             w.add_tensor(name, np.ascontiguousarray(array),
                          raw_dtype=gguf.GGMLQuantizationType.BF16)
         else:
@@ -117,6 +126,7 @@ def main():
     parser.add_argument("shape", choices=sorted(CONFIGS))
     parser.add_argument("out", nargs="?")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--quantize", default="", help="q8_0,q4_k_m: quantized GGUFs too")
     args = parser.parse_args()
     out = pathlib.Path(args.out or f"bench_models/pair-{args.shape}")
     c = CONFIGS[args.shape]
@@ -127,6 +137,10 @@ def main():
         shutil.copy(TOKENIZER / name, out / "hf" / name)
     write_safetensors(out / "hf" / "model.safetensors", hf)
     write_gguf(out / "model.gguf", c, hf)
+    for kind in filter(None, args.quantize.split(",")):
+        if kind not in ("q8_0", "q4_k_m"):
+            parser.error(f"--quantize: unknown type {kind} (q8_0, q4_k_m)")
+        write_gguf(out / f"model-{kind}.gguf", c, hf, kind)
     params = sum(a.size for a in hf.values())
     print(f"{out}: {params / 1e6:.0f}M parameters, hf/ and model.gguf")
 
