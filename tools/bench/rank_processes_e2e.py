@@ -74,7 +74,7 @@ def main():
     parser.add_argument("--hive", default=str(ROOT / "build/bin/hive"))
     parser.add_argument("--json")
     args = parser.parse_args()
-    env = dict(os.environ, OMP_NUM_THREADS="1", **MPI_ENV)
+    env = {**MPI_ENV, **os.environ, "OMP_NUM_THREADS": "1"}  # the caller's MCA settings win
     model = pathlib.Path(args.model).resolve()
     w = args.world_size
     report = {"model": str(model), "world_size": w, "tokens": args.tokens,
