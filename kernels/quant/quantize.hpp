@@ -24,4 +24,18 @@ void quantize_row_q8_k(const float* x, int64_t k, BlockQ8_K* out);
 // as f16, nibble = min(15, trunc(x / d + 8.5)).
 void quantize_row_q4_0(const float* x, int64_t k, BlockQ4_0* out);
 
+// Weights, k a multiple of 256, llama.cpp's reference K-quantizers (no
+// importance matrix), as `hive quantize` writes them:
+//   Q4_K / Q5_K: per sub-block of 32, a scale and a min fitted by weighted
+//     least squares over a grid of candidate step sizes (weights
+//     rms(sub-block) + |x|), levels 0..15 / 0..31; the 8 scales and mins
+//     then quantized to 6 bits against the block's largest, and every value
+//     requantized with the stored scale and min.
+//   Q6_K: per sub-block of 16, a signed scale fitted with weights x^2 over
+//     19 step sizes, levels -32..31; the 16 scales quantized to int8 against
+//     the block's largest (d = that / -128).
+void quantize_row_q4_k(const float* x, int64_t k, BlockQ4_K* out);
+void quantize_row_q5_k(const float* x, int64_t k, BlockQ5_K* out);
+void quantize_row_q6_k(const float* x, int64_t k, BlockQ6_K* out);
+
 }  // namespace hive
