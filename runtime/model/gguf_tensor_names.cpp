@@ -107,12 +107,12 @@ std::optional<HfTensorName> hf_tensor_name(const std::string& gguf_name, bool mi
   return std::nullopt;
 }
 
-std::string gguf_tensor_name(const std::string& hf_name) {
+std::optional<GgufTensorSlot> gguf_tensor_slot(const std::string& hf_name) {
   for (const NamePair& pair : kGlobalNames)
-    if (hf_name == pair.hf) return std::string(pair.gguf);
+    if (hf_name == pair.hf) return GgufTensorSlot{std::string(pair.gguf), std::nullopt};
   std::string_view layer, rest, base, suffix;
   if (!split_layer(hf_name, kLayer, layer, rest) || !split_suffix(rest, base, suffix))
-    return hf_name;
+    return std::nullopt;
   const std::string block = cat({kBlock, layer, "."});
   if (base.starts_with("block_sparse_moe."))
     base = base.substr(17);  // Mixtral, as mlp.
@@ -122,13 +122,20 @@ std::string gguf_tensor_name(const std::string& hf_name) {
   if (split_layer(base, "experts.", expert, projection))
     for (const ExpertNames& e : kExpertNames)
       if (projection == e.hf || projection == e.mixtral)
-        return cat({block, e.gguf, suffix, " (expert ", expert, ")"});
+        return GgufTensorSlot{cat({block, e.gguf, suffix}), std::stoll(std::string(expert))};
   for (const NamePair& pair : kLayerNames) {
     std::string_view hf = pair.hf;
     if (hf.starts_with("mlp.")) hf = hf.substr(4);
-    if (base == hf) return cat({block, pair.gguf, suffix});
+    if (base == hf) return GgufTensorSlot{cat({block, pair.gguf, suffix}), std::nullopt};
   }
-  return hf_name;
+  return std::nullopt;
+}
+
+std::string gguf_tensor_name(const std::string& hf_name) {
+  const std::optional<GgufTensorSlot> slot = gguf_tensor_slot(hf_name);
+  if (!slot) return hf_name;
+  if (!slot->expert) return slot->name;
+  return slot->name + " (expert " + std::to_string(*slot->expert) + ")";
 }
 
 }  // namespace hive

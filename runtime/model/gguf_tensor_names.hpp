@@ -10,6 +10,7 @@
 //   blk.N.ffn_gate_inp.weight    model.layers.N.mlp.gate.weight                  (the router)
 //   blk.N.ffn_gate_exps.weight   model.layers.N.mlp.experts.E.gate_proj.weight   (E stacked)
 //   ...                          (Mixtral: block_sparse_moe., w1 / w3 / w2)
+#include <cstdint>
 #include <optional>
 #include <string>
 
@@ -24,6 +25,15 @@ struct HfTensorName {
 // The Hugging Face name of GGUF tensor `gguf_name`, or nullopt for a name
 // Hive does not use.
 std::optional<HfTensorName> hf_tensor_name(const std::string& gguf_name, bool mixtral);
+
+// Where Hugging Face tensor `hf_name` goes in a GGUF file (the writer's
+// direction): the GGUF tensor's name, and for an expert's projection its
+// index in the stack; nullopt for a name llama.cpp's layout has no place for.
+struct GgufTensorSlot {
+  std::string name;
+  std::optional<int64_t> expert;
+};
+std::optional<GgufTensorSlot> gguf_tensor_slot(const std::string& hf_name);
 
 // The GGUF tensor that holds Hugging Face tensor `hf_name`, for messages:
 // "blk.0.ffn_up_exps.weight (expert 3)"; `hf_name` itself when none does.
