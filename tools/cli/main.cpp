@@ -7,8 +7,8 @@
 
 #include "kernels/error.hpp"
 #include "tools/cli/commands.hpp"
-#include "tools/cli/process_ranks.hpp"
 #include "tools/cli/output.hpp"
+#include "tools/cli/process_ranks.hpp"
 
 namespace {
 
@@ -58,6 +58,12 @@ constexpr const char* kUsage =
     "  inspect  --model DIR | --devices\n"
     "           Prints architecture, parameter counts, weight bytes and KV bytes per token,\n"
     "           or the compute devices this build can use.\n"
+    "  quantize --model DIR --type q8_0|q4_0|q4_k_m --out FILE.gguf [--force]\n"
+    "           Writes the Hugging Face directory as one GGUF file (v3) that llama.cpp and\n"
+    "           Hive load: llama.cpp's tensor layout and metadata, the tokenizer and chat\n"
+    "           template, weights quantized with llama.cpp's type mix (q4_k_m: Q4_K, with\n"
+    "           Q6_K for the output and half of attn_v / ffn_down). Refuses an existing\n"
+    "           --out unless --force; the file appears only when complete.\n"
     "  eval-ppl [--model DIR] --text FILE [--window N] [--device auto|cpu|cuda]\n"
     "           Prints the model's perplexity on the text (default model: the bundled one).\n"
     "  agree    --target DIR --draft DIR --prompts FILE [--max-tokens N] [--device ...]\n"
@@ -89,6 +95,7 @@ int run_command(const std::string& command, const std::vector<std::string>& rest
   if (command == "generate") return hive::cli::run_generate(rest);
   if (command == "inspect") return hive::cli::run_inspect(rest);
   if (command == "run") return hive::cli::run_run(rest);
+  if (command == "quantize") return hive::cli::run_quantize(rest);
   if (command == "serve") return hive::cli::run_serve(rest);
   if (command == "bench" && !rest.empty() && rest[0] == "serve")
     return hive::cli::run_bench_serve({rest.begin() + 1, rest.end()});
