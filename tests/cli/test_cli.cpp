@@ -591,7 +591,7 @@ TEST(Cli, BadInputGetsAClearErrorAndExitCode) {
 // Every command answers --help with its own usage, exit 0; hive --version.
 TEST(Cli, EveryCommandAnswersHelp) {
   for (const char* command : {"generate", "run", "serve", "bench serve", "inspect", "eval-ppl",
-                              "agree", "tokenize", "detokenize"}) {
+                              "agree", "tokenize", "detokenize", "quantize"}) {
     const Result r = run(std::string(command) + " --help");
     EXPECT_EQ(r.status, 0) << command << ": " << r.out;
     EXPECT_EQ(r.out.rfind(std::string("usage: hive ") + command, 0), 0u) << r.out;
