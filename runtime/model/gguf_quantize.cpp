@@ -190,6 +190,13 @@ void check_output(const QuantizeOptions& o) {
         "' is a GGUF file; hive quantize reads a Hugging Face safetensors directory");
 }
 
+// general.name: the directory's own name ("models/x/" gives "x").
+std::string model_name(const fs::path& dir) {
+  fs::path path = fs::absolute(dir).lexically_normal();
+  if (path.filename().empty()) path = path.parent_path();
+  return path.filename().empty() ? "model" : path.filename().string();
+}
+
 }  // namespace
 
 QuantizeReport quantize_model(const QuantizeOptions& o,
@@ -197,8 +204,7 @@ QuantizeReport quantize_model(const QuantizeOptions& o,
   check_output(o);
   const ModelConfig config = load_model_config(o.model_dir);
   GgufWriter writer;
-  const std::string name = fs::absolute(o.model_dir).lexically_normal().filename().string();
-  add_model_metadata(writer, config, name.empty() ? "model" : name);
+  add_model_metadata(writer, config, model_name(o.model_dir));
   writer.add("general.file_type", llama_file_type(o.mix));
   writer.add("general.quantization_version", uint32_t{2});  // ggml's GGML_QNT_VERSION
   QuantizeReport report;

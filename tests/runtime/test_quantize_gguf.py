@@ -6,7 +6,7 @@ model in every type and for fixtures that exercise Llama's rope rows, Llama
   - metadata: every key and value tools/gguf_mapping.py writes for the same
     directory (the test fixtures' writer) is in the file, equal and of the
     same type; general.file_type and general.quantization_version are
-    llama.cpp's;
+    llama.cpp's; general.name is the directory's name;
   - tensors: the names and shapes gguf_mapping.py gives; gguf.quants.dequantize
     of every tensor equals Hive's dequantization (gguf_dequantize_dump) bit
     for bit; F32 / F16 tensors hold the source exactly; Q8_0 and Q4_0 blocks
@@ -91,6 +91,7 @@ def check_metadata(ours, model_dir, c, kind, tmp):
         assert key in ours, f"{key} missing"
         assert ours[key][1] == types, f"{key}: types {ours[key][1]}, expected {types}"
         assert ours[key][0] == value, f"{key}: {str(ours[key][0])[:80]}, expected {str(value)[:80]}"
+    assert ours["general.name"][0] == model_dir.name, ours["general.name"]
     assert ours["general.file_type"][0] == FILE_TYPES[kind]
     assert ours["general.quantization_version"][0] == 2
 
@@ -149,7 +150,8 @@ def main():
         for model_dir, kind in CASES:
             where = f"{model_dir.name} {kind}"
             out = tmp / f"{model_dir.name}-{kind}.gguf"
-            r = run([hive, "quantize", "--model", str(model_dir), "--type", kind, "--out", str(out)])
+            # A trailing slash, as shells complete directories: the name stays the directory's.
+            r = run([hive, "quantize", "--model", f"{model_dir}/", "--type", kind, "--out", str(out)])
             assert r.returncode == 0, f"{where}: {r.stderr}"
             assert not pathlib.Path(str(out) + ".tmp").exists()
             c = json.loads((model_dir / "config.json").read_text())
