@@ -78,7 +78,10 @@ struct Greedy {
   std::vector<int32_t> tokens;
 };
 
-Greedy run_greedy(Model& model, const std::vector<int32_t>& prompt, int steps) {
+// Decode steps feed the model's own argmax, or `forced` where given (the
+// reference's tokens, so that both models see the same contexts).
+Greedy run_greedy(Model& model, const std::vector<int32_t>& prompt, int steps,
+                  const std::vector<int32_t>* forced = nullptr) {
   Backend& backend = model.backend();
   const int64_t vocab = model.config().vocab_size;
   const auto p = static_cast<int64_t>(prompt.size());
@@ -97,9 +100,10 @@ Greedy run_greedy(Model& model, const std::vector<int32_t>& prompt, int steps) {
   for (int step = 0; step < steps; ++step) {
     out.tokens.push_back(argmax(out.logits.back()));
     if (step + 1 == steps) break;
+    const int32_t next = forced ? (*forced)[static_cast<size_t>(step)] : out.tokens.back();
     std::vector<float> logits(static_cast<size_t>(vocab));
     ForwardBatch decode;
-    decode.add_run(p + step, std::span(&out.tokens.back(), 1), table, kBlockSize);
+    decode.add_run(p + step, std::span(&next, 1), table, kBlockSize);
     decode.logits_rows = {0};
     model.forward(decode, cache, Tensor::view(logits.data(), DType::f32, {1, vocab}));
     out.logits.push_back(std::move(logits));
@@ -118,19 +122,26 @@ class QuantizeTest : public ::testing::Test {
   test::KeptCpuSettings kept_;
 };
 
-// Measured 2026-12-06 (f32 precision): 6.64e-3 (the reader widens Q8_0 to
-// bf16 at load, for now); the bound is 1e-2 of each row's largest logit.
+// The file's weights alone (dequantized at load: LoadOptions::dequantize)
+// are within the 1e-2 of each row's largest logit (6.64e-3
+// measured, 2026-12-06, f32 precision); run as blocks, the activations'
+// rounding to Q8_0 (as in llama.cpp's dot product) adds to it: 1.14e-2
+// measured, bound 2e-2, as test_gguf_quantized.cpp holds gguf-py's files.
 TEST_F(QuantizeTest, BundledQ8_0LogitsWithinOnePercent) {
   CpuBackend cpu;
   Model from_dir(kBundled, cpu);
-  Model from_gguf(quantized(kBundled, QuantMix::q8_0), cpu);
   const std::vector<int32_t> prompt = expected_ids("plain_prompt", "ids");
   const Greedy expected = run_greedy(from_dir, prompt, 8);
-  const Greedy got = run_greedy(from_gguf, prompt, 8);
-  const double difference = test::max_relative_logits_difference(expected.logits, got.logits);
-  std::printf("hive-moe-target Q8_0: max relative logits difference %.3g\n", difference);
-  EXPECT_GT(difference, 0.0);
-  EXPECT_LE(difference, 1e-2);
+  for (const bool dequantize : {true, false}) {
+    Model from_gguf(quantized(kBundled, QuantMix::q8_0), cpu,
+                    LoadOptions{.dequantize = dequantize});
+    const Greedy got = run_greedy(from_gguf, prompt, 8, &expected.tokens);
+    const double difference = test::max_relative_logits_difference(expected.logits, got.logits);
+    std::printf("hive-moe-target Q8_0%s: max relative logits difference %.3g\n",
+                dequantize ? " dequantized" : "", difference);
+    EXPECT_GT(difference, 0.0);
+    EXPECT_LE(difference, dequantize ? 1e-2 : 2e-2);
+  }
 }
 
 TEST_F(QuantizeTest, BundledQ8_0GreedyTokensMatchOnTheGoldenPrompts) {
@@ -149,16 +160,16 @@ TEST_F(QuantizeTest, BundledQ8_0GreedyTokensMatchOnTheGoldenPrompts) {
 }
 
 // The 4-bit files of the bundled model, against bounds about twice what
-// they measured (2026-12-06: Q4_0 0.044, Q4_K_M 0.0355), over the prompt's positions only:
-// greedy tokens are not held to agree, and a decode step fed another
-// token would compare different contexts.
+// they measured as blocks (2026-12-06: Q4_0 0.0546, Q4_K_M 0.0451), over the prompt's positions
+// only: greedy tokens are not held to agree, and a decode step fed another token would compare
+// different contexts.
 TEST_F(QuantizeTest, BundledFourBitLogitsStayNear) {
   CpuBackend cpu;
   Model from_dir(kBundled, cpu);
   const std::vector<int32_t> prompt = expected_ids("plain_prompt", "ids");
   const Greedy expected = run_greedy(from_dir, prompt, 1);
   for (const auto& [mix, bound] :
-       {std::pair{QuantMix::q4_0, 0.09}, std::pair{QuantMix::q4_k_m, 0.075}}) {
+       {std::pair{QuantMix::q4_0, 0.11}, std::pair{QuantMix::q4_k_m, 0.09}}) {
     Model from_gguf(quantized(kBundled, mix), cpu);
     const double difference = test::max_relative_logits_difference(
         expected.logits, run_greedy(from_gguf, prompt, 1).logits);
@@ -204,16 +215,23 @@ TEST_P(QuantizeFixture, LoadsWithTheDirectorysConfigAndRuns) {
   EXPECT_EQ(rope_inv_freq(b.rope, b.head_dim), rope_inv_freq(a.rope, a.head_dim));
   CpuBackend cpu;
   Model from_dir(dir, cpu);
-  Model from_gguf(file, cpu);
+  // The file's weights, dequantized at load: run as blocks, a random
+  // fixture's near-tie in expert routing can flip on the activations'
+  // rounding (Mixtral: 0.24 as blocks, measured); the block path is
+  // test_gguf_quantized.cpp's.
+  Model from_gguf(file, cpu, LoadOptions{.dequantize = true});
+  Model as_blocks(file, cpu);
   // GGUF has no sliding window (Mistral's; a note says so): stay inside it.
   std::vector<int32_t> prompt = {1, 17, 300, 42, 42, 9, 511, 250, 3};
   if (a.sliding_window > 0) prompt.resize(static_cast<size_t>(a.sliding_window - 4));
   const Greedy expected = run_greedy(from_dir, prompt, 4);
-  const Greedy got = run_greedy(from_gguf, prompt, 4);
+  const Greedy got = run_greedy(from_gguf, prompt, 4, &expected.tokens);
   const double difference = test::max_relative_logits_difference(expected.logits, got.logits);
   std::printf("%s %s: max relative logits difference %.3g\n", GetParam().model,
               std::string(quant_mix_name(GetParam().mix)).c_str(), difference);
   EXPECT_TRUE(std::isfinite(difference));
+  for (const std::vector<float>& row : run_greedy(as_blocks, prompt, 4, &expected.tokens).logits)
+    for (const float logit : row) ASSERT_TRUE(std::isfinite(logit));
   // The bound gguf-py's Q8_0 llama fixture is held to (test_gguf_model.cpp):
   // these random fixtures amplify weight error; 4-bit types only run.
   if (GetParam().mix == QuantMix::q8_0) {
