@@ -17,26 +17,21 @@
 #include "moe/in_process_communicator.hpp"
 #include "moe/mpi_communicator.hpp"
 #include "tests/common/random.hpp"
+#include "tests/moe/collective_reference.hpp"
 
 namespace hive {
 namespace {
+
+using test::in_process_sum;
+using test::rank_data;
+using test::rows_between;
+using test::same_bits;
 
 using test::test_seed;
 
 std::unique_ptr<Communicator>& world() {
   static std::unique_ptr<Communicator> comm = make_mpi_communicator();
   return comm;
-}
-
-std::vector<float> rank_data(int rank, int64_t n, uint64_t salt) {
-  std::mt19937_64 rng(test_seed() * 1000003 + static_cast<uint64_t>(rank) * 7919 + salt);
-  return test::random_floats(rng, static_cast<size_t>(n));
-}
-
-// Rows a rank sends to another: a count from (seed, from, to), bytes from the same.
-int64_t rows_between(int from, int to, uint64_t salt) {
-  std::mt19937_64 rng(test_seed() + salt * 131 + static_cast<uint64_t>(from * 64 + to));
-  return static_cast<int64_t>(rng() % 6);  // 0 included: empty exchanges happen
 }
 
 std::vector<uint8_t> row_bytes_between(int from, int to, int64_t rows, size_t row, uint64_t salt) {
@@ -83,28 +78,6 @@ TEST(MpiCommunicator, AllToAllDeliversEveryPeersRows) {
     comm.all_to_all(rows(send), send_counts, rows(received), recv_counts);
     EXPECT_EQ(received, expected) << "rows of " << width << " x " << dtype_name(dtype);
   }
-}
-
-// The expected sum of every rank's data for one size, in InProcessGroup:
-// world threads in this process running the same all_reduce_sum.
-std::vector<float> in_process_sum(int world_size, int64_t n, uint64_t salt) {
-  InProcessGroup group(world_size);
-  std::vector<std::vector<float>> data(static_cast<size_t>(world_size));
-  std::vector<std::thread> ranks;
-  for (int r = 0; r < world_size; ++r) {
-    data[static_cast<size_t>(r)] = rank_data(r, n, salt);
-    ranks.emplace_back([&, r, comm = std::shared_ptr<Communicator>(group.communicator(r))] {
-      comm->all_reduce_sum(Tensor::view(data[static_cast<size_t>(r)].data(), DType::f32, {n}));
-    });
-  }
-  for (std::thread& t : ranks) t.join();
-  return data[0];
-}
-
-// Bit for bit (memcmp is not given the null data of empty vectors).
-bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
-  return a.size() == b.size() &&
-         (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
 }
 
 TEST(MpiCommunicator, AllReduceSumEqualsTheInProcessSumBitForBit) {

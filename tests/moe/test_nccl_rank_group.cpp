@@ -24,9 +24,15 @@
 #include "moe/in_process_communicator.hpp"
 #include "moe/nccl_rank_group.hpp"
 #include "tests/common/random.hpp"
+#include "tests/moe/collective_reference.hpp"
 
 namespace hive {
 namespace {
+
+using test::in_process_sum;
+using test::rank_data;
+using test::rows_between;
+using test::same_bits;
 
 using test::test_seed;
 
@@ -85,41 +91,11 @@ class DeviceCopy {
   size_t bytes_;
 };
 
-std::vector<float> rank_data(int rank, int64_t n, uint64_t salt) {
-  std::mt19937_64 rng(test_seed() * 1000003 + static_cast<uint64_t>(rank) * 7919 + salt);
-  return test::random_floats(rng, static_cast<size_t>(n));
-}
-
-int64_t rows_between(int from, int to, uint64_t salt) {
-  std::mt19937_64 rng(test_seed() + salt * 131 + static_cast<uint64_t>(from * 64 + to));
-  return static_cast<int64_t>(rng() % 6);  // 0 included: empty exchanges happen
-}
-
 std::vector<uint8_t> bytes_between(int from, int to, size_t bytes, uint64_t salt) {
   std::mt19937_64 rng(test_seed() ^ (salt * 977 + static_cast<uint64_t>(from * 64 + to) * 31));
   std::vector<uint8_t> out(bytes);
   for (uint8_t& b : out) b = static_cast<uint8_t>(rng());
   return out;
-}
-
-// The sum InProcessGroup computes for the same inputs: world threads here.
-std::vector<float> in_process_sum(int world_size, int64_t n, uint64_t salt) {
-  InProcessGroup group(world_size);
-  std::vector<std::vector<float>> data(static_cast<size_t>(world_size));
-  std::vector<std::thread> ranks;
-  for (int r = 0; r < world_size; ++r) {
-    data[static_cast<size_t>(r)] = rank_data(r, n, salt);
-    ranks.emplace_back([&, r, comm = std::shared_ptr<Communicator>(group.communicator(r))] {
-      comm->all_reduce_sum(Tensor::view(data[static_cast<size_t>(r)].data(), DType::f32, {n}));
-    });
-  }
-  for (std::thread& t : ranks) t.join();
-  return data[0];
-}
-
-bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
-  return a.size() == b.size() &&
-         (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
 }
 
 TEST(NcclRankGroup, WithoutADeviceTheGroupIsAClearError) {
