@@ -30,22 +30,14 @@
 #include "kernels/error.hpp"
 #include "kernels/quant/quant_matmul.hpp"
 #include "runtime/engine/llm_engine.hpp"
+#include "tools/bench/bench_request.hpp"
 #include "tools/bench/roofline.hpp"
 #include "tools/cli/args.hpp"
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-hive::Request request(int64_t index, int64_t prompt_len, int64_t max_tokens, int64_t vocab) {
-  hive::Request r;
-  r.id = std::to_string(index);
-  for (int64_t t = 0; t < prompt_len; ++t)
-    r.prompt_token_ids.push_back(static_cast<int32_t>((7919 * index + 104729 * t + 13) % vocab));
-  r.stop.max_tokens = max_tokens;
-  r.stop.ignore_eos = true;
-  return r;
-}
+using hive::bench::synthetic_request;
 
 // Tokens per second of the decode steps of `batch` requests running together.
 double decode_tokens_per_s(hive::Model& model, int64_t batch, int64_t prompt_len, int64_t tokens) {
@@ -54,7 +46,7 @@ double decode_tokens_per_s(hive::Model& model, int64_t batch, int64_t prompt_len
   config.scheduler.max_num_batched_tokens = std::max<int64_t>(512, batch * prompt_len);
   hive::LLMEngine engine(model, config);
   for (int64_t i = 0; i < batch; ++i)
-    engine.add_request(request(i, prompt_len, tokens + 1, model.config().vocab_size));
+    engine.add_request(synthetic_request(i, prompt_len, tokens + 1, model.config().vocab_size));
   engine.step();  // prefills every prompt
   hive::check(engine.scheduler().num_waiting() == 0, "bench_gguf_quant: the first step did not ",
               "prefill every prompt");

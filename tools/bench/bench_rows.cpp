@@ -30,22 +30,14 @@
 #include "kernels/error.hpp"
 #include "runtime/engine/llm_engine.hpp"
 #include "tools/bench/compute_peak.hpp"
+#include "tools/bench/bench_request.hpp"
 #include "tools/bench/roofline.hpp"
 #include "tools/cli/args.hpp"
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-hive::Request request(int64_t index, int64_t prompt_len, int64_t max_tokens, int64_t vocab) {
-  hive::Request r;
-  r.id = std::to_string(index);
-  for (int64_t t = 0; t < prompt_len; ++t)
-    r.prompt_token_ids.push_back(static_cast<int32_t>((7919 * index + 104729 * t + 13) % vocab));
-  r.stop.max_tokens = max_tokens;
-  r.stop.ignore_eos = true;
-  return r;
-}
+using hive::bench::synthetic_request;
 
 hive::EngineConfig engine_config(int64_t max_seqs, int64_t step_tokens) {
   hive::EngineConfig config;  // KV budget: the default share of free memory
@@ -75,7 +67,7 @@ double prefill_tokens_per_s(hive::Model& model, int64_t prompt_len, int64_t voca
   double seconds = 0;
   for (int pass = 0; pass < 2; ++pass) {  // the first warms up
     hive::LLMEngine engine(model, engine_config(1, prompt_len));
-    engine.add_request(request(pass, prompt_len, 1, vocab));
+    engine.add_request(synthetic_request(pass, prompt_len, 1, vocab));
     const auto start = Clock::now();
     while (engine.has_unfinished()) engine.step();
     seconds = std::chrono::duration<double>(Clock::now() - start).count();
@@ -89,7 +81,7 @@ double decode_tokens_per_s(hive::Model& model, int64_t batch, int64_t prompt_len
   for (int pass = 0; pass < 2; ++pass) {
     std::vector<hive::Request> requests;
     for (int64_t i = 0; i < batch; ++i)
-      requests.push_back(request(pass * batch + i, prompt_len, tokens + 1, vocab));
+      requests.push_back(synthetic_request(pass * batch + i, prompt_len, tokens + 1, vocab));
     hive::LLMEngine engine(model, engine_config(batch, std::max<int64_t>(512, batch * prompt_len)));
     seconds = timed_decode(engine, requests);
   }
