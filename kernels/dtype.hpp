@@ -1,6 +1,8 @@
 #pragma once
 // Element types of tensors and the scalar conversions between them. Besides
-// the plain types, a tensor may hold ggml's quantized blocks (q8_0 .. q6_k,
+// the plain types (i8 and f8_e4m3 are one byte each: a quantized KV cache's
+// elements and FP8 checkpoints' weights, each with scales kept beside it by
+// its owner), a tensor may hold ggml's quantized blocks (q8_0 .. q6_k,
 // as GGUF files store them, kernels/quant/blocks.hpp): its last dimension is
 // then a whole number of blocks of dtype_block_size elements, each
 // dtype_block_bytes long, and only the ops that say so take it (the CPU
@@ -13,7 +15,8 @@
 
 namespace hive {
 
-enum class DType : uint8_t { f32, f16, bf16, i32, i64, q8_0, q4_0, q4_k, q5_k, q6_k };
+// New values go last: a DType crosses process boundaries as its number.
+enum class DType : uint8_t { f32, f16, bf16, i32, i64, q8_0, q4_0, q4_k, q5_k, q6_k, i8, f8_e4m3 };
 
 constexpr bool is_quantized(DType t) {
   return t == DType::q8_0 || t == DType::q4_0 || t == DType::q4_k || t == DType::q5_k ||
@@ -49,6 +52,9 @@ constexpr size_t dtype_size(DType t) {
       return 4;
     case DType::i64:
       return 8;
+    case DType::i8:
+    case DType::f8_e4m3:
+      return 1;
     default:
       return 0;
   }
@@ -99,6 +105,10 @@ constexpr std::string_view dtype_name(DType t) {
       return "q5_k";
     case DType::q6_k:
       return "q6_k";
+    case DType::i8:
+      return "i8";
+    case DType::f8_e4m3:
+      return "f8_e4m3";
   }
   return "?";
 }
@@ -121,6 +131,39 @@ inline uint16_t f32_to_bf16(float value) {
   if ((bits & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((bits >> 16) | 0x40u);
   bits += 0x7fffu + ((bits >> 16) & 1u);
   return static_cast<uint16_t>(bits >> 16);
+}
+
+// FP8 e4m3 as torch's float8_e4m3fn and safetensors' F8_E4M3: bias 7, no
+// infinities, 0x7f/0xff the only NaNs, largest finite 448.
+inline float f8_e4m3_to_f32(uint8_t bits) {
+  const uint32_t sign = uint32_t{bits & 0x80u} << 24;
+  const uint32_t exponent = (bits >> 3) & 0xfu;
+  const uint32_t mantissa = bits & 0x7u;
+  if (exponent == 0xf && mantissa == 0x7) return std::bit_cast<float>(sign | 0x7fc00000u);
+  if (exponent == 0) {  // zero or subnormal: mantissa * 2^-9, exact in float
+    const float magnitude = static_cast<float>(mantissa) * 0x1p-9f;
+    return sign ? -magnitude : magnitude;
+  }
+  return std::bit_cast<float>(sign | (exponent + 120) << 23 | mantissa << 20);
+}
+
+// Round to nearest even, and as torch does, saturate: a magnitude past 448
+// (infinity too) becomes 448, NaN stays NaN.
+inline uint8_t f32_to_f8_e4m3(float value) {
+  uint32_t bits = std::bit_cast<uint32_t>(value);
+  const auto sign = static_cast<uint8_t>((bits >> 24) & 0x80u);
+  bits &= 0x7fffffffu;
+  if (bits > 0x7f800000u) return sign | 0x7fu;  // NaN
+  if (bits >= 0x43e00000u) return sign | 0x7eu;  // >= 448
+  if (bits < 0x3c800000u) {
+    // Below 2^-6, a subnormal: adding 2^14 makes the float's last bit worth
+    // 2^-9, the subnormal's, so the float addition does the rounding.
+    const float aligned = std::bit_cast<float>(bits) + 16384.0f;
+    return sign | static_cast<uint8_t>(std::bit_cast<uint32_t>(aligned) - 0x46800000u);
+  }
+  const uint32_t odd = (bits >> 20) & 1u;
+  bits += 0xc407ffffu + odd;  // rebias the exponent (-120 << 23) and round half to even
+  return sign | static_cast<uint8_t>(bits >> 20);
 }
 
 #if defined(__clang__) && __clang_major__ < 15

@@ -5,6 +5,9 @@
 #include <cmath>
 #include <cstring>
 #include <numeric>
+#include <random>
+#include <utility>
+#include <vector>
 
 #include "kernels/cpu/cpu_backend.hpp"
 #include "kernels/cpu/thread_pool.hpp"
@@ -369,6 +372,72 @@ TEST(DType, HalfConversionsRoundTrip) {
   // Round to nearest even: 1 + 2^-8 is halfway between two bf16 values.
   EXPECT_EQ(bf16_to_f32(f32_to_bf16(1.0f + 1.0f / 256)), 1.0f);
   EXPECT_TRUE(std::isnan(bf16_to_f32(f32_to_bf16(NAN))));
+}
+
+// e4m3 by its definition: bias 7, subnormals below 2^-6, 0x7f the NaN.
+float f8_e4m3_by_definition(int code) {
+  const int exponent = (code >> 3) & 0xf, mantissa = code & 7;
+  const float magnitude = exponent == 0 ? std::ldexp(static_cast<float>(mantissa), -9)
+                                        : std::ldexp(1.0f + static_cast<float>(mantissa) / 8,
+                                                     exponent - 7);
+  return (code & 0x80) ? -magnitude : magnitude;
+}
+
+TEST(DType, F8E4M3DecodesEveryCode) {
+  for (int code = 0; code < 256; ++code) {
+    const float value = f8_e4m3_to_f32(static_cast<uint8_t>(code));
+    if ((code & 0x7f) == 0x7f) {
+      EXPECT_TRUE(std::isnan(value)) << code;
+      continue;
+    }
+    EXPECT_EQ(value, f8_e4m3_by_definition(code)) << code;
+    EXPECT_EQ(std::signbit(value), (code & 0x80) != 0) << code;
+  }
+  EXPECT_EQ(f8_e4m3_to_f32(0x7e), 448.0f);
+}
+
+TEST(DType, F8E4M3RoundsToNearestEvenAndSaturates) {
+  // Every finite code comes back; each midpoint between neighbours goes to
+  // the one with an even mantissa; random values go to the nearest code.
+  std::vector<std::pair<float, int>> codes;
+  for (int code = 0; code < 0x7f; ++code) {
+    EXPECT_EQ(f32_to_f8_e4m3(f8_e4m3_to_f32(static_cast<uint8_t>(code))), code);
+    EXPECT_EQ(f32_to_f8_e4m3(-f8_e4m3_to_f32(static_cast<uint8_t>(code))), code | 0x80);
+    codes.emplace_back(f8_e4m3_by_definition(code), code);
+  }
+  for (size_t i = 1; i < codes.size(); ++i) {
+    const float mid = (codes[i - 1].first + codes[i].first) / 2;
+    const int even = codes[i - 1].second % 2 == 0 ? codes[i - 1].second : codes[i].second;
+    EXPECT_EQ(f32_to_f8_e4m3(mid), even) << mid;
+  }
+  std::mt19937 gen(7);
+  std::uniform_real_distribution<float> log_magnitude(-12.0f, 9.0f);
+  for (int i = 0; i < 20000; ++i) {
+    const float x = std::exp2(log_magnitude(gen));
+    int nearest = 0;
+    for (const auto& [value, code] : codes)
+      if (std::abs(value - x) < std::abs(codes[static_cast<size_t>(nearest)].first - x))
+        nearest = code;
+    if (x > 448.0f) nearest = 0x7e;
+    const float gap = std::abs(codes[static_cast<size_t>(nearest)].first - x);
+    const int got = f32_to_f8_e4m3(x);
+    // A tie is the midpoint test's; elsewhere the nearest code is unique.
+    EXPECT_EQ(std::abs(f8_e4m3_to_f32(static_cast<uint8_t>(got)) - x), gap) << x;
+  }
+  EXPECT_EQ(f32_to_f8_e4m3(1000.0f), 0x7e);
+  EXPECT_EQ(f32_to_f8_e4m3(-INFINITY), 0xfe);
+  EXPECT_EQ(f32_to_f8_e4m3(NAN) & 0x7f, 0x7f);
+}
+
+TEST(DType, OneByteTypesAreNamedAndSized) {
+  EXPECT_EQ(parse_dtype("F8_E4M3"), DType::f8_e4m3);
+  EXPECT_EQ(parse_dtype("float8_e4m3fn"), DType::f8_e4m3);
+  EXPECT_EQ(parse_dtype("int8"), DType::i8);
+  EXPECT_EQ(dtype_size(DType::f8_e4m3), 1u);
+  EXPECT_EQ(dtype_bytes(DType::i8, 10), 10);
+  EXPECT_EQ(dtype_name(DType::f8_e4m3), "f8_e4m3");
+  EXPECT_FALSE(is_float(DType::i8));
+  EXPECT_FALSE(is_quantized(DType::f8_e4m3));
 }
 
 }  // namespace
