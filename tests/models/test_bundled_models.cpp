@@ -58,6 +58,32 @@ TEST(BundledModels, EvalPplMatchesTransformersWithinATenthOfAPercent) {
   }
 }
 
+// --second-half scores as llama-perplexity does: whole windows only, each
+// from its middle on, so the counts are llama.cpp's for the same text.
+TEST(BundledModels, EvalPplSecondHalfScoresWholeWindowsFromTheirMiddle) {
+  const auto tokens = static_cast<int64_t>(expected()["heldout_sample_tokens"].get<double>());
+  const std::string text = " --text " + (kData / "heldout_sample.txt").string();
+  const std::string model = " --model " + (kModels / "hive-draft").string() + " --device cpu";
+  for (const int64_t window : {64, 101}) {
+    const Result r =
+        run("eval-ppl" + model + text + " --window " + std::to_string(window) + " --second-half");
+    ASSERT_EQ(r.status, 0) << r.out;
+    EXPECT_EQ(number_after(r.out, "predicted:"),
+              static_cast<double>(tokens / window * (window - window / 2 - 1)))
+        << r.out;
+    EXPECT_EQ(number_after(r.out, "in"), static_cast<double>(tokens / window)) << r.out;
+    EXPECT_GT(number_after(r.out, "perplexity:"), 1.0) << r.out;
+  }
+  const fs::path short_file = fs::temp_directory_path() / "hive_ppl_short.txt";
+  std::ofstream(short_file) << "A few words, far fewer than a window.";
+  const Result short_text =
+      run("eval-ppl" + model + " --text " + short_file.string() + " --window 64 --second-half");
+  EXPECT_EQ(short_text.status, 1);
+  EXPECT_NE(short_text.out.find("fewer than one window of 64"), std::string::npos)
+      << short_text.out;
+  fs::remove(short_file);
+}
+
 TEST(BundledModels, TheDraftIsWorseThanTheTargetButFarBetterThanChance) {
   const nlohmann::json want = expected();
   const double target = want["perplexity"]["hive-moe-target"].get<double>();

@@ -6,6 +6,11 @@
 // token after a window's first is predicted from the tokens before it in the
 // window. Perplexity = exp(total negative log-likelihood / predicted tokens),
 // the same windows tools/eval_models.py scores with transformers.
+//
+// --second-half scores as llama.cpp's llama-perplexity does, so the two
+// engines compare on the same tokens: only whole windows, and in each only
+// the predictions of its second half (tokens after window/2 + 1), each from
+// at least window/2 tokens of context.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -43,9 +48,12 @@ struct Score {
   int64_t windows = 0;
 };
 
-Score score(WindowScorer& scorer, std::span<const int32_t> ids) {
+Score score(WindowScorer& scorer, std::span<const int32_t> ids, bool second_half) {
   Score total;
-  const auto count = static_cast<int64_t>(ids.size());
+  const int64_t window_tokens = scorer.max_tokens();
+  auto count = static_cast<int64_t>(ids.size());
+  if (second_half) count -= count % window_tokens;
+  const int64_t first_scored = second_half ? window_tokens / 2 : 0;
   const int64_t vocab = scorer.vocab_size();
   Progress progress = Progress::on_stderr(
       "eval-ppl", (count - 1 + scorer.max_tokens() - 1) / scorer.max_tokens(), "windows");
@@ -53,7 +61,7 @@ Score score(WindowScorer& scorer, std::span<const int32_t> ids) {
     const int64_t length = std::min(scorer.max_tokens(), count - start);
     const auto window = ids.subspan(static_cast<size_t>(start), static_cast<size_t>(length));
     const std::span<const float> logits = scorer.logits(window);
-    for (int64_t i = 0; i + 1 < length; ++i) {
+    for (int64_t i = first_scored; i + 1 < length; ++i) {
       const auto row = logits.subspan(static_cast<size_t>(i * vocab), static_cast<size_t>(vocab));
       total.negative_log_likelihood +=
           negative_log_likelihood(row, window[static_cast<size_t>(i + 1)]);
@@ -67,7 +75,8 @@ Score score(WindowScorer& scorer, std::span<const int32_t> ids) {
 }  // namespace
 
 int run_eval_ppl(const std::vector<std::string>& argv) {
-  const Args args(argv, {"--model", "--text", "--window", "--device"}, {});
+  const Args args(argv, {"--model", "--text", "--window", "--device"},
+                  {"--second-half", "--dequantize"});
   const std::string model_dir = model_dir_or_default(args);
   const std::string text_path = args.require("--text");
   const std::string text = read_text_file(text_path);
@@ -76,7 +85,7 @@ int run_eval_ppl(const std::vector<std::string>& argv) {
                                         Model::required_ops());
   if (!choice.note.empty()) std::fprintf(stderr, "%s\n", choice.note.c_str());
   Progress loading = Progress::on_stderr("loading " + model_dir);
-  Model model(model_dir, *choice.backend);
+  Model model(model_dir, *choice.backend, LoadOptions{.dequantize = args.has("--dequantize")});
   loading.done();
   const int64_t max_positions = model.config().max_position_embeddings;
   const int64_t window = args.get_int("--window", max_positions);
@@ -88,8 +97,12 @@ int run_eval_ppl(const std::vector<std::string>& argv) {
   check(ids.size() >= 2, "--text: '", text_path, "' has ", ids.size(),
         " tokens; perplexity needs at least 2");
 
+  const bool second_half = args.has("--second-half");
+  check(!second_half || std::ssize(ids) >= window, "--second-half: '", text_path, "' has ",
+        ids.size(), " tokens, fewer than one window of ", window);
+
   WindowScorer scorer(model, window);
-  const Score total = score(scorer, ids);
+  const Score total = score(scorer, ids, second_half);
   const double mean = total.negative_log_likelihood / static_cast<double>(total.predicted);
   // NaN or infinite logits (broken weights) make no perplexity: an error,
   // not a number that reads like a result.
