@@ -4,14 +4,19 @@
   .venv/bin/python tools/bench/llama_cpp_side_by_side.py --llama-bin DIR
       [--build build] [--models dense,moe] [--rounds 3] [--threads N]
       [--prefill 512] [--decode 64] [--batches 16,64] [--batch-prompt 32]
-      [--batch-decode 16] [--matmul-precision f32|bf16] [--json FILE]
+      [--batch-decode 16] [--matmul-precision f32|bf16] [--quant q8_0,q4_k_m]
+      [--json FILE]
 
 --prefill 0 and --batches "" leave those rows out (decode alone, more rounds).
 
 DIR holds llama.cpp's `llama-bench` and `llama-batched-bench`, built from its
 source outside this repository. The models are tools/make_gguf_pair.py's
 (written first when missing): the same bf16 weights as a Hugging Face
-directory for Hive and as GGUF for llama.cpp.
+directory for Hive and as GGUF for llama.cpp. With --quant, both engines run
+the same quantized GGUF file instead, one per type, written from the Hugging
+Face directory by `hive quantize` (so llama.cpp loading it is checked too):
+Hive multiplies the blocks as stored, and every row's roofline counts the
+bytes the quantized weights take.
 
 Rows, each as tokens/s, the median of the rounds, and Hive / llama.cpp:
   ppP       a P-token prompt in one batch (llama-bench -p P; Hive: bench_rows)
@@ -86,6 +91,23 @@ def llama_rows(args, gguf):
     return rows
 
 
+def model_files(args):
+    """(label, Hive's model path, llama.cpp's GGUF) for each model and type."""
+    for shape in args.models.split(","):
+        pair = pathlib.Path(args.work) / f"pair-{shape}"
+        if not (pair / "model.gguf").exists():
+            run([sys.executable, str(ROOT / "tools" / "make_gguf_pair.py"), shape, str(pair)])
+        if not args.quant:
+            yield shape, str(pair / "hf"), str(pair / "model.gguf")
+            continue
+        for qtype in args.quant.split(","):
+            gguf = pair / f"hive-{qtype}.gguf"
+            if not gguf.exists():
+                run([args.build + "/bin/hive", "quantize", "--model", str(pair / "hf"),
+                     "--type", qtype, "--out", str(gguf)])
+            yield f"{shape}-{qtype}", str(gguf), str(gguf)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--llama-bin", required=True)
@@ -100,28 +122,28 @@ def main():
     parser.add_argument("--batch-decode", type=int, default=16)
     parser.add_argument("--work", default=str(ROOT / "bench_models"))
     parser.add_argument("--matmul-precision", choices=["f32", "bf16"], default="bf16")
+    parser.add_argument("--quant", default="",
+                        help="GGUF types to run from one file each (q8_0,q4_0,q4_k_m); "
+                             "empty: the bf16 pair")
     parser.add_argument("--json")
     args = parser.parse_args()
 
     report = {"threads": args.threads, "rounds": args.rounds,
               "matmul_precision": args.matmul_precision, "models": {}}
-    for shape in args.models.split(","):
-        pair = pathlib.Path(args.work) / f"pair-{shape}"
-        if not (pair / "model.gguf").exists():
-            run([sys.executable, str(ROOT / "tools" / "make_gguf_pair.py"), shape, str(pair)])
+    for label, hive_model, gguf in model_files(args):
         hive, llama, rooflines, probes = [], [], [], []
         for r in range(args.rounds):
             order = ("hive", "llama") if r % 2 == 0 else ("llama", "hive")
             for engine in order:
                 if engine == "hive":
-                    rows, row_rooflines, probe = hive_rows(args, str(pair / "hf"))
+                    rows, row_rooflines, probe = hive_rows(args, hive_model)
                     hive.append(rows)
                     rooflines.append(row_rooflines)
                     probes.append(probe)
                 else:
-                    rows = llama_rows(args, str(pair / "model.gguf"))
+                    rows = llama_rows(args, gguf)
                     llama.append(rows)
-                print(f"{shape} round {r + 1} {engine}: {json.dumps(rows)}", file=sys.stderr)
+                print(f"{label} round {r + 1} {engine}: {json.dumps(rows)}", file=sys.stderr)
         bandwidth = statistics.median(p["read_bandwidth_bytes_per_s"] for p in probes)
         peak = statistics.median(p["peak_flops_per_s"] for p in probes)
         bytes_per_token = probes[0]["weight_bytes_per_decode_token"]
@@ -141,12 +163,12 @@ def main():
                           "hive_runs": [x[row] for x in hive],
                           "llama_cpp_runs": [x[row] for x in llama],
                           "roofline_runs": [x[row] for x in rooflines]}
-        report["models"][shape] = {"read_bandwidth_bytes_per_s": bandwidth,
+        report["models"][label] = {"read_bandwidth_bytes_per_s": bandwidth,
                                    "peak_flops_per_s": peak,
                                    "peak_instruction": probes[0]["peak_instruction"],
                                    "weight_bytes_per_decode_token": bytes_per_token,
                                    "rows": table}
-        print(f"\n{shape}: read {bandwidth / 1e9:.1f} GB/s, peak {peak / 1e9:.0f} GFLOP/s "
+        print(f"\n{label}: read {bandwidth / 1e9:.1f} GB/s, peak {peak / 1e9:.0f} GFLOP/s "
               f"({probes[0]['peak_instruction'] or 'no SIMD path'}), "
               f"{bytes_per_token / 1e6:.0f} MB per decode token, {args.threads} threads, "
               f"median of {args.rounds} rounds, Hive matmul {args.matmul_precision}\n")
