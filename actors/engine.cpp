@@ -137,6 +137,7 @@ token_sink::behavior_type callback_sink(token_sink::stateful_pointer<CallbackSta
 EngineOptions engine_options(const LaunchConfig& config) {
   EngineOptions options;
   options.model = config.model;
+  options.load.dequantize = config.dequantize;
   options.device = config.device;
   const ParallelConfig& parallel = config.parallel;
   const int tp = parallel.tensor_parallel_size;
@@ -172,7 +173,8 @@ SchedulerSetup make_scheduler_setup(std::shared_ptr<Model> model, const EngineCo
                                     int world_size, int tensor_parallel_size) {
   std::shared_ptr<Model> draft_model;
   if (config.speculative.method == SpeculativeMethod::draft_model)
-    draft_model = std::make_shared<Model>(config.speculative.draft_model, model->backend());
+    draft_model = std::make_shared<Model>(config.speculative.draft_model, model->backend(),
+                                          model->load_options());
   const EngineCoreConfig core =
       engine_core_config(*model, config, world_size, tensor_parallel_size, draft_model.get());
   const ModelConfig& c = model->config();
@@ -259,7 +261,7 @@ Engine::Engine(const EngineOptions& options)
   BackendChoice choice = select_backend(options.device, Model::required_ops());
   rt.backend = std::move(choice.backend);
   device_note_ = std::move(choice.note);
-  rt.model = std::make_shared<Model>(options.model, *rt.backend);
+  rt.model = std::make_shared<Model>(options.model, *rt.backend, options.load);
   SchedulerSetup setup = make_scheduler_setup(rt.model, options.engine, options.world_size,
                                               options.tensor_parallel_size);
   max_sequence_tokens_ = int64_t{setup.kv_cache.num_device_blocks - 1} * setup.kv_cache.block_size;

@@ -26,6 +26,7 @@
 #include "actors/launch_config.hpp"
 #include "actors/scheduler_actor.hpp"
 #include "runtime/engine/llm_engine.hpp"
+#include "runtime/model/weight_store.hpp"
 
 namespace caf {
 class actor_system;
@@ -42,6 +43,9 @@ struct LiveCallbacks;
 
 struct EngineOptions {
   std::filesystem::path model;
+  // How every rank loads it (and the draft model): LoadOptions::dequantize
+  // widens a GGUF's quantized tensors to bf16.
+  LoadOptions load;
   DeviceChoice device = DeviceChoice::automatic;  // resolved by select_backend, as in the CLI
   EngineConfig engine;          // block size, KV budget, swap space, prefix caching, scheduler
   int world_size = 1;           // ranks: threads of this process, or processes (transport)

@@ -293,6 +293,7 @@ LaunchConfig parse_launch_config(const std::string& yaml_text, const std::string
                                             {"cpu", DeviceChoice::cpu},
                                             {"cuda", DeviceChoice::cuda}});
   });
+  top.optional("dequantize", [&](auto& n, auto& k) { config.dequantize = r.boolean(n, k); });
   top.optional("matmul_precision", [&](auto& n, auto& k) {
     config.matmul_precision = r.choice<cpu::MatmulPrecision>(
         n, k, {{"f32", cpu::MatmulPrecision::f32}, {"bf16", cpu::MatmulPrecision::bf16}});

@@ -6,6 +6,7 @@
 // what was expected and what was given.
 //
 //   model: ../models/hive-moe-target      # relative to this file
+//   dequantize: false                     # a GGUF's quantized tensors widened to bf16
 //   device: cpu                           # auto | cpu | cuda
 //   parallel: {world_size: 2, expert_parallel_size: 2, tensor_parallel_size: 1,
 //              expert_placement: round_robin, replicate_hot_experts: 1}
@@ -92,6 +93,9 @@ struct LaunchConfig {
   // for the whole process by the command that starts from this file; unset
   // leaves HIVE_MATMUL_PRECISION's (f32 by default).
   std::optional<cpu::MatmulPrecision> matmul_precision;
+  // A GGUF model's quantized tensors dequantized to bf16 at load instead of
+  // multiplied as stored (LoadOptions::dequantize); no effect on other models.
+  bool dequantize = false;
 };
 
 // `source` names the text in errors; relative paths resolve against base_dir.

@@ -96,7 +96,7 @@ void run_worker_rank(const EngineOptions& options) {
   // The group first: a rank without its device says so before loading.
   context.group = make_process_rank_group(options);
   context.backend = select_backend(options.device, Model::required_ops()).backend;
-  context.model = std::make_shared<Model>(options.model, *context.backend);
+  context.model = std::make_shared<Model>(options.model, *context.backend, options.load);
   {
     caf::actor_system_config config;
     configure(config);

@@ -346,6 +346,53 @@ TEST(CliRun, PromptsTakePenaltiesMinPAndLogprobs) {
   }
 }
 
+// A quantized GGUF widened at load: the launch file's dequantize: true and
+// --dequantize run the offline engine's dequantized tokens with the same
+// logprobs, which are not those of the file's blocks.
+TEST(CliRun, DequantizeFromTheLaunchFileOrTheFlag) {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "hive_cli_run_deq";
+  std::filesystem::create_directories(dir);
+  const std::string model = std::string(HIVE_TEST_DATA) + "/gguf/models/qwen3_moe-q8_0.gguf";
+  const std::string launch =
+      "model: " + model + "\ndevice: cpu\nkv_cache: {block_size: 4, memory_budget: 1MiB}\n";
+  std::ofstream(dir / "prompts.jsonl")
+      << R"({"id": "p", "prompt_ids": [5, 9, 13, 2], "max_tokens": 4, "ignore_eos": true, )"
+      << R"("logprobs": 1})"
+      << "\n";
+  const auto logprobs_line = [](const Result& r) {
+    const size_t at = r.out.find(R"({"id":"p","logprobs":)");
+    return at == std::string::npos ? std::string() : r.out.substr(at, r.out.find('\n', at) - at);
+  };
+  std::ofstream(dir / "run.yaml") << launch << "dequantize: true\n";
+  const Result from_file = hive_run(dir);
+  ASSERT_EQ(from_file.status, 0) << from_file.out;
+  std::ofstream(dir / "run.yaml") << launch;
+  const Result quantized = hive_run(dir);
+  ASSERT_EQ(quantized.status, 0) << quantized.out;
+  const Result from_flag =
+      run_command(test::hive_binary() + " run --dequantize --config " +
+                  (dir / "run.yaml").string() + " --prompts " + (dir / "prompts.jsonl").string());
+  ASSERT_EQ(from_flag.status, 0) << from_flag.out;
+
+  CpuBackend cpu;
+  Model dequantized(model, cpu, LoadOptions{.dequantize = true});
+  EngineConfig config;
+  config.block_size = 4;
+  config.kv_budget = KVBudget{int64_t{1} << 20, 0.0};
+  Request request;
+  request.id = "p";
+  request.prompt_token_ids = {5, 9, 13, 2};
+  request.stop.max_tokens = 4;
+  request.stop.ignore_eos = true;
+  const std::vector<int32_t> expected =
+      LLMEngine(dequantized, config).generate({request}).at(0).samples.at(0).token_ids;
+  for (const Result* r : {&from_file, &from_flag})
+    EXPECT_NE(r->out.find("p:" + join(expected) + "  [length]"), std::string::npos) << r->out;
+  ASSERT_NE(logprobs_line(from_file), "") << from_file.out;
+  EXPECT_EQ(logprobs_line(from_flag), logprobs_line(from_file));
+  EXPECT_NE(logprobs_line(quantized), logprobs_line(from_file));
+}
+
 TEST(CliRun, ABadPromptLineNamesTheFileAndLine) {
   const std::filesystem::path dir = std::filesystem::temp_directory_path() / "hive_cli_run_bad";
   std::filesystem::create_directories(dir);

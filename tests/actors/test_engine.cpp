@@ -273,5 +273,37 @@ TEST(Engine, AStreamMayOutliveItsEngine) {
   done.reset();
 }
 
+// EngineOptions::load reaches the model: a quantized GGUF loaded with
+// dequantize gives the logits of the offline engine on the bf16 copies, not
+// those of the file's blocks (which differ: 8-bit activations).
+TEST(Engine, LoadsAGgufDequantizedWhenAsked) {
+  EngineOptions options = fixture_options();
+  options.model = std::string(HIVE_TEST_DATA) + "/gguf/models/qwen3_moe-q8_0.gguf";
+  options.device = DeviceChoice::cpu;
+  Request request = greedy("q", {5, 9, 13, 2}, 3);
+  request.return_logits = true;
+  const auto offline_logits = [&](const LoadOptions& load) {
+    CpuBackend cpu;
+    Model model(options.model, cpu, load);
+    LLMEngine engine(model, options.engine);
+    return engine.generate({request}).at(0).samples.at(0).logits;
+  };
+  const auto engine_logits = [&](const EngineOptions& o) {
+    Engine engine(o);
+    std::vector<std::vector<float>> logits;
+    for (const TokenEvent& event : engine.submit(request))
+      if (event.finished) logits = event.logits;
+    return logits;
+  };
+  const std::vector<std::vector<float>> dequantized = offline_logits({.dequantize = true});
+  const std::vector<std::vector<float>> quantized = offline_logits({});
+  ASSERT_EQ(dequantized.size(), 3u);
+  ASSERT_NE(dequantized, quantized);
+  options.load.dequantize = true;
+  EXPECT_EQ(engine_logits(options), dequantized);
+  options.load.dequantize = false;
+  EXPECT_EQ(engine_logits(options), quantized);
+}
+
 }  // namespace
 }  // namespace hive

@@ -100,6 +100,14 @@ TEST(LaunchConfig, NamedChoicesAreEnums) {
   EXPECT_EQ(parse("model: m\nmatmul_precision: f32\n").matmul_precision,
             cpu::MatmulPrecision::f32);
   EXPECT_THROW(parse("model: m\nmatmul_precision: fp8\n"), Error);
+  // dequantize: off unless asked for, a boolean, and it reaches the engine's load options.
+  EXPECT_FALSE(d.dequantize);
+  EXPECT_FALSE(engine_options(d).load.dequantize);
+  const LaunchConfig widened = parse("model: m.gguf\ndequantize: true\n");
+  EXPECT_TRUE(widened.dequantize);
+  EXPECT_TRUE(engine_options(widened).load.dequantize);
+  EXPECT_FALSE(parse("model: m\ndequantize: false\n").dequantize);
+  expect_error("model: m\ndequantize: bf16\n", "dequantize: expected true or false (got 'bf16')");
   expect_error("model: m\nparallel: {world_size: 2, transport: tcp}\n",
                "transport: expected one of");
 }

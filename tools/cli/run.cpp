@@ -81,8 +81,9 @@ void print_expert_load(const EngineMetrics& m) {
 }  // namespace
 
 int run_run(const std::vector<std::string>& argv) {
-  const Args args(argv, {"--config", "--prompts", "--matmul-precision"}, {});
-  const LaunchConfig config = load_launch_config(args.require("--config"));
+  const Args args(argv, {"--config", "--prompts", "--matmul-precision"}, {"--dequantize"});
+  LaunchConfig config = load_launch_config(args.require("--config"));
+  if (args.has("--dequantize")) config.dequantize = true;
   apply_matmul_precision(args, config.matmul_precision);
   const ProcessRanks ranks = start_process_ranks(config);
   if (ranks.served_worker) return 0;

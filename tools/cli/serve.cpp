@@ -45,7 +45,7 @@ int run_serve(const std::vector<std::string>& argv) {
                   {"--model", "--config", "--host", "--port", "--api-key", "--max-queued-requests",
                    "--served-model-name", "--device", "--kv-budget-mb", "--kv-cache-dtype",
                    "--matmul-precision"},
-                  {});
+                  {"--dequantize"});
   check(!(args.has("--model") && args.has("--config")),
         "give --model or --config, not both (the launch file names its model)");
   check(!(args.has("--config") &&
@@ -54,6 +54,7 @@ int run_serve(const std::vector<std::string>& argv) {
         "itself");
   LaunchConfig config = args.has("--config") ? load_launch_config(args.get("--config", ""))
                                              : config_for_model(model_dir_or_default(args), args);
+  if (args.has("--dequantize")) config.dequantize = true;
   apply_matmul_precision(args, config.matmul_precision);
   const ProcessRanks ranks = start_process_ranks(config);
   if (ranks.served_worker) return 0;
