@@ -2,9 +2,9 @@
 // Element types of tensors and the scalar conversions between them. Besides
 // the plain types (i8 and f8_e4m3 are one byte each: a quantized KV cache's
 // elements and FP8 checkpoints' weights, each with scales kept beside it by
-// its owner), a tensor may hold ggml's quantized blocks (q8_0 .. q6_k,
-// as GGUF files store them, kernels/quant/blocks.hpp): its last dimension is
-// then a whole number of blocks of dtype_block_size elements, each
+// its owner), a tensor may hold ggml's quantized blocks (q8_0 .. q6_k, q5_0,
+// q5_1, as GGUF files store them, kernels/quant/blocks.hpp): its last dimension
+// is then a whole number of blocks of dtype_block_size elements, each
 // dtype_block_bytes long, and only the ops that say so take it (the CPU
 // matmul, the embedding).
 #include <bit>
@@ -16,11 +16,13 @@
 namespace hive {
 
 // New values go last: a DType crosses process boundaries as its number.
-enum class DType : uint8_t { f32, f16, bf16, i32, i64, q8_0, q4_0, q4_k, q5_k, q6_k, i8, f8_e4m3 };
+enum class DType : uint8_t {
+  f32, f16, bf16, i32, i64, q8_0, q4_0, q4_k, q5_k, q6_k, i8, f8_e4m3, q5_0, q5_1
+};
 
 constexpr bool is_quantized(DType t) {
   return t == DType::q8_0 || t == DType::q4_0 || t == DType::q4_k || t == DType::q5_k ||
-         t == DType::q6_k;
+         t == DType::q6_k || t == DType::q5_0 || t == DType::q5_1;
 }
 
 // Elements per block: 1 for the plain types.
@@ -28,6 +30,8 @@ constexpr int64_t dtype_block_size(DType t) {
   switch (t) {
     case DType::q8_0:
     case DType::q4_0:
+    case DType::q5_0:
+    case DType::q5_1:
       return 32;
     case DType::q4_k:
     case DType::q5_k:
@@ -73,6 +77,10 @@ constexpr int64_t dtype_block_bytes(DType t) {
       return 176;
     case DType::q6_k:
       return 210;
+    case DType::q5_0:
+      return 22;
+    case DType::q5_1:
+      return 24;
     default:
       return static_cast<int64_t>(dtype_size(t));
   }
@@ -109,6 +117,10 @@ constexpr std::string_view dtype_name(DType t) {
       return "i8";
     case DType::f8_e4m3:
       return "f8_e4m3";
+    case DType::q5_0:
+      return "q5_0";
+    case DType::q5_1:
+      return "q5_1";
   }
   return "?";
 }

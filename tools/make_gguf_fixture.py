@@ -33,8 +33,14 @@ QUANTIZED = {
     "q5_k": (Q.Q5_K, (3, 256)),
     "q6_k": (Q.Q6_K, (2, 256)),
 }
+# Written after the float tensors (added later: the tensors above keep their bytes).
+QUANTIZED_LATER = {
+    "q5_0": (Q.Q5_0, (3, 64)),
+    "q5_1": (Q.Q5_1, (2, 96)),
+}
 # Byte offsets of the f16 scale fields inside each type's block.
-HALF_FIELDS = {Q.Q8_0: [0], Q.Q4_0: [0], Q.Q4_K: [0, 2], Q.Q5_K: [0, 2], Q.Q6_K: [208]}
+HALF_FIELDS = {Q.Q8_0: [0], Q.Q4_0: [0], Q.Q4_K: [0, 2], Q.Q5_K: [0, 2], Q.Q6_K: [208],
+               Q.Q5_0: [0], Q.Q5_1: [0, 2]}
 
 # Every scalar type, with the value written; arrays repeat each as a list.
 SCALARS = [
@@ -102,6 +108,8 @@ def main():
     writer.add_tensor("f32", rng.normal(0.0, 1.0, size=(2, 3, 4)).astype(np.float32))
     writer.add_tensor("f16", special_halves(rng))
     writer.add_tensor("bf16", special_bf16(rng), raw_dtype=Q.BF16)
+    for name, (qtype, shape) in QUANTIZED_LATER.items():
+        writer.add_tensor(name, random_blocks(rng, qtype, shape), raw_dtype=qtype)
     writer.write_header_to_file()
     writer.write_kv_data_to_file()
     writer.write_tensors_to_file()
@@ -110,6 +118,14 @@ def main():
     for tensor in gguf.GGUFReader(path).tensors:
         values = gguf.quants.dequantize(tensor.data, tensor.tensor_type)
         values.astype("<f4", copy=False).tofile(out / f"{tensor.name}.f32")
+    # Q5_0 / Q5_1 weights as gguf-py's quantizers make them, from normal
+    # floats, 16 blocks of 32 (the third constant, the fourth with a zero).
+    source = rng.normal(0.0, 0.05, size=(16, 32)).astype(np.float32)
+    source[2] = 0.25
+    source[3, 5] = 0.0
+    source.tofile(out / "quantize_source.f32")
+    for qtype in (Q.Q5_0, Q.Q5_1):
+        gguf.quants.quantize(source, qtype).tofile(out / f"quantize_{qtype.name.lower()}.bin")
     print(f"wrote {path} ({path.stat().st_size} bytes) with gguf-py {metadata.version('gguf')}")
 
 

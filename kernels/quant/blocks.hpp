@@ -27,6 +27,32 @@ struct BlockQ4_0 {
   uint8_t qs[kQK / 2];
 };
 
+// Q5_0: element i's low 4 bits as Q4_0 stores them (byte i % 16, low nibble
+// for i < 16), its fifth bit bit i of qh (little-endian);
+// x = d * (q - 16), q = 0..31.
+//   [d f16][qh: 4][qs: 16]                                          22 bytes
+struct BlockQ5_0 {
+  uint16_t d;
+  uint8_t qh[4];
+  uint8_t qs[kQK / 2];
+};
+
+// Q5_1: Q5_0's quants with a minimum instead of the offset: x = d * q + m.
+//   [d f16][m f16][qh: 4][qs: 16]                                   24 bytes
+struct BlockQ5_1 {
+  uint16_t d;
+  uint16_t m;
+  uint8_t qh[4];
+  uint8_t qs[kQK / 2];
+};
+
+// Element i (0..31) of a Q5_0 / Q5_1 block: 0..31.
+template <class Block>
+int q5_quant(const Block& block, int i) {
+  const int low = i < kQK / 2 ? (block.qs[i] & 15) : (block.qs[i - kQK / 2] >> 4);
+  return low | ((block.qh[i / 8] >> (i % 8)) & 1) << 4;
+}
+
 // The K-quants' 6-bit scales sc[0..7] and mins m[0..7] of the 8 sub-blocks,
 // packed into 12 bytes (j = 0..3):
 //   byte j      bits 7..6: sc[j+4] >> 4   bits 5..0: sc[j]
@@ -80,6 +106,9 @@ struct BlockQ8_K {
 
 // The sizes ggml and every GGUF file use.
 static_assert(sizeof(BlockQ8_0) == 34 && sizeof(BlockQ4_0) == 18);
+static_assert(sizeof(BlockQ5_0) == 22 && sizeof(BlockQ5_1) == 24);
+static_assert(ggml_type_info(GgmlType::q5_0).block_bytes == sizeof(BlockQ5_0));
+static_assert(ggml_type_info(GgmlType::q5_1).block_bytes == sizeof(BlockQ5_1));
 static_assert(sizeof(BlockQ8_K) == 292);
 static_assert(sizeof(BlockQ4_K) == 144 && sizeof(BlockQ5_K) == 176 && sizeof(BlockQ6_K) == 210);
 static_assert(ggml_type_info(GgmlType::q8_0).block_bytes == sizeof(BlockQ8_0));

@@ -59,6 +59,17 @@ void dequantize_block(const BlockQ4_0& block, float* out) {
   }
 }
 
+void dequantize_block(const BlockQ5_0& block, float* out) {
+  const float d = half_bits_to_f32(block.d);
+  for (int i = 0; i < kQK; ++i) out[i] = d * static_cast<float>(q5_quant(block, i) - 16);
+}
+
+// d * q is exact (11 by 5 significant bits): the addition is the one rounding.
+void dequantize_block(const BlockQ5_1& block, float* out) {
+  const float d = half_bits_to_f32(block.d), m = half_bits_to_f32(block.m);
+  for (int i = 0; i < kQK; ++i) out[i] = d * static_cast<float>(q5_quant(block, i)) + m;
+}
+
 void dequantize_block(const BlockQ4_K& block, float* out) {
   const float d = half_bits_to_f32(block.d), dmin = half_bits_to_f32(block.dmin);
   for (int j = 0; j < 8; ++j) {
@@ -126,6 +137,10 @@ void dequantize_to_f32(GgmlType type, const void* data, int64_t numel, float* ou
       return dequantize_blocks<BlockQ8_0>(data, num_blocks, block_size, out);
     case GgmlType::q4_0:
       return dequantize_blocks<BlockQ4_0>(data, num_blocks, block_size, out);
+    case GgmlType::q5_0:
+      return dequantize_blocks<BlockQ5_0>(data, num_blocks, block_size, out);
+    case GgmlType::q5_1:
+      return dequantize_blocks<BlockQ5_1>(data, num_blocks, block_size, out);
     case GgmlType::q4_k:
       return dequantize_blocks<BlockQ4_K>(data, num_blocks, block_size, out);
     case GgmlType::q5_k:

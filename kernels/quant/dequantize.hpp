@@ -17,6 +17,8 @@ float half_bits_to_f32(uint16_t bits);
 // One block's elements, in order, to out[0 .. block size).
 void dequantize_block(const BlockQ8_0& block, float* out);
 void dequantize_block(const BlockQ4_0& block, float* out);
+void dequantize_block(const BlockQ5_0& block, float* out);
+void dequantize_block(const BlockQ5_1& block, float* out);
 void dequantize_block(const BlockQ4_K& block, float* out);
 void dequantize_block(const BlockQ5_K& block, float* out);
 void dequantize_block(const BlockQ6_K& block, float* out);

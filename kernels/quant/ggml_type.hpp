@@ -16,6 +16,8 @@ enum class GgmlType : uint32_t {
   f32 = 0,
   f16 = 1,
   q4_0 = 2,
+  q5_0 = 6,
+  q5_1 = 7,
   q8_0 = 8,
   q4_k = 12,
   q5_k = 13,
@@ -32,7 +34,8 @@ struct GgmlTypeInfo {
 
 inline constexpr GgmlTypeInfo kGgmlTypes[] = {
     {GgmlType::f32, "F32", 1, 4},       {GgmlType::f16, "F16", 1, 2},
-    {GgmlType::q4_0, "Q4_0", 32, 18},   {GgmlType::q8_0, "Q8_0", 32, 34},
+    {GgmlType::q4_0, "Q4_0", 32, 18},   {GgmlType::q5_0, "Q5_0", 32, 22},
+    {GgmlType::q5_1, "Q5_1", 32, 24},   {GgmlType::q8_0, "Q8_0", 32, 34},
     {GgmlType::q4_k, "Q4_K", 256, 144}, {GgmlType::q5_k, "Q5_K", 256, 176},
     {GgmlType::q6_k, "Q6_K", 256, 210}, {GgmlType::bf16, "BF16", 1, 2},
 };
@@ -60,6 +63,10 @@ constexpr DType ggml_dtype(GgmlType type) {
       return DType::bf16;
     case GgmlType::q4_0:
       return DType::q4_0;
+    case GgmlType::q5_0:
+      return DType::q5_0;
+    case GgmlType::q5_1:
+      return DType::q5_1;
     case GgmlType::q8_0:
       return DType::q8_0;
     case GgmlType::q4_k:

@@ -13,6 +13,7 @@
 #include "kernels/cpu/parallel.hpp"
 #include "kernels/quant/dequantize.hpp"
 #include "kernels/quant/quant_gemm_kernels.hpp"
+#include "kernels/quant/quant_gemm_q5.hpp"
 #include "kernels/quant/quantize.hpp"
 
 namespace hive {
@@ -160,6 +161,22 @@ void quant_matmul(const QuantMatmul& p) {
 void quant_matmul_group(std::span<const QuantMatmul> problems) {
   for (const QuantMatmul& p : problems) check_quant_matmul(p);
   const QuantKernel kernel = quant_kernel();
+  // Q5_0 / Q5_1: their own kernel (quant_gemm_q5.hpp), one product at a time.
+  const auto q5 = [](const QuantMatmul& p) {
+    return p.type == GgmlType::q5_0 || p.type == GgmlType::q5_1;
+  };
+  if (kernel != QuantKernel::scalar && std::any_of(problems.begin(), problems.end(), q5)) {
+    std::vector<QuantMatmul> rest;
+    for (const QuantMatmul& p : problems) {
+      if (q5(p)) {
+        quant_matmul_q5(p, kernel == QuantKernel::avx512_vnni);
+      } else {
+        rest.push_back(p);
+      }
+    }
+    if (!rest.empty()) quant_matmul_group(rest);
+    return;
+  }
   if (kernel == QuantKernel::scalar) {
     for (const QuantMatmul& p : problems) quant_matmul_reference(p);
     return;

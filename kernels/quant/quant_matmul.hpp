@@ -14,6 +14,9 @@
 //     activations a, d = f32(d_w) * f32(d_a)) adds its 8 groups of 4:
 //     lane 8 (b % 2) + g = fma(float(sum_{t<4} w[4g+t] a[4g+t]), d, lane).
 //     Then lanes are folded in halves: l + 8 onto l, + 4, + 2, + 1.
+//   Q5_0: as Q8_0, its weights q - 16 (-16..15).
+//   Q5_1: as Q8_0 with its weights q (0..31), each group then adding its
+//     minimum: lane = fma(float(sum_{t<4} a[4g+t]), f32(m_w) * f32(d_a), lane).
 //   K-quants: one f32 sum s over the blocks in order. With S_g the exact sum
 //     of q * a over element group g of 16 (q unsigned: 0..15, 0..31, 0..63),
 //     sc_g and m_g the group's scale and min, bsum_g the activation's sums:
@@ -37,7 +40,8 @@ struct QuantMatmul {
   int64_t m = 0, k = 0, n = 0;
 };
 
-// The block types a quantized matmul takes: Q8_0, Q4_0, Q4_K, Q5_K, Q6_K.
+// The block types a quantized matmul takes: Q8_0, Q4_0, Q5_0, Q5_1, Q4_K,
+// Q5_K, Q6_K.
 bool quant_matmul_supports(GgmlType type);
 
 // The oracle: plain loops in the order above, one output at a time.
@@ -45,7 +49,9 @@ void quant_matmul_reference(const QuantMatmul& problem);
 
 // The CPU kernel path's (cpu_features.hpp) kernel: the reference on scalar,
 // AVX2 on avx2, AVX-512 VNNI from avx512 up where the CPU has VNNI (else
-// AVX2), on the CPU thread pool, tasks split by output columns.
+// AVX2), on the CPU thread pool, tasks split by output columns. Q5_0 and
+// Q5_1 have their own kernel (quant_gemm_q5.cpp): AVX-512 VNNI where the
+// CPU has it, else plain loops in the same order.
 void quant_matmul(const QuantMatmul& problem);
 
 // Several products as one job on the pool (and one for quantizing their

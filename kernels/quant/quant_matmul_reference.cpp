@@ -34,17 +34,32 @@ int weight(const BlockQ4_0& block, int e) {
   return e < kQK / 2 ? (block.qs[e] & 15) - 8 : (block.qs[e - kQK / 2] >> 4) - 8;
 }
 
+int weight(const BlockQ5_0& block, int e) {
+  return q5_quant(block, e) - 16;
+}
+
+int weight(const BlockQ5_1& block, int e) {
+  return q5_quant(block, e);
+}
+
 template <class Block>
 float dot_q8_0(const void* w_row, const BlockQ8_0* x, int64_t blocks) {
+  constexpr bool kMin = std::is_same_v<Block, BlockQ5_1>;
   float lanes[16] = {};
   for (int64_t b = 0; b < blocks; ++b) {
     const Block w = block_at<Block>(w_row, b);
-    const float d = half_bits_to_f32(w.d) * half_bits_to_f32(x[b].d);
+    const float d_x = half_bits_to_f32(x[b].d);
+    const float d = half_bits_to_f32(w.d) * d_x;
     for (int g = 0; g < 8; ++g) {
-      int sum = 0;
-      for (int t = 0; t < 4; ++t) sum += weight(w, 4 * g + t) * x[b].qs[4 * g + t];
+      int sum = 0, x_sum = 0;
+      for (int t = 0; t < 4; ++t) {
+        sum += weight(w, 4 * g + t) * x[b].qs[4 * g + t];
+        x_sum += x[b].qs[4 * g + t];
+      }
       float& lane = lanes[8 * (b % 2) + g];
       lane = std::fma(static_cast<float>(sum), d, lane);
+      if constexpr (kMin)
+        lane = std::fma(static_cast<float>(x_sum), half_bits_to_f32(w.m) * d_x, lane);
     }
   }
   for (int width = 8; width >= 1; width /= 2)
@@ -141,13 +156,14 @@ void reference_rows(const QuantMatmul& p, void (*quantize)(const float*, int64_t
 
 bool quant_matmul_supports(GgmlType type) {
   return type == GgmlType::q8_0 || type == GgmlType::q4_0 || type == GgmlType::q4_k ||
-         type == GgmlType::q5_k || type == GgmlType::q6_k;
+         type == GgmlType::q5_k || type == GgmlType::q6_k || type == GgmlType::q5_0 ||
+         type == GgmlType::q5_1;
 }
 
 void check_quant_matmul(const QuantMatmul& p) {
   const GgmlTypeInfo info = ggml_type_info(p.type);
   check(quant_matmul_supports(p.type), "quant_matmul: weights of type ", info.name,
-        " are not a block type it takes (Q8_0, Q4_0, Q4_K, Q5_K, Q6_K)");
+        " are not a block type it takes (Q8_0, Q4_0, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K)");
   check(p.m >= 0 && p.n >= 0 && p.k >= 0, "quant_matmul: negative size m = ", p.m, ", k = ", p.k,
         ", n = ", p.n);
   check(p.k % info.block_size == 0, "quant_matmul: k = ", p.k, " is not a multiple of ", info.name,
@@ -162,6 +178,10 @@ void quant_matmul_reference(const QuantMatmul& p) {
       return reference_rows<BlockQ8_0>(p, quantize_row_q8_0, kQK, dot_q8_0<BlockQ8_0>);
     case GgmlType::q4_0:
       return reference_rows<BlockQ4_0>(p, quantize_row_q8_0, kQK, dot_q8_0<BlockQ4_0>);
+    case GgmlType::q5_0:
+      return reference_rows<BlockQ5_0>(p, quantize_row_q8_0, kQK, dot_q8_0<BlockQ5_0>);
+    case GgmlType::q5_1:
+      return reference_rows<BlockQ5_1>(p, quantize_row_q8_0, kQK, dot_q8_0<BlockQ5_1>);
     case GgmlType::q4_k:
       return reference_rows<BlockQ4_K>(p, quantize_row_q8_k, kQKK, dot_q8_k<BlockQ4_K>);
     case GgmlType::q5_k:

@@ -77,6 +77,54 @@ void quantize_row_q4_0(const float* x, int64_t k, BlockQ4_0* out) {
   }
 }
 
+namespace {
+
+// Quants 0..31 into a Q5_0 / Q5_1 block: low nibbles as Q4_0's, fifth bits in qh.
+template <class Block>
+void pack_q5(const int* q, Block& block) {
+  uint32_t high = 0;
+  for (int i = 0; i < kQK / 2; ++i) {
+    block.qs[i] = static_cast<uint8_t>((q[i] & 15) | (q[i + kQK / 2] & 15) << 4);
+    high |= (static_cast<uint32_t>(q[i] >> 4) << i) |
+            (static_cast<uint32_t>(q[i + kQK / 2] >> 4) << (i + kQK / 2));
+  }
+  for (int byte = 0; byte < 4; ++byte) block.qh[byte] = static_cast<uint8_t>(high >> (8 * byte));
+}
+
+}  // namespace
+
+void quantize_row_q5_0(const float* x, int64_t k, BlockQ5_0* out) {
+  check_blocks("quantize_row_q5_0", k, kQK);
+  for (int64_t b = 0; b < k / kQK; ++b, x += kQK) {
+    const float d = signed_max(x, kQK) / -16.0f;
+    const float inverse = d != 0.0f ? 1.0f / d : 0.0f;
+    int q[kQK];
+    for (int i = 0; i < kQK; ++i)
+      q[i] = std::min(31, static_cast<int>(static_cast<int8_t>(x[i] * inverse + 16.5f)));
+    out[b].d = f32_to_f16(d);
+    pack_q5(q, out[b]);
+  }
+}
+
+void quantize_row_q5_1(const float* x, int64_t k, BlockQ5_1* out) {
+  check_blocks("quantize_row_q5_1", k, kQK);
+  for (int64_t b = 0; b < k / kQK; ++b, x += kQK) {
+    float min = x[0], max = x[0];
+    for (int i = 1; i < kQK; ++i) {
+      min = std::min(min, x[i]);
+      max = std::max(max, x[i]);
+    }
+    const float d = (max - min) / 31.0f;
+    const float inverse = d != 0.0f ? 1.0f / d : 0.0f;
+    int q[kQK];
+    for (int i = 0; i < kQK; ++i)
+      q[i] = std::min(31, static_cast<int>(static_cast<uint8_t>((x[i] - min) * inverse + 0.5f)));
+    out[b].d = f32_to_f16(d);
+    out[b].m = f32_to_f16(min);
+    pack_q5(q, out[b]);
+  }
+}
+
 // ---- K-quant weights: llama.cpp's reference arithmetic, operation for
 // operation (the order of every f32 operation is ggml-quants.c's, never
 // contracted), so the blocks are byte for byte those of its reference

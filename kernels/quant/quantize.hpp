@@ -24,6 +24,13 @@ void quantize_row_q8_k(const float* x, int64_t k, BlockQ8_K* out);
 // as f16, nibble = min(15, trunc(x / d + 8.5)).
 void quantize_row_q4_0(const float* x, int64_t k, BlockQ4_0* out);
 
+// Weights: k values (a multiple of 32) to Q5_0 blocks, d = x_max / -16 as
+// f16, q = min(31, trunc(x / d + 16.5)); or to Q5_1 blocks, d = (max - min)
+// / 31 and m = min as f16, q = min(31, trunc((x - min) / d + 0.5)) (x / d
+// as x times the f32 inverse of d, as llama.cpp and gguf-py compute it).
+void quantize_row_q5_0(const float* x, int64_t k, BlockQ5_0* out);
+void quantize_row_q5_1(const float* x, int64_t k, BlockQ5_1* out);
+
 // Weights, k a multiple of 256, llama.cpp's reference K-quantizers (no
 // importance matrix), as `hive quantize` writes them:
 //   Q4_K / Q5_K: per sub-block of 32, a scale and a min fitted by weighted

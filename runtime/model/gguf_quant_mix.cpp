@@ -112,11 +112,12 @@ TensorTypeChoice choose_tensor_type(QuantMix mix, const std::string& name,
   const GgmlType wanted = rule_type(mix, name, dims, model);
   const int64_t row = dims[0];
   if (fits(wanted, row)) return {wanted, ""};
-  GgmlType type = wanted == GgmlType::q4_0 ? GgmlType::q4_0 : GgmlType::q8_0;
+  // llama.cpp's fallbacks to a type of 32-blocks.
+  GgmlType type = GgmlType::q8_0;  // Q6_K's, and Q8_0's own
+  if (wanted == GgmlType::q4_0) type = GgmlType::q4_0;
+  if (wanted == GgmlType::q4_k) type = GgmlType::q5_0;
+  if (wanted == GgmlType::q5_k) type = GgmlType::q5_1;
   std::string note;
-  if (wanted == GgmlType::q4_k || wanted == GgmlType::q5_k)
-    note = str_cat(" (llama.cpp: ", wanted == GgmlType::q4_k ? "Q5_0" : "Q5_1",
-                   ", which Hive does not read)");
   if (!fits(type, row)) {
     type = GgmlType::f16;
     note = " (no 32-block fits)";

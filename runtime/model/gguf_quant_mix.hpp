@@ -14,11 +14,10 @@
 //   8 experts (Mixtral-like), any type: attn_v and attn_k Q8_0; q4_k_m's
 //                        attn_output Q5_K
 //
-// A row that is not a whole number of the chosen type's blocks falls back:
-// Q6_K to Q8_0, as llama.cpp; Q4_K and Q5_K to Q8_0 where llama.cpp picks
-// Q5_0 / Q5_1, which Hive does not read; and when Q8_0 (or Q4_0) does not
-// fit either, F16, as llama.cpp (which refuses a Q8_0 or Q4_0 file
-// instead). Each fallback is reported.
+// A row that is not a whole number of the chosen type's blocks falls back
+// as llama.cpp's does: Q4_K to Q5_0, Q5_K to Q5_1, Q6_K to Q8_0; and when
+// no 32-block type fits either, F16, as llama.cpp (which refuses a Q8_0 or
+// Q4_0 file instead). Each fallback is reported.
 #include <cstdint>
 #include <optional>
 #include <string>

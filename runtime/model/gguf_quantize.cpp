@@ -86,6 +86,10 @@ void encode_row(GgmlType type, const float* x, int64_t n, std::byte* out) {
       return quantize_row_q8_0(x, n, reinterpret_cast<BlockQ8_0*>(out));
     case GgmlType::q4_0:
       return quantize_row_q4_0(x, n, reinterpret_cast<BlockQ4_0*>(out));
+    case GgmlType::q5_0:
+      return quantize_row_q5_0(x, n, reinterpret_cast<BlockQ5_0*>(out));
+    case GgmlType::q5_1:
+      return quantize_row_q5_1(x, n, reinterpret_cast<BlockQ5_1*>(out));
     case GgmlType::q4_k:
       return quantize_row_q4_k(x, n, reinterpret_cast<BlockQ4_K*>(out));
     case GgmlType::q5_k:

@@ -1,7 +1,7 @@
 #pragma once
 // Random quantized weights for the quantized matmul's tests: Q8_0 and Q4_0
-// quantized from normal floats, K-quants as random bytes with finite f16
-// super-block scales (every 6-bit scale, min and quant pattern is valid).
+// quantized from normal floats, Q5_0 / Q5_1 and the K-quants as random bytes
+// with finite f16 scales and mins (every quant pattern is valid).
 #include <cstdint>
 #include <cstring>
 #include <random>
@@ -16,8 +16,9 @@
 
 namespace hive::test {
 
-inline constexpr GgmlType kQuantMatmulTypes[] = {GgmlType::q8_0, GgmlType::q4_0, GgmlType::q4_k,
-                                                 GgmlType::q5_k, GgmlType::q6_k};
+inline constexpr GgmlType kQuantMatmulTypes[] = {GgmlType::q8_0, GgmlType::q4_0, GgmlType::q5_0,
+                                                 GgmlType::q5_1, GgmlType::q4_k, GgmlType::q5_k,
+                                                 GgmlType::q6_k};
 
 inline std::string type_name(GgmlType type) {
   return std::string(ggml_type_info(type).name);
@@ -60,7 +61,9 @@ inline QuantWeights random_quant_weights(std::mt19937_64& rng, GgmlType type, in
     const uint16_t d = random_scale_bits(rng), dmin = random_scale_bits(rng);
     if (type == GgmlType::q6_k) {
       std::memcpy(block + offsetof(BlockQ6_K, d), &d, 2);
-    } else {  // Q4_K, Q5_K: d, dmin first
+    } else if (type == GgmlType::q5_0) {
+      std::memcpy(block, &d, 2);
+    } else {  // Q5_1, Q4_K, Q5_K: d, then the min or dmin
       std::memcpy(block, &d, 2);
       std::memcpy(block + 2, &dmin, 2);
     }

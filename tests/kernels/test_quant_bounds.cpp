@@ -70,6 +70,13 @@ double block_term_bound(GgmlType type, const uint8_t* block) {
     case GgmlType::q6_k:
       std::memcpy(&d, block + offsetof(BlockQ6_K, d), 2);
       return std::fabs(f16_to_f32(d)) * 128 * 32;
+    case GgmlType::q5_0:
+      std::memcpy(&d, block, 2);
+      return std::fabs(f16_to_f32(d)) * 16;
+    case GgmlType::q5_1:  // d * q + m, q to 31
+      std::memcpy(&d, block, 2);
+      std::memcpy(&dmin, block + 2, 2);
+      return std::fabs(f16_to_f32(d)) * 31 + std::fabs(f16_to_f32(dmin));
     default:  // Q4_K (quants to 15), Q5_K (to 31); 6-bit scales and mins
       std::memcpy(&d, block, 2);
       std::memcpy(&dmin, block + 2, 2);

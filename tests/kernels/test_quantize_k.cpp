@@ -1,12 +1,14 @@
-// The K-quant weight quantizers (Q4_K, Q5_K, Q6_K; quantize.hpp) against the
-// bounds llama.cpp's own reference quantizers are held to and reach:
+// The weight quantizers (Q4_K, Q5_K, Q6_K, and Q8_0, Q5_0, Q5_1; quantize.hpp)
+// against the bounds llama.cpp's own reference quantizers are held to and
+// reach, and Q5_0 / Q5_1 against gguf-py's bytes:
 //   - llama.cpp's tests/test-quantize-fns.cpp: on 0.1 + 2 cos(i), 4096
 //     values, sqrt(sum of squared errors) / n < 0.002 for every 4-bit and
 //     wider type. The same data, metric and bound here.
 //   - Gaussian rows (sigma 0.02, one outlier of 0.5; the seed printed): the
 //     error relative to the rows' norm, ||x - deq(q(x))|| / ||x||, over 16
 //     rows of 1024. Over 30 seeds (2026-12-06) it ranged Q4_K 0.0719-0.0742,
-//     Q5_K 0.0360-0.0377, Q6_K 0.0184-0.0194, Q8_0 0.0056-0.0060; the
+//     Q5_K 0.0360-0.0377, Q6_K 0.0184-0.0194, Q8_0 0.0056-0.0060 (and over
+//     20 seeds, 2026-12-06, Q5_0 0.0446-0.0476, Q5_1 0.0381-0.0392); the
 //     bounds are about 1.08x the largest. The arithmetic is llama.cpp's
 //     reference, operation for operation, so its quantizers reach the same
 //     figures; a broken packing or scale fit is off by far more.
@@ -16,7 +18,11 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iterator>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "kernels/quant/dequantize.hpp"
@@ -32,6 +38,12 @@ std::vector<float> round_trip(GgmlType type, const std::vector<float>& x) {
   switch (type) {
     case GgmlType::q8_0:
       quantize_row_q8_0(x.data(), n, reinterpret_cast<BlockQ8_0*>(blocks.data()));
+      break;
+    case GgmlType::q5_0:
+      quantize_row_q5_0(x.data(), n, reinterpret_cast<BlockQ5_0*>(blocks.data()));
+      break;
+    case GgmlType::q5_1:
+      quantize_row_q5_1(x.data(), n, reinterpret_cast<BlockQ5_1*>(blocks.data()));
       break;
     case GgmlType::q4_k:
       quantize_row_q4_k(x.data(), n, reinterpret_cast<BlockQ4_K*>(blocks.data()));
@@ -107,9 +119,11 @@ TEST_P(QuantizeK, EveryValueNearItsSource) {
   std::vector<float> x(2048);
   for (float& v : x) v = uniform(rng);
   const std::vector<float> y = round_trip(GetParam().type, x);
-  const int levels = GetParam().type == GgmlType::q4_k   ? 15
-                     : GetParam().type == GgmlType::q5_k ? 31
-                                                         : 63;
+  const GgmlType type = GetParam().type;
+  const int levels = type == GgmlType::q4_k ? 15
+                     : type == GgmlType::q5_k || type == GgmlType::q5_0 || type == GgmlType::q5_1
+                         ? 31
+                         : 63;
   // Range 2 over `levels` steps; the fitted scale may stretch it.
   const float step = 2.0f / static_cast<float>(levels);
   for (size_t i = 0; i < x.size(); ++i) ASSERT_LE(std::fabs(x[i] - y[i]), 1.5f * step) << i;
@@ -118,10 +132,33 @@ TEST_P(QuantizeK, EveryValueNearItsSource) {
 INSTANTIATE_TEST_SUITE_P(Types, QuantizeK,
                          ::testing::Values(Case{GgmlType::q4_k, 0.080}, Case{GgmlType::q5_k, 0.041},
                                            Case{GgmlType::q6_k, 0.021},
-                                           Case{GgmlType::q8_0, 0.0066}),
+                                           Case{GgmlType::q8_0, 0.0066}, Case{GgmlType::q5_0, 0.052},
+                                           Case{GgmlType::q5_1, 0.043}),
                          [](const auto& test_info) {
                            return std::string(ggml_type_info(test_info.param.type).name);
                          });
+
+std::vector<char> read_bytes(const std::string& name) {
+  std::ifstream in(std::string(HIVE_TEST_DATA) + "/gguf/" + name, std::ios::binary);
+  EXPECT_TRUE(in.good()) << name;
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+// Q5_0 and Q5_1 (the fallbacks of rows that are not whole 256-blocks)
+// write the bytes gguf-py's quantizers write (tools/make_gguf_fixture.py).
+TEST(QuantizeQ5, BlocksEqualGgufPysByteForByte) {
+  const std::vector<char> source = read_bytes("quantize_source.f32");
+  std::vector<float> x(source.size() / 4);
+  std::memcpy(x.data(), source.data(), source.size());
+  const auto k = static_cast<int64_t>(x.size());
+  ASSERT_EQ(k, 512);
+  std::vector<char> q5_0(static_cast<size_t>(k / kQK) * sizeof(BlockQ5_0));
+  quantize_row_q5_0(x.data(), k, reinterpret_cast<BlockQ5_0*>(q5_0.data()));
+  EXPECT_EQ(q5_0, read_bytes("quantize_q5_0.bin"));
+  std::vector<char> q5_1(static_cast<size_t>(k / kQK) * sizeof(BlockQ5_1));
+  quantize_row_q5_1(x.data(), k, reinterpret_cast<BlockQ5_1*>(q5_1.data()));
+  EXPECT_EQ(q5_1, read_bytes("quantize_q5_1.bin"));
+}
 
 }  // namespace
 }  // namespace hive

@@ -156,8 +156,8 @@ TEST_F(GgufErrorTest, TensorTypeAndShape) {
   GgufBytes file = valid_file();
   file.add_tensor("t", {32}, 3, 0);  // Q4_1: a ggml type Hive does not read
   EXPECT_EQ(error(file.bytes()),
-            "tensor 't': unsupported ggml type 3 (supported: F32 (0), F16 (1), Q4_0 (2), Q8_0 "
-            "(8), Q4_K (12), Q5_K (13), Q6_K (14), BF16 (30))");
+            "tensor 't': unsupported ggml type 3 (supported: F32 (0), F16 (1), Q4_0 (2), Q5_0 "
+            "(6), Q5_1 (7), Q8_0 (8), Q4_K (12), Q5_K (13), Q6_K (14), BF16 (30))");
   file = valid_file();
   file.add_tensor("t", {33, 2}, 8, 0);
   EXPECT_EQ(error(file.bytes()),

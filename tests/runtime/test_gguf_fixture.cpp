@@ -49,6 +49,7 @@ TEST_F(GgufFixtureTest, HeaderAndTensorInfos) {
       {"q4_k", GgmlType::q4_k, {512, 2}}, {"q5_k", GgmlType::q5_k, {256, 3}},
       {"q6_k", GgmlType::q6_k, {256, 2}}, {"f32", GgmlType::f32, {4, 3, 2}},
       {"f16", GgmlType::f16, {8, 4}},     {"bf16", GgmlType::bf16, {8, 2}},
+      {"q5_0", GgmlType::q5_0, {64, 3}},  {"q5_1", GgmlType::q5_1, {96, 2}},
   };
   ASSERT_EQ(file.tensors().size(), expected.size());
   for (size_t i = 0; i < expected.size(); ++i) {

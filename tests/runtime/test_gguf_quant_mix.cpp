@@ -45,8 +45,13 @@ TEST(QuantizeMix, RowsThatDoNotFitFallBack) {
   const QuantMixModel model{2, 0, false};
   const TensorTypeChoice k =
       choose_tensor_type(QuantMix::q4_k_m, "blk.0.ffn_up.weight", {96, 8}, model);
-  EXPECT_EQ(k.type, GgmlType::q8_0);
-  EXPECT_NE(k.fallback.find("Q5_0"), std::string::npos) << k.fallback;
+  EXPECT_EQ(k.type, GgmlType::q5_0);
+  EXPECT_EQ(k.fallback, "row of 96 is not a whole number of Q4_K blocks (256): Q5_0");
+  const TensorTypeChoice five =
+      choose_tensor_type(QuantMix::q4_k_m, "blk.0.attn_output.weight", {96, 8}, {2, 8, false});
+  EXPECT_EQ(five.type, GgmlType::q5_1);  // Mixtral's Q5_K attn_output
+  EXPECT_EQ(choose_tensor_type(QuantMix::q4_k_m, "blk.0.ffn_up.weight", {48, 8}, model).type,
+            GgmlType::f16);
   const TensorTypeChoice six =
       choose_tensor_type(QuantMix::q4_k_m, "output.weight", {96, 8}, model);
   EXPECT_EQ(six.type, GgmlType::q8_0);

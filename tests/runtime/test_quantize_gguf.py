@@ -10,7 +10,8 @@ model in every type and for fixtures that exercise Llama's rope rows, Llama
   - tensors: the names and shapes gguf_mapping.py gives; gguf.quants.dequantize
     of every tensor equals Hive's dequantization (gguf_dequantize_dump) bit
     for bit; F32 / F16 tensors hold the source exactly; Q8_0 and Q4_0 blocks
-    are byte for byte what gguf-py's quantizer makes of the source; K-quant
+    (and the Q5_0 / Q5_1 of rows that are not whole 256-blocks) are byte for
+    byte what gguf-py's quantizer makes of the source; K-quant
     tensors are within their type's error of the source;
   - Hive loads each file (`hive inspect --model FILE.gguf`);
   - the CLI's refusals: an existing --out without --force, an unknown
@@ -113,7 +114,7 @@ def check_tensors(reader, dump, expected, where):
             assert np.array_equal(ours.view(np.uint32), source.view(np.uint32)), t.name
         elif t.tensor_type == Q.F16:
             assert np.array_equal(ours, source.astype(np.float16).astype(np.float32)), t.name
-        elif t.tensor_type in (Q.Q8_0, Q.Q4_0):
+        elif t.tensor_type in (Q.Q8_0, Q.Q4_0, Q.Q5_0, Q.Q5_1):
             blocks = gguf.quants.quantize(source.reshape(-1, row), t.tensor_type)
             assert bytes(np.asarray(t.data).tobytes()) == blocks.tobytes(), \
                 f"{where} {t.name}: {t.tensor_type.name} blocks differ from gguf-py's"

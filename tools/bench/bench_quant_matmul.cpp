@@ -65,7 +65,8 @@ std::vector<uint8_t> random_weight(std::mt19937_64& rng, hive::GgmlType type) {
   const size_t at = type == hive::GgmlType::q6_k ? info.block_bytes - 2 : 0;
   for (size_t b = 0; b < bytes.size(); b += info.block_bytes) {
     std::memcpy(&bytes[b + at], &scale, 2);
-    if (type == hive::GgmlType::q4_k || type == hive::GgmlType::q5_k)
+    if (type == hive::GgmlType::q4_k || type == hive::GgmlType::q5_k ||
+        type == hive::GgmlType::q5_1)
       std::memcpy(&bytes[b + 2], &scale, 2);
   }
   return bytes;
@@ -155,8 +156,8 @@ int main(int argc, char** argv) try {
     };
     print("BF16", "matmul", bf16_time, bf16_copies.bytes());
     for (const hive::GgmlType type :
-         {hive::GgmlType::q8_0, hive::GgmlType::q4_0, hive::GgmlType::q4_k, hive::GgmlType::q5_k,
-          hive::GgmlType::q6_k}) {
+         {hive::GgmlType::q8_0, hive::GgmlType::q4_0, hive::GgmlType::q5_0, hive::GgmlType::q5_1,
+          hive::GgmlType::q4_k, hive::GgmlType::q5_k, hive::GgmlType::q6_k}) {
       const WeightCopies weights(random_weight(rng, type));
       std::vector<Variant> variants;
       std::vector<std::string> kernels;

@@ -1,0 +1,49 @@
+#pragma once
+// Q5_0 and Q5_1 weights on the CPU (quant_matmul.cpp routes them here): the
+// activations as Q8_0 blocks, each output in quant_matmul.hpp's Q8_0 order
+// (16 lanes, one per group of 4 of a block pair; Q5_1 adds its minimum per
+// group). The AVX-512 VNNI kernel (quant_gemm_q5.cpp, its own -m flags)
+// multiplies the unsigned quants 0..31 by the activations with vpdpbusd and
+// takes the offset of Q5_0 (16 * the group's activation sum) in integers;
+// elsewhere plain loops compute the same operations.
+#include <cstdint>
+
+#include "kernels/quant/ggml_type.hpp"
+
+namespace hive {
+
+struct QuantMatmul;
+
+// Runs one Q5_0 / Q5_1 product on the pool (checked by the caller); `vnni`
+// picks the AVX-512 VNNI kernel.
+void quant_matmul_q5(const QuantMatmul& problem, bool vnni);
+
+// The activations: row i's Q8_0 blocks, padded to an even count with zero
+// blocks, as quants, scales and group sums apart.
+struct Q5GemmArgs {
+  GgmlType type = GgmlType::q5_0;
+  const char* w = nullptr;  // weight row j at w + j * w_row_bytes
+  int64_t w_row_bytes = 0;
+  int64_t blocks = 0;  // per row, k / 32
+  int64_t m = 0, n = 0;
+  const int8_t* x_qs = nullptr;     // row i's at x_qs + i * 32 * x_blocks
+  const float* x_d = nullptr;       // row i's at x_d + i * 8 * x_blocks
+  const int32_t* x_sums = nullptr;  // row i's at x_sums + i * 8 * x_blocks
+  int64_t x_blocks = 0;             // blocks rounded up to even
+  float* out = nullptr;             // row i at out + i * n
+};
+
+// A weight row unpacked per block pair: the quants 0..31, and each block's
+// scale and minimum (0 for Q5_0) spread over its 8 lanes.
+struct alignas(64) Q5Pair {
+  uint8_t q[64];
+  float d[16];
+  float m[16];
+};
+
+// Output columns [column_begin, column_end) of every row; `pairs` holds
+// x_blocks / 2 entries, each weight row unpacked there in turn.
+void quant_gemm_q5_avx512_vnni(const Q5GemmArgs& args, int64_t column_begin, int64_t column_end,
+                               Q5Pair* pairs);
+
+}  // namespace hive
