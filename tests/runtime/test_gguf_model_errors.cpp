@@ -132,9 +132,10 @@ TEST_F(GgufModelErrorTest, WrongQueryRowsBeforeUnpermuting) {
 
 TEST_F(GgufModelErrorTest, UnsupportedTokenizerModel) {
   TinyLlama model;
-  model.tokenizer_model = "llama";
+  model.tokenizer_model = "t5";
   EXPECT_EQ(error(model, [&] { load_tokenizer(path); }),
-            "tokenizer.ggml.model 'llama' is not supported (supported: gpt2, byte-level BPE)");
+            "tokenizer.ggml.model 't5' is not supported (supported: gpt2, byte-level BPE; llama, "
+            "SentencePiece BPE)");
 }
 
 TEST_F(GgufModelErrorTest, MissingTokenizerKey) {

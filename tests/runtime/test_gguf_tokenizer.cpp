@@ -6,10 +6,13 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
+#include "kernels/error.hpp"
 #include "runtime/engine/model_text.hpp"
 #include "runtime/model/gguf_tokenizer.hpp"
 
@@ -65,6 +68,66 @@ TEST(GgufTokenizer, ChatTemplateRendersAsTheDirectorys) {
     EXPECT_EQ(got.render(messages, open), expected.render(messages, open));
   EXPECT_EQ(chat_template_source(kGguf),
             kGguf.string() + ": metadata key 'tokenizer.chat_template'");
+}
+
+// SentencePiece ("llama", merges recovered from the scores or listed) and
+// byte-level BPE with llama.cpp's "llama-bpe" and "qwen2" pre-tokenizers,
+// written from the tokenizer fixtures by tools/make_gguf_tokenizers.py:
+// every corpus string and random mix encodes to transformers' ids for the
+// same file (AutoTokenizer.from_pretrained(dir, gguf_file=...)), with and
+// without special tokens, and decodes to its text.
+class GgufTokenizerFixture : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(GgufTokenizerFixture, EncodesAsTransformersReadsTheFile) {
+  const fs::path dir = fs::path(HIVE_TEST_DATA) / "gguf" / "tokenizers";
+  static const nlohmann::json expected = [&] {
+    std::ifstream in(dir / "expected.json");
+    return nlohmann::json::parse(in);
+  }();
+  const nlohmann::json& texts = expected.at("texts");
+  const nlohmann::json& want = expected.at(GetParam());
+  const Tokenizer got = load_tokenizer(dir / GetParam());
+  int mismatches = 0;
+  for (size_t i = 0; i < texts.size() && mismatches < 10; ++i) {
+    const std::string text = texts[i].get<std::string>();
+    const auto ids = want.at("ids")[i].get<std::vector<int32_t>>();
+    const auto ids_special = want.at("ids_special")[i].get<std::vector<int32_t>>();
+    const std::vector<int32_t> plain = got.encode(text, false), special = got.encode(text, true);
+    EXPECT_EQ(plain, ids) << i << ": " << text;
+    EXPECT_EQ(special, ids_special) << i << ": " << text;
+    EXPECT_EQ(got.decode(ids_special, false), want.at("decoded")[i].get<std::string>())
+        << i << ": " << text;
+    mismatches += (plain != ids) + (special != ids_special);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Files, GgufTokenizerFixture,
+                         ::testing::Values("sentencepiece.gguf", "sentencepiece_merges.gguf",
+                                           "llama_bpe.gguf", "qwen2_bpe.gguf"),
+                         [](const auto& file) {
+                           return file.param.substr(0, file.param.find('.'));
+                         });
+
+// A pre-tokenizer Hive has no split pattern for is refused by name.
+TEST(GgufTokenizer, AnUnknownPreTokenizerIsRefusedByName) {
+  const fs::path dir = fs::path(HIVE_TEST_DATA) / "gguf" / "tokenizers";
+  std::ifstream in(dir / "llama_bpe.gguf", std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  // "llama-bpe" -> "deepseek3" (same length: the file stays valid).
+  const size_t at = bytes.find("llama-bpe");
+  ASSERT_NE(at, std::string::npos);
+  bytes.replace(at, 9, "deepseek3");
+  const fs::path path = fs::temp_directory_path() / "hive_gguf_pre_deepseek3.gguf";
+  std::ofstream(path, std::ios::binary) << bytes;
+  try {
+    load_tokenizer(path);
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("tokenizer.ggml.pre 'deepseek3' is not supported "
+                                         "(supported: default, gpt-2, llama3,"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 }  // namespace
