@@ -11,8 +11,9 @@ ids for the corpus: tests/data/gguf/tokenizers/.
   merges, which a reader recovers from the scores.
 - sentencepiece_merges.gguf: the same with the fixture's merges listed, as
   llama.cpp converts a tokenizer.json.
-- llama_bpe.gguf, qwen2_bpe.gguf: tests/data/tokenizers/bytelevel_bpe as
-  "gpt2" with tokenizer.ggml.pre "llama-bpe" and "qwen2".
+- llama_bpe.gguf, qwen2_bpe.gguf, tekken_bpe.gguf, gpt4o_bpe.gguf:
+  tests/data/tokenizers/bytelevel_bpe as "gpt2" with tokenizer.ggml.pre
+  "llama-bpe", "qwen2", "tekken" and "gpt-4o".
 - expected.json: per file, transformers' AutoTokenizer.from_pretrained(dir,
   gguf_file=...) ids of every corpus string and random mix, without and with
   special tokens, and its decode of the latter (its pipeline without the
@@ -98,6 +99,8 @@ def main():
     write_sentencepiece(OUT / "sentencepiece_merges.gguf", True)
     write_byte_level(OUT / "llama_bpe.gguf", "llama-bpe")
     write_byte_level(OUT / "qwen2_bpe.gguf", "qwen2")
+    write_byte_level(OUT / "tekken_bpe.gguf", "tekken")
+    write_byte_level(OUT / "gpt4o_bpe.gguf", "gpt-4o")
     corpus = json.loads((TOKENIZERS / "corpus.json").read_text())
     texts = corpus["strings"] + corpus["random_mixes"]
     packages = ("transformers", "tokenizers", "gguf")

@@ -29,15 +29,26 @@ json byte_level(bool add_prefix_space, bool trim_offsets) {
 }
 
 // The split patterns of llama.cpp's BPE pre-tokenizers (tokenizer.ggml.pre)
-// that Hugging Face's tokenizers for the same vocabularies write, as
-// transformers' GGUF integration maps them: Llama 3's (digits in threes)
-// and Qwen2's (single digits).
+// that Hugging Face's tokenizer.json files for the same vocabularies carry
+// (llama.cpp quotes them beside its own rewrites), as transformers' GGUF
+// integration maps the names: Llama 3's (digits in threes), Qwen2's (single
+// digits), Mistral's Tekken and GPT-4o's (Llama 4: letter case classes).
 constexpr const char* kLlama3Split =
     R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3})"
     R"(| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
 constexpr const char* kQwen2Split =
     R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N})"
     R"(| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+constexpr const char* kTekkenSplit =
+    R"([^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+)"
+    R"(|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*)"
+    R"(|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+constexpr const char* kGpt4oSplit =
+    R"([^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+)"
+    R"((?i:'s|'t|'re|'ve|'m|'ll|'d)?)"
+    R"(|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*)"
+    R"((?i:'s|'t|'re|'ve|'m|'ll|'d)?)"
+    R"(|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
 
 struct PreTokenizerName {
   const char* name;
@@ -45,11 +56,16 @@ struct PreTokenizerName {
 };
 
 constexpr PreTokenizerName kPreTokenizers[] = {
-    {"default", nullptr},         {"gpt-2", nullptr},          {"llama3", kLlama3Split},
-    {"llama-v3", kLlama3Split},   {"llama-bpe", kLlama3Split}, {"falcon3", kLlama3Split},
-    {"falcon-h1", kLlama3Split},  {"pixtral", kLlama3Split},   {"dbrx", kLlama3Split},
-    {"smaug-bpe", kLlama3Split},  {"qwen2", kQwen2Split},      {"deepseek-r1-qwen", kQwen2Split},
-    {"megrez", kQwen2Split},
+    {"default", nullptr},           {"gpt-2", nullptr},
+    {"llama3", kLlama3Split},       {"llama-v3", kLlama3Split},
+    {"llama-bpe", kLlama3Split},    {"falcon3", kLlama3Split},
+    {"falcon-h1", kLlama3Split},    {"pixtral", kLlama3Split},
+    {"midm-2.0", kLlama3Split},     {"lfm2", kLlama3Split},
+    {"dbrx", kLlama3Split},         {"smaug-bpe", kLlama3Split},
+    {"qwen2", kQwen2Split},         {"deepseek-r1-qwen", kQwen2Split},
+    {"megrez", kQwen2Split},        {"tekken", kTekkenSplit},
+    {"gpt-4o", kGpt4oSplit},        {"llama4", kGpt4oSplit},
+    {"minimax-m2", kGpt4oSplit},
 };
 
 // The pre_tokenizer of a byte-level BPE whose tokenizer.ggml.pre is `pre`.

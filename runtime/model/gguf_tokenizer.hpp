@@ -8,8 +8,9 @@
 //   .token_type 3 (control)       added_tokens, special
 //   .token_type 4 (user-defined)  added_tokens, not special
 //   .pre "gpt-2", "default"       pre_tokenizer: ByteLevel with GPT-2's regex
-//   .pre "llama-bpe", "qwen2", ...  Split on Llama 3's / Qwen2's regex, then
-//                                 ByteLevel; other names are refused
+//   .pre "llama-bpe", "qwen2",    Split on Llama 3's, Qwen2's, Tekken's or
+//     "tekken", "gpt-4o", ...     GPT-4o's regex, then ByteLevel; other
+//                                 names are refused
 //   .add_bos_token/.add_eos_token post_processor: TemplateProcessing around
 //                                 the text, else ByteLevel (ids unchanged)
 //   .bos/.eos/.unk/.padding_token_id  tokenizer_config's named tokens

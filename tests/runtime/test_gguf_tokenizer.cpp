@@ -71,7 +71,8 @@ TEST(GgufTokenizer, ChatTemplateRendersAsTheDirectorys) {
 }
 
 // SentencePiece ("llama", merges recovered from the scores or listed) and
-// byte-level BPE with llama.cpp's "llama-bpe" and "qwen2" pre-tokenizers,
+// byte-level BPE with llama.cpp's "llama-bpe", "qwen2", "tekken" and
+// "gpt-4o" pre-tokenizers,
 // written from the tokenizer fixtures by tools/make_gguf_tokenizers.py:
 // every corpus string and random mix encodes to transformers' ids for the
 // same file (AutoTokenizer.from_pretrained(dir, gguf_file=...)), with and
@@ -103,7 +104,8 @@ TEST_P(GgufTokenizerFixture, EncodesAsTransformersReadsTheFile) {
 
 INSTANTIATE_TEST_SUITE_P(Files, GgufTokenizerFixture,
                          ::testing::Values("sentencepiece.gguf", "sentencepiece_merges.gguf",
-                                           "llama_bpe.gguf", "qwen2_bpe.gguf"),
+                                           "llama_bpe.gguf", "qwen2_bpe.gguf", "tekken_bpe.gguf",
+                                           "gpt4o_bpe.gguf"),
                          [](const auto& file) {
                            return file.param.substr(0, file.param.find('.'));
                          });
