@@ -20,9 +20,9 @@ def expected():
 
 
 class Server:
-    def __init__(self, *flags, device="cpu"):
+    def __init__(self, *flags, device="cpu", model=MODEL):
         self.process = subprocess.Popen(
-            [HIVE, "serve", "--model", MODEL, "--device", device, "--port", "0", *flags],
+            [HIVE, "serve", "--model", model, "--device", device, "--port", "0", *flags],
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         self.log = []
         deadline = time.time() + 120

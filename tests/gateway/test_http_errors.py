@@ -1,13 +1,16 @@
 """Raw HTTP against hive serve: every error status with OpenAI's error body,
 the API key, the bounded queue (429), and draining on SIGTERM (503)."""
 import json
+import os
 import signal
 import socket
+import subprocess
+import tempfile
 import threading
 import time
 import unittest
 
-from server import Server
+from server import HIVE, MODEL, Server
 
 
 def error_of(body):
@@ -186,6 +189,29 @@ class ApiKeyAndLimits(unittest.TestCase):
 
 
 class Startup(unittest.TestCase):
+    def test_dequantize_widens_a_gguf_at_load(self):
+        # The bundled model as a Q8_0 GGUF (hive quantize keeps its
+        # tokenizer): --dequantize serves its bf16 copies, whose logprobs
+        # are not those of the blocks multiplied as stored.
+        with tempfile.TemporaryDirectory() as tmp:
+            gguf = os.path.join(tmp, "q8_0.gguf")
+            subprocess.run([HIVE, "quantize", "--model", MODEL, "--type", "q8_0", "--out", gguf],
+                           check=True, capture_output=True)
+            logprobs = {}
+            for flags in ((), ("--dequantize",)):
+                server = Server(*flags, model=gguf)
+                try:
+                    status, _, body = server.post_json("/v1/completions", {
+                        "prompt": "Once upon a time", "max_tokens": 4, "temperature": 0,
+                        "logprobs": 1, "ignore_eos": True})
+                    self.assertEqual(status, 200, body)
+                    logprobs[flags] = body["choices"][0]["logprobs"]["token_logprobs"]
+                finally:
+                    self.assertEqual(server.stop(), 0, "".join(server.log))
+            self.assertEqual(len(logprobs[()]), 4)
+            self.assertEqual(len(logprobs[("--dequantize",)]), 4)
+            self.assertNotEqual(logprobs[()], logprobs[("--dequantize",)])
+
     def test_a_device_found_or_asked_for_but_not_used_is_said(self):
         # --device auto on a machine whose CUDA device is absent (or lacks
         # the model's ops) runs the CPU and says why, before the URL line.
