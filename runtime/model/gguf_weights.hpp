@@ -1,9 +1,9 @@
 #pragma once
 // A GGUF model's tensors under the Hugging Face names bind_weights asks for
 // (gguf_tensor_names.hpp). Every tensor is a view into the mapping, as
-// safetensors ones are, quantized ones (Q8_0, Q4_0, Q4_K, Q5_K, Q6_K) too,
-// with their block dtype (kernels/dtype.hpp) and logical shape [rows,
-// cols]; an expert stack is one view per expert. Copies are made only where
+// safetensors ones are, quantized ones (Q8_0, Q4_0, Q5_0, Q5_1, Q4_K, Q5_K,
+// Q6_K) too, with their block dtype (kernels/dtype.hpp) and logical shape
+// [rows, cols]; an expert stack is one view per expert. Copies are made only where
 // the file's bytes cannot serve:
 //   - Llama's q and k rows, which llama.cpp's converter reorders into GGML's
 //     rope pairs (row h*d + 2i + j holds Hugging Face row h*d + j*d/2 + i),

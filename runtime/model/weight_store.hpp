@@ -19,8 +19,8 @@ namespace hive {
 
 // How a model's weights are loaded.
 struct LoadOptions {
-  // A GGUF's quantized tensors (Q8_0 .. Q6_K) dequantized at load into bf16
-  // copies, instead of multiplied as the file's blocks: bf16's memory and
+  // A GGUF's quantized tensors (Q8_0 .. Q6_K, Q5_0, Q5_1) dequantized at
+  // load into bf16 copies, instead of multiplied as the file's blocks: bf16's memory and
   // bytes per token, the quantized matmuls' exact reference and their
   // benchmark's baseline (`--dequantize`). No effect on other files.
   bool dequantize = false;
