@@ -3,9 +3,10 @@
 // activations as Q8_0 blocks, each output in quant_matmul.hpp's Q8_0 order
 // (16 lanes, one per group of 4 of a block pair; Q5_1 adds its minimum per
 // group). The AVX-512 VNNI kernel (quant_gemm_q5.cpp, its own -m flags)
-// multiplies the unsigned quants 0..31 by the activations with vpdpbusd and
-// takes the offset of Q5_0 (16 * the group's activation sum) in integers;
-// elsewhere plain loops compute the same operations.
+// multiplies the unsigned quants 0..31 by the activations with vpdpbusd,
+// the AVX2 one (quant_gemm_q5_avx2.cpp) with vpmaddubsw, and both take the
+// offset of Q5_0 (16 * the group's activation sum) in integers. The scalar
+// path runs quant_matmul_reference.
 #include <cstdint>
 
 #include "kernels/quant/ggml_type.hpp"
@@ -14,9 +15,11 @@ namespace hive {
 
 struct QuantMatmul;
 
-// Runs one Q5_0 / Q5_1 product on the pool (checked by the caller); `vnni`
-// picks the AVX-512 VNNI kernel.
-void quant_matmul_q5(const QuantMatmul& problem, bool vnni);
+enum class Q5Kernel { avx2, avx512_vnni };
+
+// Runs one Q5_0 / Q5_1 product on the pool (checked by the caller) with
+// `kernel`, which the CPU must have.
+void quant_matmul_q5(const QuantMatmul& problem, Q5Kernel kernel);
 
 // The activations: row i's Q8_0 blocks, padded to an even count with zero
 // blocks, as quants, scales and group sums apart.
@@ -45,5 +48,7 @@ struct alignas(64) Q5Pair {
 // x_blocks / 2 entries, each weight row unpacked there in turn.
 void quant_gemm_q5_avx512_vnni(const Q5GemmArgs& args, int64_t column_begin, int64_t column_end,
                                Q5Pair* pairs);
+void quant_gemm_q5_avx2(const Q5GemmArgs& args, int64_t column_begin, int64_t column_end,
+                        Q5Pair* pairs);
 
 }  // namespace hive

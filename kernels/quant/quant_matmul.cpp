@@ -169,7 +169,8 @@ void quant_matmul_group(std::span<const QuantMatmul> problems) {
     std::vector<QuantMatmul> rest;
     for (const QuantMatmul& p : problems) {
       if (q5(p)) {
-        quant_matmul_q5(p, kernel == QuantKernel::avx512_vnni);
+        quant_matmul_q5(p, kernel == QuantKernel::avx512_vnni ? Q5Kernel::avx512_vnni
+                                                              : Q5Kernel::avx2);
       } else {
         rest.push_back(p);
       }

@@ -50,8 +50,7 @@ void quant_matmul_reference(const QuantMatmul& problem);
 // The CPU kernel path's (cpu_features.hpp) kernel: the reference on scalar,
 // AVX2 on avx2, AVX-512 VNNI from avx512 up where the CPU has VNNI (else
 // AVX2), on the CPU thread pool, tasks split by output columns. Q5_0 and
-// Q5_1 have their own kernel (quant_gemm_q5.cpp): AVX-512 VNNI where the
-// CPU has it, else plain loops in the same order.
+// Q5_1 have their own kernels (quant_gemm_q5.hpp), on the same paths.
 void quant_matmul(const QuantMatmul& problem);
 
 // Several products as one job on the pool (and one for quantizing their

@@ -1,10 +1,8 @@
 // quant_matmul for Q5_0 / Q5_1 weights (quant_gemm_q5.hpp): the activations
 // quantized once per call, a task per row; then tasks of output columns by
-// rows, each unpacking a weight row once for its rows, on the pool.
+// rows for the SIMD kernel, each unpacking a weight row once for its rows,
+// on the pool.
 #include <algorithm>
-#include <cmath>
-#include <cstring>
-#include <type_traits>
 #include <vector>
 
 #include "kernels/cpu/parallel.hpp"
@@ -21,73 +19,9 @@ constexpr int64_t kColumnsPerTask = 16;
 constexpr int64_t kRowsPerTask = 64;
 constexpr int64_t kQuantizeCost = 8;
 
-template <class Block>
-void unpack_blocks(const char* row, int64_t blocks, Q5Pair* pairs) {
-  for (int64_t c = 0; c < (blocks + 1) / 2; ++c) {
-    Q5Pair& pair = pairs[c];
-    for (int h = 0; h < 2; ++h) {
-      const int64_t b = 2 * c + h;
-      float d = 0, m = 0;
-      if (b < blocks) {
-        Block block;
-        std::memcpy(&block, row + b * static_cast<int64_t>(sizeof(Block)), sizeof(Block));
-        for (int i = 0; i < kQK; ++i) pair.q[32 * h + i] = static_cast<uint8_t>(q5_quant(block, i));
-        d = half_bits_to_f32(block.d);
-        if constexpr (std::is_same_v<Block, BlockQ5_1>) m = half_bits_to_f32(block.m);
-      } else {
-        std::fill_n(pair.q + 32 * h, kQK, uint8_t{0});
-      }
-      std::fill_n(pair.d + 8 * h, 8, d);
-      std::fill_n(pair.m + 8 * h, 8, m);
-    }
-  }
-}
-
-// Weight row `row` into (blocks + 1) / 2 pairs (zero past its blocks).
-void unpack_q5_row(GgmlType type, const char* row, int64_t blocks, Q5Pair* pairs) {
-  if (type == GgmlType::q5_0) return unpack_blocks<BlockQ5_0>(row, blocks, pairs);
-  unpack_blocks<BlockQ5_1>(row, blocks, pairs);
-}
-
-// The plain loops of the order: the paths without VNNI.
-void gemm_columns_portable(const Q5GemmArgs& a, int64_t column_begin, int64_t column_end,
-                           Q5Pair* pairs) {
-  const bool with_min = a.type == GgmlType::q5_1;
-  for (int64_t j = column_begin; j < column_end; ++j) {
-    unpack_q5_row(a.type, a.w + j * a.w_row_bytes, a.blocks, pairs);
-    for (int64_t i = 0; i < a.m; ++i) {
-      const int8_t* x = a.x_qs + i * 32 * a.x_blocks;
-      const float* x_d = a.x_d + i * 8 * a.x_blocks;
-      const int32_t* sums = a.x_sums + i * 8 * a.x_blocks;
-      float lanes[16] = {};
-      for (int64_t b = 0; b < a.blocks; ++b) {
-        const Q5Pair& pair = pairs[b / 2];
-        const int h = static_cast<int>(b % 2);
-        for (int g = 0; g < 8; ++g) {
-          const int lane = 8 * h + g;
-          const int64_t at = 16 * (b / 2) + lane;
-          int sum = 0;
-          for (int t = 0; t < 4; ++t) sum += pair.q[32 * h + 4 * g + t] * x[32 * b + 4 * g + t];
-          const float d = pair.d[lane] * x_d[at];
-          if (with_min) {
-            lanes[lane] = std::fma(static_cast<float>(sum), d, lanes[lane]);
-            lanes[lane] =
-                std::fma(static_cast<float>(sums[at]), pair.m[lane] * x_d[at], lanes[lane]);
-          } else {
-            lanes[lane] = std::fma(static_cast<float>(sum - 16 * sums[at]), d, lanes[lane]);
-          }
-        }
-      }
-      for (int width = 8; width >= 1; width /= 2)
-        for (int l = 0; l < width; ++l) lanes[l] = lanes[l] + lanes[l + width];
-      a.out[i * a.n + j] = lanes[0];
-    }
-  }
-}
-
 }  // namespace
 
-void quant_matmul_q5(const QuantMatmul& p, bool vnni) {
+void quant_matmul_q5(const QuantMatmul& p, Q5Kernel kernel) {
   if (p.m == 0 || p.n == 0) return;
   if (p.k == 0) {  // empty sums, as the reference's
     std::fill_n(p.out, p.m * p.n, 0.0f);
@@ -148,11 +82,15 @@ void quant_matmul_q5(const QuantMatmul& p, bool vnni) {
         rows.x_d += first_row * 8 * a.x_blocks;
         rows.x_sums += first_row * 8 * a.x_blocks;
 #if defined(__x86_64__)
-        if (vnni) return quant_gemm_q5_avx512_vnni(rows, begin, end, pairs.data());
+        if (kernel == Q5Kernel::avx512_vnni)
+          return quant_gemm_q5_avx512_vnni(rows, begin, end, pairs.data());
+        quant_gemm_q5_avx2(rows, begin, end, pairs.data());
 #else
-        (void)vnni;
+        (void)kernel;  // off x86-64 quant_matmul runs the reference, never this
+        (void)rows;
+        (void)begin;
+        (void)end;
 #endif
-        gemm_columns_portable(rows, begin, end, pairs.data());
       });
 }
 
