@@ -25,6 +25,10 @@ constexpr bool is_quantized(DType t) {
          t == DType::q6_k || t == DType::q5_0 || t == DType::q5_1;
 }
 
+// The side of an FP8 checkpoint's square scale blocks (weight_block_size
+// [128, 128], DeepSeek-V3's): an f8_e4m3 weight's Tensor::block_scales.
+inline constexpr int64_t kFp8Block = 128;
+
 // Elements per block: 1 for the plain types.
 constexpr int64_t dtype_block_size(DType t) {
   switch (t) {
@@ -176,6 +180,14 @@ inline uint8_t f32_to_f8_e4m3(float value) {
   const uint32_t odd = (bits >> 20) & 1u;
   bits += 0xc407ffffu + odd;  // rebias the exponent (-120 << 23) and round half to even
   return sign | static_cast<uint8_t>(bits >> 20);
+}
+
+// Row r of an f8_e4m3 weight [rows, k] as f32 (an FP8 checkpoint's
+// dequantized weight): each value times its block's scale in one f32
+// multiplication, which every FP8 matmul path computes the same way.
+// scale_row = block_scales + r / kFp8Block * ceil(k / kFp8Block).
+inline void f8_e4m3_row_to_f32(const uint8_t* row, const float* scale_row, int64_t k, float* out) {
+  for (int64_t c = 0; c < k; ++c) out[c] = f8_e4m3_to_f32(row[c]) * scale_row[c / kFp8Block];
 }
 
 #if defined(__clang__) && __clang_major__ < 15

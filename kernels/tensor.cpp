@@ -62,6 +62,12 @@ Tensor Tensor::rows(int64_t begin, int64_t count) const {
         "-element blocks");
   Tensor t = *this;
   t.shape[0] = count;
+  if (block_scales) {
+    // Scale rows cover kFp8Block weight rows each: a slice starts on one.
+    check(ndim == 2 && begin % kFp8Block == 0, "rows [", begin, ", ", begin + count, ") of ",
+          shape_text(), " split its ", kFp8Block, "-row scale blocks");
+    t.block_scales += begin / kFp8Block * ((shape[1] + kFp8Block - 1) / kFp8Block);
+  }
   // Whole rows of a block dtype are whole blocks (view), so this counts
   // their bytes exactly.
   t.data =

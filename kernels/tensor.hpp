@@ -33,6 +33,13 @@ struct Tensor {
   int ndim = 0;
   std::array<int64_t, kMaxDims> shape{};
   std::array<int64_t, kMaxDims> strides{};
+  // An f8_e4m3 weight's block scales (an FP8 checkpoint's weight_scale_inv),
+  // f32, [ceil(rows / 128), ceil(cols / 128)] row-major: element (r, c) is
+  // its stored value times block_scales[r / 128 * ceil(cols / 128) + c / 128]
+  // (kFp8Block). Null for every other tensor. Set by the weight store,
+  // which owns both; a view carries it so that the weight reaches the
+  // matmul as one argument (docs/architecture.md).
+  const float* block_scales = nullptr;
 
   // A contiguous row-major view of `data`. A block dtype's last dimension
   // must be a whole number of blocks (strides still count elements).

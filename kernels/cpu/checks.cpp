@@ -14,6 +14,13 @@ void expect_float(const Tensor& t, int ndim, const char* what) {
         ndim, "-d float tensor (got ", t.shape_text(), ")");
 }
 
+void expect_matmul_weight(const Tensor& w) {
+  if (w.dtype != DType::f8_e4m3) return expect_float(w, 2, "matmul w");
+  check(w.ndim == 2 && w.is_contiguous() && w.block_scales, "matmul w: expected a contiguous 2-d ",
+        "f8_e4m3 tensor with its block scales (got ", w.shape_text(),
+        w.block_scales ? ")" : ", no block scales)");
+}
+
 void expect_kv_cache(const Tensor& k_blocks, const Tensor& v_blocks, const char* what) {
   check((k_blocks.dtype == DType::f32 || k_blocks.dtype == DType::bf16) && k_blocks.ndim == 4 &&
             k_blocks.is_contiguous() && v_blocks.dtype == k_blocks.dtype && v_blocks.ndim == 4 &&

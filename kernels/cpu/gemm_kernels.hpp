@@ -23,7 +23,12 @@
 
 namespace hive::cpu {
 
-enum class GemmWeights : uint8_t { f32, f16, bf16 };
+// f8_e4m3: an FP8 checkpoint's weights with their block scales, each value
+// widened and multiplied by its 128 x 128 block's scale as it is loaded (in
+// one f32 multiplication, as f8_e4m3_row_to_f32), so an output has the bits
+// the f32 kernel gives on the dequantized weights. Only the AVX-512 kernel
+// takes it.
+enum class GemmWeights : uint8_t { f32, f16, bf16, f8_e4m3 };
 
 struct GemmArgs {
   const float* x = nullptr;  // [m, k]
@@ -40,6 +45,10 @@ struct GemmArgs {
   // x rounded to bf16 and packed for AMX tiles (pack_x_amx): the bf16 mode's
   // kernel on the amx path reads it in place of x.
   const uint16_t* x_amx = nullptr;
+  // f8_e4m3 weights' block scales, [ceil(n / 128), ceil(k / 128)]
+  // (Tensor::block_scales); a task's columns start on a multiple of 4, so
+  // a tile's weight rows share a row of scales.
+  const float* block_scales = nullptr;
 };
 
 // Weight rows per tile for rows_left rows of x: a lone row (decode of one

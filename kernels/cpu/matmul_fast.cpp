@@ -99,6 +99,8 @@ GemmWeights gemm_weights(DType dtype) {
       return GemmWeights::f16;
     case DType::bf16:
       return GemmWeights::bf16;
+    case DType::f8_e4m3:
+      return GemmWeights::f8_e4m3;
     default:
       return GemmWeights::f32;
   }
@@ -150,13 +152,14 @@ Prepared prepare(const MatmulProblem& problem, CpuPath path, Staging& staging,
   const Tensor& w = problem.w;
   const Tensor& out = problem.out;
   expect(x, DType::f32, 2, "matmul x");
-  expect_float(w, 2, "matmul w");
+  expect_matmul_weight(w);
   expect(out, DType::f32, 2, "matmul out");
   const int64_t m = x.shape[0], k = x.shape[1], n = w.shape[0];
   check(w.shape[1] == k && out.shape[0] == m && out.shape[1] == n, "matmul: x ", x.shape_text(),
         " @ w^T ", w.shape_text(), " -> out ", out.shape_text(), " disagree");
   Prepared p;
   p.args = {x.as<float>(), w.data, gemm_weights(w.dtype), nullptr, out.as<float>(), m, k, n};
+  p.args.block_scales = w.block_scales;
   if (problem.bias) {
     const Tensor& bias = *problem.bias;
     expect_float(bias, 1, "matmul bias");
@@ -193,6 +196,7 @@ Prepared prepare(const MatmulProblem& problem, CpuPath path, Staging& staging,
                     ? kColumnsPerTask / 2
                     : kColumnsPerTask;
   } else {
+    // f8_e4m3 weights reach here on the AVX-512 paths only (matmul_group).
     // By default avx512_bf16 and amx run the AVX-512 f32 kernel too: the
     // golden tests hold f32 models to 1e-4 of transformers, and bf16 dot
     // products (or AMX tiles) round activations to bf16.
@@ -275,6 +279,12 @@ void matmul(const Tensor& x, const Tensor& w, const Tensor* bias, const Tensor& 
   matmul_group(std::span(&problem, 1));
 }
 
+// A task's columns start on a multiple of kColumnsPerTask, and the kernel's
+// tiles of 4 inside it, so no tile straddles two rows of f8_e4m3 scales.
+#if defined(__x86_64__)
+static_assert(kFp8Block % kColumnsPerTask == 0 && kColumnsPerTask % 4 == 0);
+#endif
+
 void matmul_group(std::span<const MatmulProblem> problems) {
   // Quantized weights take their own job (matmul_quantized.cpp); a group
   // mixes them with float ones only when a file does.
@@ -296,6 +306,19 @@ void matmul_group(std::span<const MatmulProblem> problems) {
   if (path == CpuPath::scalar) {
     for (const MatmulProblem& p : problems) matmul_reference(p.x, p.w, p.bias, p.out);
     return;
+  }
+  // f8_e4m3 weights have an AVX-512 kernel only; below it, the reference.
+  const auto fp8 = [](const MatmulProblem& p) { return p.w.dtype == DType::f8_e4m3; };
+  if (path < CpuPath::avx512 && std::any_of(problems.begin(), problems.end(), fp8)) {
+    std::vector<MatmulProblem> plain;
+    for (const MatmulProblem& p : problems) {
+      if (fp8(p))
+        matmul_reference(p.x, p.w, p.bias, p.out);
+      else
+        plain.push_back(p);
+    }
+    if (plain.empty()) return;
+    return matmul_group(plain);
   }
   // The calling thread's, kept between calls: a step makes hundreds of
   // these calls, and none of them is made from inside another's tasks. The

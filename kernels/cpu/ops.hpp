@@ -26,7 +26,8 @@ void matmul(const Tensor& x, const Tensor& w, const Tensor* bias, const Tensor& 
 // matmul() of every problem, each with the same bits, in one job on the
 // thread pool: the products' column tasks run as one list.
 void matmul_group(std::span<const MatmulProblem> problems);
-// w f32, f16 or bf16; a quantized w goes to matmul_group_quantized.
+// w f32, f16, bf16 or f8_e4m3 (with block scales); a quantized w goes to
+// matmul_group_quantized.
 void matmul_reference(const Tensor& x, const Tensor& w, const Tensor* bias, const Tensor& out);
 // Problems whose w is quantized (dtype q8_0 .. q6_k): quant_matmul_group,
 // which is its reference on the scalar path, plus the bias.
@@ -77,6 +78,9 @@ void fill(const Tensor& x, float value);
 // Shape checks shared by the ops (and by other backends' launchers).
 void expect(const Tensor& t, DType dtype, int ndim, const char* what);
 void expect_float(const Tensor& t, int ndim, const char* what);
+// A float matmul weight [n, k]: f32, f16, bf16, or f8_e4m3 with its block
+// scales (Tensor::block_scales).
+void expect_matmul_weight(const Tensor& w);
 // A paged KV cache's pair of pools: 4-d, contiguous, both f32 or both bf16.
 void expect_kv_cache(const Tensor& k_blocks, const Tensor& v_blocks, const char* what);
 // reshape_and_cache's shapes and dtypes (not the slots' range).
