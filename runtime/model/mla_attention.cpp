@@ -19,6 +19,13 @@ std::vector<float> host_floats(const Tensor& t) {
   check(t.device == Device::cpu && t.is_contiguous(), "MLA: weight ", t.shape_text(),
         " must be contiguous host memory");
   std::vector<float> out(static_cast<size_t>(t.numel()));
+  if (t.dtype == DType::f8_e4m3) {  // an FP8 checkpoint's, with its block scales
+    const int64_t rows = t.shape[0], k = t.shape[1], scale_cols = (k + kFp8Block - 1) / kFp8Block;
+    for (int64_t r = 0; r < rows; ++r)
+      f8_e4m3_row_to_f32(t.as<uint8_t>() + r * k, t.block_scales + r / kFp8Block * scale_cols, k,
+                         out.data() + r * k);
+    return out;
+  }
   for (size_t i = 0; i < out.size(); ++i) {
     switch (t.dtype) {
       case DType::f32:
@@ -31,7 +38,7 @@ std::vector<float> host_floats(const Tensor& t) {
         out[i] = f16_to_f32(t.as<uint16_t>()[i]);
         break;
       default:
-        fail("MLA: weight of dtype ", dtype_name(t.dtype), " (expected f32, bf16 or f16)");
+        fail("MLA: weight of dtype ", dtype_name(t.dtype), " (expected f32, bf16, f16 or f8_e4m3)");
     }
   }
   return out;

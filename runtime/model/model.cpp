@@ -57,6 +57,12 @@ Model::Model(const std::filesystem::path& dir, Backend& backend, const LoadOptio
         quantized, " is quantized, and the ", backend.name(),
         " backend has no quantized matmul; load with --dequantize (LoadOptions::dequantize) to "
         "run bf16 copies");
+  // FP8 weights carry host pointers to their scales (Tensor::block_scales),
+  // and only the CPU backend's matmul reads them.
+  const std::string fp8 = store_.first_fp8();
+  check(fp8.empty() || backend.device() == Device::cpu, dir.string(), ": tensor ", fp8,
+        " is FP8 (f8_e4m3 with block scales), which only the CPU backend runs; the ",
+        backend.name(), " backend has no FP8 matmul");
   check(backend.device() == Device::cpu, "models on a ", backend.name(),
         " backend need weight upload, which is not implemented yet");
   const std::vector<float> inv_freq = rope_inv_freq(config_.rope, config_.head_dim);

@@ -85,6 +85,34 @@ RopeConfig parse_rope(const Reader& config, const std::string& source) {
   return rope;
 }
 
+// quantization_config: only DeepSeek-V3's FP8 format (transformers'
+// FineGrainedFP8Config with its defaults) is read; anything else is refused
+// by name rather than loaded as something it is not.
+bool parse_fp8_quantization(const Reader& config, const std::string& source) {
+  if (!config.has("quantization_config")) return false;
+  const json& object = config.object("quantization_config");
+  check(object.is_object(), source, ": 'quantization_config' must be an object");
+  const std::string where = source + ": quantization_config";
+  const Reader q(object, where);
+  const std::string method = q.string_or("quant_method", "");
+  check(method == "fp8", where, ": quant_method '", method, "' is not supported (supported: fp8)");
+  const std::string fmt = q.string_or("fmt", "e4m3");
+  check(fmt == "e4m3", where, ": fmt '", fmt, "' is not supported (supported: e4m3)");
+  const std::string activations = q.string_or("activation_scheme", "dynamic");
+  check(activations == "dynamic", where, ": activation_scheme '", activations,
+        "' is not supported (supported: dynamic)");
+  const std::string scales = q.string_or("scale_fmt", "float");
+  check(scales == "float", where, ": scale_fmt '", scales,
+        "' is not supported (supported: float, f32 scales)");
+  // Absent means FineGrainedFP8Config's default, [128, 128]; null means
+  // one scale per tensor.
+  if (!q.contains("weight_block_size")) return true;
+  const json& block = object["weight_block_size"];
+  check(block == json::array({kFp8Block, kFp8Block}), where, ": weight_block_size ", block.dump(),
+        " is not supported (supported: [", kFp8Block, ", ", kFp8Block, "])");
+  return true;
+}
+
 }  // namespace
 
 std::string_view architecture_name(Architecture arch) {
@@ -228,6 +256,8 @@ ModelConfig parse_model_config(const json& j, const std::string& source) {
   for (int64_t layer = 0; layer < c.num_layers && !needs_dense_mlp; ++layer)
     needs_dense_mlp = !c.is_moe_layer(layer);
   if (needs_dense_mlp) expect_positive(source, "intermediate_size", c.intermediate_size);
+
+  c.fp8_block_weights = parse_fp8_quantization(config, source);
 
   c.eos_token_ids = config.integers_or_one("eos_token_id");
   for (const int64_t id : c.eos_token_ids)

@@ -129,6 +129,11 @@ struct ModelConfig {
   int64_t decoder_sparse_step = 1;
   std::vector<int64_t> mlp_only_layers;
 
+  // quantization_config {quant_method: "fp8", fmt: "e4m3", activation_scheme:
+  // "dynamic", weight_block_size: [128, 128]}, DeepSeek-V3's: the linear
+  // layers' weights are f8_e4m3 with a weight_scale_inv per 128 x 128 block.
+  bool fp8_block_weights = false;
+
   std::vector<int64_t> eos_token_ids;
   int64_t bos_token_id = -1;
   GenerationDefaults generation;  // from generation_config.json

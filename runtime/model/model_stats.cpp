@@ -6,7 +6,8 @@ ModelStats model_stats(const ModelConfig& config, const WeightStore& store) {
   ModelStats stats;
   for (const auto& [name, tensor] : store.tensors()) {
     // Weights are float or a GGUF's quantized blocks; integer tensors are not.
-    if (!is_float(tensor.dtype) && !is_quantized(tensor.dtype)) continue;
+    if (!is_float(tensor.dtype) && !is_quantized(tensor.dtype) && tensor.dtype != DType::f8_e4m3)
+      continue;
     // A tied checkpoint may still carry a copy of the embedding as lm_head.
     if (config.tie_word_embeddings && name == "lm_head.weight") continue;
     stats.weight_bytes += static_cast<int64_t>(tensor.nbytes());

@@ -2,6 +2,8 @@
 
 #include <string>
 
+#include "kernels/error.hpp"
+
 namespace hive {
 
 namespace {
@@ -13,22 +15,32 @@ FfnWeights bind_ffn(const WeightStore& store, const std::string& prefix, int64_t
           store.get_matrix(prefix + down + ".weight", {hidden, inter})};
 }
 
+// An MLA projection: float, or an FP8 checkpoint's f8_e4m3 (the matmuls
+// take it; the absorbed matrices are built from its dequantized values).
+Tensor mla_matrix(const WeightStore& store, const std::string& name,
+                  std::initializer_list<int64_t> shape) {
+  const Tensor t = store.get_matrix(name, shape);
+  check(!is_quantized(t.dtype), "tensor '", name, "' has dtype ", dtype_name(t.dtype),
+        "; MLA's weights must be f32, f16, bf16 or f8_e4m3");
+  return t;
+}
+
 MlaWeights bind_mla(const ModelConfig& c, const WeightStore& store, const std::string& prefix) {
   const MlaConfig& m = *c.mla;
   MlaWeights w;
   const int64_t q_rows = c.num_heads * m.qk_head_dim();
   if (m.q_lora_rank > 0) {
-    w.q_a_proj = store.get(prefix + "q_a_proj.weight", {m.q_lora_rank, c.hidden_size});
+    w.q_a_proj = mla_matrix(store, prefix + "q_a_proj.weight", {m.q_lora_rank, c.hidden_size});
     w.q_a_norm = store.get(prefix + "q_a_layernorm.weight", {m.q_lora_rank});
-    w.q_b_proj = store.get(prefix + "q_b_proj.weight", {q_rows, m.q_lora_rank});
+    w.q_b_proj = mla_matrix(store, prefix + "q_b_proj.weight", {q_rows, m.q_lora_rank});
   } else {
-    w.q_proj = store.get(prefix + "q_proj.weight", {q_rows, c.hidden_size});
+    w.q_proj = mla_matrix(store, prefix + "q_proj.weight", {q_rows, c.hidden_size});
   }
-  w.kv_a_proj = store.get(prefix + "kv_a_proj_with_mqa.weight", {m.latent_dim(), c.hidden_size});
+  w.kv_a_proj = mla_matrix(store, prefix + "kv_a_proj_with_mqa.weight", {m.latent_dim(), c.hidden_size});
   w.kv_a_norm = store.get(prefix + "kv_a_layernorm.weight", {m.kv_lora_rank});
-  w.kv_b_proj = store.get(prefix + "kv_b_proj.weight",
+  w.kv_b_proj = mla_matrix(store, prefix + "kv_b_proj.weight",
                           {c.num_heads * (m.qk_nope_head_dim + m.v_head_dim), m.kv_lora_rank});
-  w.o_proj = store.get(prefix + "o_proj.weight", {c.hidden_size, c.num_heads * m.v_head_dim});
+  w.o_proj = mla_matrix(store, prefix + "o_proj.weight", {c.hidden_size, c.num_heads * m.v_head_dim});
   return w;
 }
 
@@ -90,6 +102,10 @@ MoeWeights bind_moe(const ModelConfig& c, const WeightStore& store, const std::s
 ModelWeights bind_weights(const ModelConfig& c, const WeightStore& store) {
   ModelWeights w;
   w.embed_tokens = store.get_matrix("model.embed_tokens.weight", {c.vocab_size, c.hidden_size});
+  // FP8 checkpoints keep the embedding in bf16 (transformers converts only
+  // linear layers); the embedding op has no f8_e4m3 rows.
+  check(w.embed_tokens.dtype != DType::f8_e4m3, "tensor 'model.embed_tokens.weight' is f8_e4m3; ",
+        "an FP8 checkpoint's embedding must be f32, f16 or bf16");
   w.final_norm = store.get("model.norm.weight", {c.hidden_size});
   // Some tied checkpoints still carry lm_head.weight; tying means the embedding is used.
   w.lm_head = c.tie_word_embeddings

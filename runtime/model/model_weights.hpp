@@ -2,8 +2,9 @@
 // The tensors of a decoder, bound by their Hugging Face names and checked
 // against the config's shapes. Views into the checkpoint; nothing is copied.
 // The matrices only matmuls and the embedding read (projections, experts,
-// routers, embedding, lm_head) may be quantized (a GGUF's blocks); norms,
-// biases and MLA's weights must be f32, f16 or bf16.
+// routers, embedding, lm_head) may be quantized (a GGUF's blocks) or, but
+// for the embedding, f8_e4m3 with block scales (an FP8 checkpoint's); MLA's
+// projections may be f8_e4m3 too; norms and biases must be f32, f16 or bf16.
 #include <optional>
 #include <vector>
 

@@ -21,6 +21,7 @@ std::optional<DType> safetensors_dtype(const std::string& name) {
   if (name == "BF16") return DType::bf16;
   if (name == "I32") return DType::i32;
   if (name == "I64") return DType::i64;
+  if (name == "F8_E4M3") return DType::f8_e4m3;  // FP8 checkpoints' weights
   return std::nullopt;
 }
 
@@ -36,6 +37,8 @@ const char* safetensors_name(DType dtype) {
       return "I32";
     case DType::i64:
       return "I64";
+    case DType::f8_e4m3:
+      return "F8_E4M3";
     default:  // the block types come only from GGUF files
       return "?";
   }
@@ -88,7 +91,7 @@ void SafetensorsFile::parse_header(size_t header_len) {
     const auto dtype_str = entry["dtype"].get<std::string>();
     const auto dtype = safetensors_dtype(dtype_str);
     check(dtype.has_value(), tensor, ": unsupported dtype ", dtype_str,
-          " (supported: F32, F16, BF16, I32, I64)");
+          " (supported: F32, F16, BF16, I32, I64, F8_E4M3)");
     const json& shape = entry["shape"];
     check(shape.is_array() && shape.size() <= kMaxDims, tensor,
           ": shape must be an array of at most ", kMaxDims, " dimensions");

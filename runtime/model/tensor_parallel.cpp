@@ -20,6 +20,8 @@ Tensor copy_columns(const Tensor& w, int64_t begin, int64_t count, Backend& back
                     std::vector<Buffer>& owned) {
   check(w.ndim == 2 && w.is_contiguous() && w.device == Device::cpu,
         "tensor parallelism: cannot split the columns of ", w.shape_text());
+  check(!w.block_scales, "tensor parallelism: cannot split the columns of ", w.shape_text(),
+        " with its FP8 block scales (not implemented); use expert parallelism");
   const int64_t block = dtype_block_size(w.dtype);
   check(begin % block == 0 && count % block == 0, "tensor parallelism: a shard of ", count,
         " columns at ", begin, " of ", w.shape_text(), " splits its ", block,

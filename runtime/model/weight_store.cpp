@@ -20,6 +20,11 @@ WeightStore::WeightStore(const std::filesystem::path& model, const ModelConfig& 
     : dir_(model) {
   if (!is_gguf_model(model)) {
     open_directory();
+    const std::string fp8 = first_fp8();
+    check(fp8.empty() || config.fp8_block_weights, dir_.string(), ": tensor ", fp8,
+          " is FP8, but config.json has no quantization_config {quant_method: \"fp8\", "
+          "weight_block_size: [",
+          kFp8Block, ", ", kFp8Block, "]} to say how it is scaled");
     return;
   }
   gguf_ = std::make_unique<GgufFile>(model);
@@ -65,6 +70,45 @@ void WeightStore::open_directory() {
     files_.push_back(std::make_unique<SafetensorsFile>(single_path));
     index_ = files_.back()->tensors();
   }
+  attach_fp8_scales();
+}
+
+void WeightStore::attach_fp8_scales() {
+  const std::string dir = dir_.string();
+  const std::string suffix = "_scale_inv";
+  for (auto& [name, t] : index_) {
+    if (t.dtype != DType::f8_e4m3) continue;
+    check(t.ndim == 2, dir, ": tensor '", name, "' is f8_e4m3 with shape ", t.shape_text(),
+          "; FP8 tensors must be 2-d weights");
+    const auto it = index_.find(name + suffix);
+    check(it != index_.end(), dir, ": tensor '", name, "' is f8_e4m3 but '", name, suffix,
+          "' (its ", kFp8Block, " x ", kFp8Block, " block scales) is missing");
+    const Tensor& scales = it->second;
+    const int64_t rows = (t.shape[0] + kFp8Block - 1) / kFp8Block;
+    const int64_t cols = (t.shape[1] + kFp8Block - 1) / kFp8Block;
+    check(scales.dtype == DType::f32 && scales.ndim == 2 && scales.shape[0] == rows &&
+              scales.shape[1] == cols,
+          dir, ": tensor '", name, suffix, "' has shape ", scales.shape_text(), ", expected [",
+          rows, ", ", cols, "] f32: one scale per ", kFp8Block, " x ", kFp8Block, " block of '",
+          name, "' ", t.shape_text());
+    t.block_scales = scales.as<float>();
+  }
+  for (auto it = index_.begin(); it != index_.end();) {
+    const std::string& name = it->first;
+    const bool scale = name.size() > suffix.size() && name.ends_with(suffix);
+    if (!scale) {
+      ++it;
+      continue;
+    }
+    const std::string weight = name.substr(0, name.size() - suffix.size());
+    const auto scaled = index_.find(weight);
+    check(scaled != index_.end() && scaled->second.dtype == DType::f8_e4m3, dir, ": tensor '",
+          name, "' scales '", weight, "', which is ",
+          scaled == index_.end() ? std::string("missing")
+                                 : "not f8_e4m3 (" + scaled->second.shape_string() + ")");
+    scale_bytes_ += it->second.nbytes();
+    it = index_.erase(it);
+  }
 }
 
 Tensor WeightStore::get(const std::string& name) const {
@@ -95,8 +139,9 @@ Tensor WeightStore::get(const std::string& name, std::initializer_list<int64_t> 
 Tensor WeightStore::get_matrix(const std::string& name,
                                std::initializer_list<int64_t> shape) const {
   const Tensor t = get_shaped(name, shape);
-  check(is_float(t.dtype) || is_quantized(t.dtype), dir_.string(), ": tensor ", file_name(name),
-        " has dtype ", dtype_name(t.dtype), "; weights must be f32, f16, bf16 or quantized");
+  check(is_float(t.dtype) || is_quantized(t.dtype) || t.dtype == DType::f8_e4m3, dir_.string(),
+        ": tensor ", file_name(name), " has dtype ", dtype_name(t.dtype),
+        "; weights must be f32, f16, bf16, quantized or f8_e4m3");
   return t;
 }
 
@@ -104,6 +149,12 @@ std::string WeightStore::first_quantized() const {
   for (const auto& [name, t] : index_)
     if (is_quantized(t.dtype))
       return file_name(name) + " (" + std::string(dtype_name(t.dtype)) + ")";
+  return "";
+}
+
+std::string WeightStore::first_fp8() const {
+  for (const auto& [name, t] : index_)
+    if (t.dtype == DType::f8_e4m3) return file_name(name);
   return "";
 }
 
@@ -117,7 +168,7 @@ std::string WeightStore::file_name(const std::string& name) const {
 }
 
 size_t WeightStore::total_bytes() const {
-  size_t total = 0;
+  size_t total = scale_bytes_;
   for (const auto& [name, t] : index_) total += t.nbytes();
   return total;
 }

@@ -40,10 +40,13 @@ class WeightStore {
   // and that it is f32, f16 or bf16.
   Tensor get(const std::string& name, std::initializer_list<int64_t> shape) const;
   // A weight only a matmul (or the embedding) reads: it may also be
-  // quantized (a GGUF's blocks), which the CPU backend multiplies as they are.
+  // quantized (a GGUF's blocks), which the CPU backend multiplies as they
+  // are, or f8_e4m3 with its block scales attached (Tensor::block_scales).
   Tensor get_matrix(const std::string& name, std::initializer_list<int64_t> shape) const;
   // The first quantized tensor's name in the file, for messages; empty when none.
   std::string first_quantized() const;
+  // The same for an FP8 checkpoint's f8_e4m3 weights.
+  std::string first_fp8() const;
 
   size_t size() const { return index_.size(); }
   const std::map<std::string, Tensor>& tensors() const { return index_; }
@@ -51,6 +54,9 @@ class WeightStore {
 
  private:
   void open_directory();
+  // Pairs every f8_e4m3 weight `x` with its block scales `x_scale_inv`
+  // (Tensor::block_scales), checked, and takes the scales out of the index.
+  void attach_fp8_scales();
   // The tensor's name in the file, quoted, for messages.
   std::string file_name(const std::string& name) const;
   Tensor get_shaped(const std::string& name, std::initializer_list<int64_t> shape) const;
@@ -60,6 +66,7 @@ class WeightStore {
   std::unique_ptr<GgufFile> gguf_;
   GgufWeights gguf_weights_;  // the renamed tensors and their copies
   std::map<std::string, Tensor> index_;
+  size_t scale_bytes_ = 0;  // the FP8 weights' scales, attached to them
 };
 
 }  // namespace hive

@@ -1,5 +1,6 @@
 // Whole models against transformers: every architecture's fixture checkpoint
-// (tools/make_golden.py) is run with an incremental paged KV cache, the prompt
+// (tools/make_golden.py; deepseek_v3_fp8, an FP8 checkpoint against
+// transformers on its dequantized weights, tools/make_fp8_fixture.py) is run with an incremental paged KV cache, the prompt
 // in one prefill and then token by token; the logits of every position must be
 // within 1e-4 of transformers' (relative to the largest logit) and the greedy
 // continuation identical. The block table runs backwards through the pool, so
@@ -192,7 +193,8 @@ TEST(ModelForward, RejectsAnInconsistentBatch) {
 INSTANTIATE_TEST_SUITE_P(Architectures, GoldenTest,
                          ::testing::Values("llama", "mistral", "qwen2", "qwen3", "mixtral",
                                            "qwen2_moe", "qwen3_moe", "deepseek_v3",
-                                           "deepseek_v3_yarn", "deepseek_v2", "deepseek_v2_lite"));
+                                           "deepseek_v3_yarn", "deepseek_v2", "deepseek_v2_lite",
+                                           "deepseek_v3_fp8"));
 
 }  // namespace
 }  // namespace hive
