@@ -154,9 +154,9 @@ TEST_F(LoaderTest, HeaderIsNotJson) {
 }
 
 TEST_F(LoaderTest, UnsupportedDtype) {
-  const auto path = write_raw(R"({"w":{"dtype":"F8_E4M3","shape":[4],"data_offsets":[0,4]}})", 4);
+  const auto path = write_raw(R"({"w":{"dtype":"F8_E5M2","shape":[4],"data_offsets":[0,4]}})", 4);
   expect_error([&] { SafetensorsFile f(path); },
-               {path.string(), "'w'", "unsupported dtype F8_E4M3"});
+               {path.string(), "'w'", "unsupported dtype F8_E5M2"});
 }
 
 TEST_F(LoaderTest, TruncatedData) {
