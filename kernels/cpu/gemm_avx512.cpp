@@ -76,8 +76,8 @@ struct F8Weights {
                                           _mm256_set1_epi16(static_cast<short>(0xbfff)));
     const __mmask16 nan = _mm_cmpeq_epi8_mask(
         _mm_or_si128(bytes, _mm_set1_epi8(static_cast<char>(0x80))), _mm_set1_epi8(-1));
-    const __m512 value = _mm512_mask_mov_ps(
-        _mm512_cvtph_ps(half), nan, _mm512_castsi512_ps(_mm512_set1_epi32(0x7fc00000)));
+    const __m512 value = _mm512_mask_mov_ps(_mm512_cvtph_ps(half), nan,
+                                            _mm512_castsi512_ps(_mm512_set1_epi32(0x7fc00000)));
     return _mm512_mul_ps(value, scale_times_256);
   }
   static __m512 scale(float block_scale) { return _mm512_set1_ps(block_scale * 256.0f); }
@@ -179,24 +179,23 @@ __attribute__((noinline)) void row_tile(int64_t columns, int64_t tile_columns, c
   if (tile_columns == kTileColumns) {
     for (; j + kTileColumns <= columns; j += kTileColumns)
       tile<R, kTileColumns, W, Prefetch>(x, w + j * k, k, at(j), out + j, out_stride, ahead,
-                                          scale_rows.of(j));
+                                         scale_rows.of(j));
     switch (columns - j) {
       case 3:
         return tile<R, 3, W, Prefetch>(x, w + j * k, k, at(j), out + j, out_stride, ahead,
-                                          scale_rows.of(j));
+                                       scale_rows.of(j));
       case 2:
         return tile<R, 2, W, Prefetch>(x, w + j * k, k, at(j), out + j, out_stride, ahead,
-                                          scale_rows.of(j));
+                                       scale_rows.of(j));
       case 1:
         return tile<R, 1, W, Prefetch>(x, w + j * k, k, at(j), out + j, out_stride, ahead,
-                                          scale_rows.of(j));
+                                       scale_rows.of(j));
       default:
         return;
     }
   }
   for (; j < columns; ++j)
-    tile<R, 1, W, Prefetch>(x, w + j * k, k, at(j), out + j, out_stride, ahead,
-                                          scale_rows.of(j));
+    tile<R, 1, W, Prefetch>(x, w + j * k, k, at(j), out + j, out_stride, ahead, scale_rows.of(j));
 }
 
 // row_tile<R, W> for R = 1..6, each fetching its next tile's weights.
@@ -235,6 +234,33 @@ void run(const GemmArgs& a, int64_t begin, int64_t end) {
   columns<W>(a, static_cast<const typename W::Element*>(a.w) + begin * a.k, begin, end);
 }
 
+// f8_e4m3 for more than one row tile: the block's rows widened and scaled
+// once into the task's scratch (the values F8Weights::load gives), then
+// the f32 kernel over them, so the later row tiles read f32 from cache
+// instead of converting again. The same values in the same order: the
+// same bits as converting in every tile.
+void run_fp8(const GemmArgs& a, int64_t begin, int64_t end) {
+  if (a.m <= kTileRows || !a.w_scratch) return run<F8Weights>(a, begin, end);
+  const int64_t k = a.k;
+  const ScaleRows scale_rows{a.block_scales, begin, (k + 127) / 128};
+  const uint8_t* w = static_cast<const uint8_t*>(a.w) + begin * k;
+  for (int64_t r = 0; r < end - begin; ++r) {
+    const float* scale_row = scale_rows.of(r);
+    const uint8_t* src = w + r * k;
+    float* dst = a.w_scratch + r * k;
+    int64_t p = 0;
+    for (; p + kLanes <= k; p += kLanes)
+      _mm512_storeu_ps(dst + p, F8Weights::load(src + p, F8Weights::scale(scale_row[p / 128])));
+    if (p < k) {
+      const __mmask16 mask = static_cast<__mmask16>((1u << (k - p)) - 1);
+      _mm512_mask_storeu_ps(
+          dst + p, mask,
+          F8Weights::load_partial(src + p, mask, F8Weights::scale(scale_row[p / 128])));
+    }
+  }
+  columns<F32Weights>(a, a.w_scratch, begin, end);
+}
+
 }  // namespace
 
 void gemm_columns_avx512(const GemmArgs& args, int64_t column_begin, int64_t column_end) {
@@ -246,7 +272,7 @@ void gemm_columns_avx512(const GemmArgs& args, int64_t column_begin, int64_t col
     case GemmWeights::f16:
       return run<F16Weights>(args, column_begin, column_end);
     case GemmWeights::f8_e4m3:
-      return run<F8Weights>(args, column_begin, column_end);
+      return run_fp8(args, column_begin, column_end);
   }
 }
 

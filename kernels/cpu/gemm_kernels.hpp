@@ -49,6 +49,10 @@ struct GemmArgs {
   // (Tensor::block_scales); a task's columns start on a multiple of 4, so
   // a tile's weight rows share a row of scales.
   const float* block_scales = nullptr;
+  // Room for a task's f8_e4m3 weight rows widened to f32, (column_end -
+  // column_begin) * k floats, or null: with it, a task of more than one
+  // row tile widens its block once (gemm_avx512.cpp).
+  float* w_scratch = nullptr;
 };
 
 // Weight rows per tile for rows_left rows of x: a lone row (decode of one

@@ -1,10 +1,9 @@
 // out = x @ w^T (+ bias): the reference GEMM, the oracle of matmul_fast.cpp
 // and what cpu::matmul runs on the scalar path. An FP8 checkpoint's f8_e4m3
-// w (with Tensor::block_scales) is dequantized a row at a time, never whole. Each weight row is dotted with
-// every input row (dot.hpp), so the weights are read once per
-// call (at batch 1 this is a memory-bound GEMV: bytes(w) per token). Work is
-// split across output features only, so each dot product is summed in the same
-// order whatever the thread count.
+// w (with Tensor::block_scales) is dequantized a row at a time, never whole. Each weight row is
+// dotted with every input row (dot.hpp), so the weights are read once per call (at batch 1 this is
+// a memory-bound GEMV: bytes(w) per token). Work is split across output features only, so each dot
+// product is summed in the same order whatever the thread count.
 #include <vector>
 
 #include "kernels/cpu/dot.hpp"

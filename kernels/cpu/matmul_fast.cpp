@@ -52,6 +52,12 @@ constexpr int64_t kAmxRowBlockMultiple = 32;
 // are laid out in halves (gemm_kernels.hpp); below, the 2 x 2 tiles read the
 // bf16 rows as stored, which is what decode's memory-bound steps want.
 constexpr int64_t kMinRowsInHalves = 4;
+// f8_e4m3 weights: up to this many rows (one 6-row tile of the AVX-512
+// kernel) each tile widens its weights as it loads them; past it, a task
+// widens its block into f32 scratch once and its row tiles read that
+// (gemm_avx512.cpp), since widening costs 8 vector operations per 16
+// weights against a tile's 6 multiply-adds.
+constexpr int64_t kFp8RowsConvertedInTiles = 6;
 
 // x [m, k] -> the halves layout [m, k16], zero-padded.
 void to_halves(const float* x, int64_t m, int64_t k, std::vector<float>& out) {
@@ -124,7 +130,7 @@ struct Prepared {
   int64_t rows = 0;                   // rows of x per task
   int64_t column_tasks = 0;           // tasks per row block
   int64_t tasks = 0;
-  size_t scratch_floats = 0;      // per task, the AVX2 halves layout's; 0: none
+  size_t scratch_floats = 0;      // per task: the AVX2 halves layout, or the f8_e4m3 block; 0: none
   uint16_t* rounded_x = nullptr;  // x_bf16 (x_amx) when it is this product's own
 };
 
@@ -196,7 +202,6 @@ Prepared prepare(const MatmulProblem& problem, CpuPath path, Staging& staging,
                     ? kColumnsPerTask / 2
                     : kColumnsPerTask;
   } else {
-    // f8_e4m3 weights reach here on the AVX-512 paths only (matmul_group).
     // By default avx512_bf16 and amx run the AVX-512 f32 kernel too: the
     // golden tests hold f32 models to 1e-4 of transformers, and bf16 dot
     // products (or AMX tiles) round activations to bf16.
@@ -211,6 +216,10 @@ Prepared prepare(const MatmulProblem& problem, CpuPath path, Staging& staging,
       p.columns = kHalvesColumnsPerTask;
       p.scratch_floats = static_cast<size_t>(p.columns * ((k + 15) / 16 * 16));
     }
+    // f8_e4m3 weights reach here on the AVX-512 paths only (matmul_group).
+    // Past one row tile a task widens its block once, into scratch.
+    if (w.dtype == DType::f8_e4m3 && m > kFp8RowsConvertedInTiles)
+      p.scratch_floats = static_cast<size_t>(p.columns * k);
   }
   const int64_t row_bytes = p.amx             ? amx_chunks(k) * 64
                             : p.bf16_mode     ? k * 2
@@ -267,7 +276,10 @@ void run_task(const Prepared& p, int64_t task, float* scratch) {
   if (a.x_halves) a.x_halves += first_row * ((a.k + 15) / 16 * 16);
   if (p.amx) return gemm_columns_amx(a, begin, end);
   if (p.bf16_mode) return gemm_columns_avx512_bf16(a, begin, end);
-  if (p.avx512) return gemm_columns_avx512(a, begin, end);
+  if (p.avx512) {
+    if (p.scratch_floats > 0) a.w_scratch = scratch;
+    return gemm_columns_avx512(a, begin, end);
+  }
   gemm_columns_avx2(a, begin, end, p.scratch_floats > 0 ? scratch : nullptr);
 }
 

@@ -36,11 +36,13 @@ MlaWeights bind_mla(const ModelConfig& c, const WeightStore& store, const std::s
   } else {
     w.q_proj = mla_matrix(store, prefix + "q_proj.weight", {q_rows, c.hidden_size});
   }
-  w.kv_a_proj = mla_matrix(store, prefix + "kv_a_proj_with_mqa.weight", {m.latent_dim(), c.hidden_size});
+  w.kv_a_proj =
+      mla_matrix(store, prefix + "kv_a_proj_with_mqa.weight", {m.latent_dim(), c.hidden_size});
   w.kv_a_norm = store.get(prefix + "kv_a_layernorm.weight", {m.kv_lora_rank});
   w.kv_b_proj = mla_matrix(store, prefix + "kv_b_proj.weight",
-                          {c.num_heads * (m.qk_nope_head_dim + m.v_head_dim), m.kv_lora_rank});
-  w.o_proj = mla_matrix(store, prefix + "o_proj.weight", {c.hidden_size, c.num_heads * m.v_head_dim});
+                           {c.num_heads * (m.qk_nope_head_dim + m.v_head_dim), m.kv_lora_rank});
+  w.o_proj =
+      mla_matrix(store, prefix + "o_proj.weight", {c.hidden_size, c.num_heads * m.v_head_dim});
   return w;
 }
 

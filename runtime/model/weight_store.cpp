@@ -102,8 +102,8 @@ void WeightStore::attach_fp8_scales() {
     }
     const std::string weight = name.substr(0, name.size() - suffix.size());
     const auto scaled = index_.find(weight);
-    check(scaled != index_.end() && scaled->second.dtype == DType::f8_e4m3, dir, ": tensor '",
-          name, "' scales '", weight, "', which is ",
+    check(scaled != index_.end() && scaled->second.dtype == DType::f8_e4m3, dir, ": tensor '", name,
+          "' scales '", weight, "', which is ",
           scaled == index_.end() ? std::string("missing")
                                  : "not f8_e4m3 (" + scaled->second.shape_string() + ")");
     scale_bytes_ += it->second.nbytes();

@@ -27,7 +27,7 @@ namespace {
 struct Fp8Weights {
   int64_t n, k;
   std::vector<uint8_t> bytes;
-  std::vector<float> scales;     // [ceil(n / 128), ceil(k / 128)]
+  std::vector<float> scales;       // [ceil(n / 128), ceil(k / 128)]
   std::vector<float> dequantized;  // [n, k], f8_e4m3_row_to_f32's
 
   Tensor tensor() {
@@ -77,16 +77,16 @@ TEST_F(Fp8Matmul, GivesTheBitsOfTheDequantizedWeights) {
     set_cpu_kernel_path(path);
     for (const auto precision : {MatmulPrecision::f32, MatmulPrecision::bf16}) {
       set_matmul_precision(precision);
-      for (const auto& shape : {std::pair<int64_t, int64_t>{1, 1}, {17, 16}, {200, 300},
-                                {129, 257}, {256, 128}}) {
+      for (const auto& shape :
+           {std::pair<int64_t, int64_t>{1, 1}, {17, 16}, {200, 300}, {129, 257}, {256, 128}}) {
         const int64_t n = shape.first, k = shape.second;
         Fp8Weights weights = random_fp8(rng_, n, k);
         auto bias_values = test::random_floats(rng_, static_cast<size_t>(n));
         const Tensor bias = Tensor::view(bias_values.data(), DType::f32, {n});
         for (const int64_t m : {1, 3, 7, 33}) {
           SCOPED_TRACE(std::string(cpu_path_name(path)) + " path, " +
-                       std::string(matmul_precision_name(precision)) + ", m=" +
-                       std::to_string(m) + " n=" + std::to_string(n) + " k=" + std::to_string(k));
+                       std::string(matmul_precision_name(precision)) + ", m=" + std::to_string(m) +
+                       " n=" + std::to_string(n) + " k=" + std::to_string(k));
           auto x = test::random_floats(rng_, static_cast<size_t>(m * k));
           const Tensor xt = Tensor::view(x.data(), DType::f32, {m, k});
           const auto out_of = [&](std::vector<float>& v) {

@@ -154,10 +154,12 @@ TEST_F(Fp8Model, AMissingOrMisshapenScaleIsNamed) {
 TEST_F(Fp8Model, ScalesBelongToFp8Weights) {
   auto tensors = file_tensors();
   fs::copy_file(kFp8 / "config.json", dir_ / "config.json");
-  tensors["model.norm.weight_scale_inv"] = tensors.at("model.layers.0.mlp.up_proj.weight_scale_inv");
+  tensors["model.norm.weight_scale_inv"] =
+      tensors.at("model.layers.0.mlp.up_proj.weight_scale_inv");
   write_tensors(tensors);
-  expect_load_error("tensor 'model.norm.weight_scale_inv' scales 'model.norm.weight', which is "
-                    "not f8_e4m3");
+  expect_load_error(
+      "tensor 'model.norm.weight_scale_inv' scales 'model.norm.weight', which is "
+      "not f8_e4m3");
 }
 
 TEST_F(Fp8Model, AnFp8EmbeddingOrNormIsRefused) {
@@ -178,8 +180,9 @@ TEST_F(Fp8Model, AnFp8EmbeddingOrNormIsRefused) {
   tensors["model.layers.0.input_layernorm.weight_scale_inv"] =
       Tensor::view(one.data(), DType::f32, {1, 1});
   write_tensors(tensors);
-  expect_load_error("tensor 'model.layers.0.input_layernorm.weight' is f8_e4m3 with shape [64] "
-                    "f8_e4m3; FP8 tensors must be 2-d weights");
+  expect_load_error(
+      "tensor 'model.layers.0.input_layernorm.weight' is f8_e4m3 with shape [64] "
+      "f8_e4m3; FP8 tensors must be 2-d weights");
 }
 
 TEST_F(Fp8Model, Fp8TensorsNeedTheQuantizationConfig) {

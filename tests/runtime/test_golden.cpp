@@ -1,10 +1,10 @@
 // Whole models against transformers: every architecture's fixture checkpoint
 // (tools/make_golden.py; deepseek_v3_fp8, an FP8 checkpoint against
-// transformers on its dequantized weights, tools/make_fp8_fixture.py) is run with an incremental paged KV cache, the prompt
-// in one prefill and then token by token; the logits of every position must be
-// within 1e-4 of transformers' (relative to the largest logit) and the greedy
-// continuation identical. The block table runs backwards through the pool, so
-// logical and physical positions never coincide.
+// transformers on its dequantized weights, tools/make_fp8_fixture.py) is run with an incremental
+// paged KV cache, the prompt in one prefill and then token by token; the logits of every position
+// must be within 1e-4 of transformers' (relative to the largest logit) and the greedy continuation
+// identical. The block table runs backwards through the pool, so logical and physical positions
+// never coincide.
 #include <gtest/gtest.h>
 
 #include <algorithm>

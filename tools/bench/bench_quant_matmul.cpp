@@ -129,8 +129,8 @@ int main(int argc, char** argv) try {
   std::uniform_int_distribution<int> fp8_byte(0, 253);
   for (uint8_t& b : fp8) b = static_cast<uint8_t>(fp8_byte(rng)) & 0xfe;  // never 0x7f / 0xff
   const WeightCopies fp8_copies(fp8);
-  std::vector<float> fp8_scales(static_cast<size_t>(kRows / hive::kFp8Block * kCols / hive::kFp8Block),
-                                0.05f / 448);
+  std::vector<float> fp8_scales(
+      static_cast<size_t>(kRows / hive::kFp8Block * kCols / hive::kFp8Block), 0.05f / 448);
   nlohmann::json rows = nlohmann::json::array();
   const cpu::CpuPath saved = cpu::cpu_kernel_path();
   for (const int64_t m : {1, 16, 64}) {
@@ -164,16 +164,15 @@ int main(int argc, char** argv) try {
                       {"speedup_vs_bf16", bf16_time / t}});
     };
     print("BF16", "matmul", bf16_time, bf16_copies.bytes());
-    const double fp8_time =
-        time_variants({{"fp8",
-                        [&](size_t call) {
-                          hive::Tensor w =
-                              hive::Tensor::view(const_cast<uint8_t*>(fp8_copies.at(call)),
-                                                 hive::DType::f8_e4m3, {kRows, kCols});
-                          w.block_scales = fp8_scales.data();
-                          cpu::matmul(xt, w, nullptr, ot);
-                        }}},
-                      seconds)[0];
+    const double fp8_time = time_variants({{"fp8",
+                                            [&](size_t call) {
+                                              hive::Tensor w = hive::Tensor::view(
+                                                  const_cast<uint8_t*>(fp8_copies.at(call)),
+                                                  hive::DType::f8_e4m3, {kRows, kCols});
+                                              w.block_scales = fp8_scales.data();
+                                              cpu::matmul(xt, w, nullptr, ot);
+                                            }}},
+                                          seconds)[0];
     print("F8_E4M3 (128 x 128 scales)",
           "matmul " + std::string(cpu::cpu_path_name(cpu::cpu_kernel_path())), fp8_time,
           fp8_copies.bytes() + static_cast<double>(fp8_scales.size() * 4));
