@@ -191,6 +191,20 @@ TEST_F(Fp8Model, Fp8TensorsNeedTheQuantizationConfig) {
   expect_load_error("is FP8, but config.json has no quantization_config");
 }
 
+// transformers' FineGrainedFP8Config defaults: e4m3, dynamic, [128, 128].
+TEST_F(Fp8Model, AbsentKeysMeanFineGrainedFp8ConfigsDefaults) {
+  fs::copy_file(kFp8 / "model.safetensors", dir_ / "model.safetensors");
+  write_config([](json& c) {
+    json& q = c["quantization_config"];
+    q.erase("fmt");
+    q.erase("activation_scheme");
+    q.erase("weight_block_size");
+  });
+  CpuBackend cpu;
+  const Model model(dir_, cpu);
+  EXPECT_TRUE(model.config().fp8_block_weights);
+}
+
 TEST_F(Fp8Model, OtherQuantizationConfigsAreRefusedByKey) {
   fs::copy_file(kFp8 / "model.safetensors", dir_ / "model.safetensors");
   const auto refused = [&](const char* key, const json& value, const std::string& needle) {
