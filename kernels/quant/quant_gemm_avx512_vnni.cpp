@@ -5,6 +5,7 @@
 // bandwidth over the weight bytes, and from a few rows on the int8
 // multiply-adds (64 per vpdpbusd).
 #if defined(__x86_64__)
+#include <algorithm>
 #include <cstddef>
 #include <cstring>
 
@@ -75,22 +76,12 @@ inline __m512 pair_step(const QuantGemmArgs& a, const PairRegisters& w, int64_t 
   return _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums), d, acc);
 }
 
-void pair_columns(const QuantGemmArgs& a, int64_t column, const char* row, const QuantScratch& s) {
+// m = 1: one column at a time, its accumulator in a register.
+void pair_column(const QuantGemmArgs& a, int64_t column, const char* row) {
   const int64_t pairs = a.x_blocks / 2;
-  if (a.m == 1) {  // decode: the accumulator stays in a register
-    __m512 acc = _mm512_setzero_ps();
-    for (int64_t c = 0; c < pairs; ++c) acc = pair_step(a, load_pair(a, row, c), 0, c, acc);
-    a.out[column] = cpu::fold(acc);
-    return;
-  }
-  for (int64_t i = 0; i < a.m; ++i) _mm512_storeu_ps(s.acc + 16 * i, _mm512_setzero_ps());
-  for (int64_t c = 0; c < pairs; ++c) {
-    const PairRegisters w = load_pair(a, row, c);
-    for (int64_t i = 0; i < a.m; ++i)
-      _mm512_storeu_ps(s.acc + 16 * i, pair_step(a, w, i, c, _mm512_loadu_ps(s.acc + 16 * i)));
-  }
-  for (int64_t i = 0; i < a.m; ++i)
-    a.out[i * a.n + column] = cpu::fold(_mm512_loadu_ps(s.acc + 16 * i));
+  __m512 acc = _mm512_setzero_ps();
+  for (int64_t c = 0; c < pairs; ++c) acc = pair_step(a, load_pair(a, row, c), 0, c, acc);
+  a.out[column] = cpu::fold(acc);
 }
 
 // One K block against one row's Q8_K block: the exact sums P = sum of
@@ -121,35 +112,75 @@ struct KRegisters {
   float d, dmin;
 };
 
-// Q4_K and Q6_K straight from the row into registers, the same integers
-// quant_unpack.hpp's loops store (those stay for Q5_K): their stores and
+// The K-quants' 12 packed bytes (blocks.hpp) as 16 int16: the 8 scales,
+// then the 8 mins. Four masked word operations per half instead of
+// k_scale_min's byte loop, the same 6-bit values.
+inline __m256i k_scales_mins(const uint8_t* packed) {
+  uint32_t u[3];
+  std::memcpy(u, packed, sizeof(u));
+  const uint32_t low6 = 0x3f3f3f3f, low4 = 0x0f0f0f0f, top2 = 0x30303030;
+  const uint32_t scales_lo = u[0] & low6, mins_lo = u[1] & low6;
+  const uint32_t scales_hi = (u[2] & low4) | ((u[0] >> 2) & top2);
+  const uint32_t mins_hi = ((u[2] >> 4) & low4) | ((u[1] >> 2) & top2);
+  const __m128i bytes = _mm_set_epi32(static_cast<int>(mins_hi), static_cast<int>(mins_lo),
+                                      static_cast<int>(scales_hi), static_cast<int>(scales_lo));
+  return _mm256_cvtepu8_epi16(bytes);
+}
+
+// Q4_K and Q5_K (qh null for Q4_K) straight from the row into registers,
+// the same integers quant_unpack.hpp's loops store: their stores and
 // loads, not memory, bounded Q4_K at m = 1 below the bf16 matmul.
-inline KRegisters load_q4_k(const char* row, int64_t b) {
-  BlockQ4_K block;
-  std::memcpy(&block, row + b * static_cast<int64_t>(sizeof(BlockQ4_K)), sizeof(BlockQ4_K));
+inline KRegisters load_q4_q5_k(const char* block, const uint8_t* scales, const uint8_t* qs,
+                               const uint8_t* qh) {
   KRegisters r;
-  alignas(32) int16_t mins[16];
-  int scales[8];
-  for (int j = 0; j < 8; ++j) {
-    int min = 0;
-    k_scale_min(block.scales, j, scales[j], min);
-    mins[2 * j] = mins[2 * j + 1] = static_cast<int16_t>(min);
-  }
+  const __m256i scales_mins = k_scales_mins(scales);
+  const __m512i packed = _mm512_castsi256_si512(scales_mins);
+  // Each sub-block's min twice (one per group of 16): int16 8 + j.
+  r.min = _mm256_permutexvar_epi16(
+      _mm256_set_epi16(15, 15, 14, 14, 13, 13, 12, 12, 11, 11, 10, 10, 9, 9, 8, 8), scales_mins);
   const __m256i nibble = _mm256_set1_epi8(15);
+  const __m512i one = _mm512_set1_epi8(1);
+  const __m512i high_bits =
+      qh ? _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(qh)))
+         : _mm512_setzero_si512();
   for (int c = 0; c < 4; ++c) {
     // Bytes 32c..32c+31: sub-block 2c in the low nibbles, 2c + 1 in the high.
-    const __m256i bytes = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block.qs + 32 * c));
+    const __m256i bytes = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs + 32 * c));
     const __m256i low = _mm256_and_si256(bytes, nibble);
     const __m256i high = _mm256_and_si256(_mm256_srli_epi16(bytes, 4), nibble);
     r.q[c] = _mm512_inserti64x4(_mm512_castsi256_si512(low), high, 1);
-    r.scale[c] = _mm512_inserti64x4(
-        _mm512_castsi256_si512(_mm256_set1_epi16(static_cast<int16_t>(scales[2 * c]))),
-        _mm256_set1_epi16(static_cast<int16_t>(scales[2 * c + 1])), 1);
+    if (qh) {
+      // Bit j of qh[l] is bit 4 of sub-block j's element l.
+      const __m512i shifts = _mm512_inserti64x4(_mm512_set1_epi16(static_cast<int16_t>(2 * c)),
+                                                _mm256_set1_epi16(static_cast<int16_t>(2 * c + 1)), 1);
+      const __m512i bit = _mm512_and_si512(_mm512_srlv_epi16(high_bits, shifts), one);
+      r.q[c] = _mm512_or_si512(r.q[c], _mm512_slli_epi16(bit, 4));
+    }
+    // Scale of sub-block 2c on the first 16 pairs, 2c + 1 on the rest.
+    const __m512i index = _mm512_inserti64x4(_mm512_set1_epi16(static_cast<int16_t>(2 * c)),
+                                             _mm256_set1_epi16(static_cast<int16_t>(2 * c + 1)), 1);
+    r.scale[c] = _mm512_permutexvar_epi16(index, packed);
   }
-  r.min = _mm256_load_si256(reinterpret_cast<const __m256i*>(mins));
-  r.d = half_bits_to_f32(block.d);
-  r.dmin = half_bits_to_f32(block.dmin);
+  uint16_t d = 0, dmin = 0;
+  std::memcpy(&d, block, 2);
+  std::memcpy(&dmin, block + 2, 2);
+  r.d = half_bits_to_f32(d);
+  r.dmin = half_bits_to_f32(dmin);
   return r;
+}
+
+inline KRegisters load_q4_k(const char* row, int64_t b) {
+  const char* block = row + b * static_cast<int64_t>(sizeof(BlockQ4_K));
+  const auto* bytes = reinterpret_cast<const uint8_t*>(block);
+  return load_q4_q5_k(block, bytes + offsetof(BlockQ4_K, scales), bytes + offsetof(BlockQ4_K, qs),
+                      nullptr);
+}
+
+inline KRegisters load_q5_k(const char* row, int64_t b) {
+  const char* block = row + b * static_cast<int64_t>(sizeof(BlockQ5_K));
+  const auto* bytes = reinterpret_cast<const uint8_t*>(block);
+  return load_q4_q5_k(block, bytes + offsetof(BlockQ5_K, scales), bytes + offsetof(BlockQ5_K, qs),
+                      bytes + offsetof(BlockQ5_K, qh));
 }
 
 inline KRegisters load_q6_k(const char* row, int64_t b) {
@@ -192,40 +223,232 @@ inline KRegisters load_q6_k(const char* row, int64_t b) {
   return r;
 }
 
-inline KRegisters load_unpacked(const UnpackedK& u) {
-  KRegisters r;
-  for (int c = 0; c < 4; ++c) {
-    r.q[c] = _mm512_load_si512(u.q + 64 * c);
-    r.scale[c] = _mm512_load_si512(u.pair_scale + 32 * c);
-  }
-  r.min = _mm256_load_si256(reinterpret_cast<const __m256i*>(u.min));
-  r.d = u.d;
-  r.dmin = u.dmin;
-  return r;
+inline KRegisters load_k(const QuantGemmArgs& a, const char* row, int64_t b) {
+  if (a.type == GgmlType::q4_k) return load_q4_k(row, b);
+  if (a.type == GgmlType::q5_k) return load_q5_k(row, b);
+  return load_q6_k(row, b);
 }
 
-void k_columns(const QuantGemmArgs& a, int64_t column, const char* row, const QuantScratch& s) {
+// m = 1: one column at a time, its sum in a register.
+void k_column(const QuantGemmArgs& a, int64_t column, const char* row) {
   const int64_t blocks = a.k / kQKK;
   const bool offset_in_a = a.type == GgmlType::q6_k;
-  if (a.type == GgmlType::q5_k) unpack_row(a, row, s);
-  for (int64_t i = 0; i < a.m; ++i) s.acc[i] = 0.0f;
+  float acc = 0.0f;
   for (int64_t b = 0; b < blocks; ++b) {
-    const KRegisters u = a.type == GgmlType::q4_k   ? load_q4_k(row, b)
-                         : a.type == GgmlType::q6_k ? load_q6_k(row, b)
-                                                    : load_unpacked(s.blocks[b]);
-    for (int64_t i = 0; i < a.m; ++i) {
-      const BlockQ8_K& x = a.x_k[i * blocks + b];
-      const KSums sums = k_sums(u.q, u.scale, u.min, x);
-      float& acc = s.acc[i];
-      if (offset_in_a) {
-        acc = __builtin_fmaf(u.d * x.d, static_cast<float>(sums.p - sums.m), acc);
-      } else {
-        acc = __builtin_fmaf(u.d * x.d, static_cast<float>(sums.p), acc);
-        acc = __builtin_fmaf(-(u.dmin * x.d), static_cast<float>(sums.m), acc);
-      }
+    const KRegisters u = load_k(a, row, b);
+    const BlockQ8_K& x = a.x_k[b];
+    const KSums sums = k_sums(u.q, u.scale, u.min, x);
+    if (offset_in_a) {
+      acc = __builtin_fmaf(u.d * x.d, static_cast<float>(sums.p - sums.m), acc);
+    } else {
+      acc = __builtin_fmaf(u.d * x.d, static_cast<float>(sums.p), acc);
+      acc = __builtin_fmaf(-(u.dmin * x.d), static_cast<float>(sums.m), acc);
     }
   }
-  for (int64_t i = 0; i < a.m; ++i) a.out[i * a.n + column] = s.acc[i];
+  a.out[column] = acc;
+}
+
+// ---- Register tiles for m > 1 -------------------------------------------
+//
+// A tile is kTileColumns output columns by kTileRows rows. Its columns'
+// weight rows are unpacked once into scratch (in registers, then stored),
+// and every row tile of the task reads them from there: the unpacking is
+// paid once per task rather than once per row. Inside a tile each weight
+// register meets kTileRows activation rows and each activation register
+// kTileColumns weight columns, the accumulators staying in registers.
+//
+// A tile short of rows or columns repeats its last one: the repeats'
+// outputs are computed and dropped. No lane reads another's values, so an
+// output's bits do not depend on the tile it shares.
+constexpr int kTileRows = 4;
+static_assert(kTileColumns == 4, "the K tile's reduction puts one column in each 128-bit lane");
+
+// Row r of the row tile starting at row `first` (the last real row past m).
+inline int64_t tile_row(const QuantGemmArgs& a, int64_t first, int r) {
+  return std::min<int64_t>(first + r, a.m - 1);
+}
+
+// Column slot j of the tile in scratch: columns past `columns` repeat the last.
+inline int tile_slot(int j, int columns) {
+  return j < columns ? j : columns - 1;
+}
+
+// Q8_0 / Q4_0: the tile's weight rows as PairQ8_0 (its |w| left unset), pair
+// c of slot j at pairs[j * pairs_per_row + c].
+void unpack_pair_tile(const QuantGemmArgs& a, int64_t column0, int columns,
+                      const QuantScratch& s) {
+  const int64_t pairs = a.x_blocks / 2;
+  for (int j = 0; j < columns; ++j) {
+    const char* row = a.w + (column0 + j) * a.w_row_bytes;
+    for (int64_t c = 0; c < pairs; ++c) {
+      const PairRegisters w = load_pair(a, row, c);
+      PairQ8_0& out = s.pairs[j * pairs + c];
+      _mm512_store_si512(out.w, w.w);
+      _mm512_store_si512(out.offset, w.offset);
+      _mm512_store_ps(out.d, w.d);
+    }
+  }
+}
+
+// Q8_0 / Q4_0: per pair, kTileRows activation registers against each of the
+// tile's weight pairs; 16 accumulators of 16 lanes, each output's lanes as
+// pair_step makes them, folded as fold() does.
+void pair_tile(const QuantGemmArgs& a, int64_t column0, int columns, const QuantScratch& s) {
+  const int64_t pairs = a.x_blocks / 2;
+  const __m512i flip = _mm512_set1_epi8(-128);
+  const __m512i halves = _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
+  const PairQ8_0* slot[kTileColumns];
+  for (int j = 0; j < kTileColumns; ++j) slot[j] = s.pairs + tile_slot(j, columns) * pairs;
+  for (int64_t first = 0; first < a.m; first += kTileRows) {
+    const int8_t* x_qs[kTileRows];
+    const float* x_d[kTileRows];
+    for (int r = 0; r < kTileRows; ++r) {
+      x_qs[r] = a.x_qs + tile_row(a, first, r) * pairs * 64;
+      x_d[r] = a.x_d + tile_row(a, first, r) * pairs * 2;
+    }
+    __m512 acc[kTileColumns][kTileRows];
+    for (auto& column : acc)
+      for (__m512& v : column) v = _mm512_setzero_ps();
+    for (int64_t c = 0; c < pairs; ++c) {
+      __m512i x[kTileRows];
+      __m512 xd[kTileRows];
+      for (int r = 0; r < kTileRows; ++r) {
+        // (x + 128) . w - 128 sum(w), as pair_step.
+        x[r] = _mm512_xor_si512(_mm512_loadu_si512(x_qs[r] + 64 * c), flip);
+        const __m128d d2 = _mm_load_sd(reinterpret_cast<const double*>(x_d[r] + 2 * c));
+        xd[r] = _mm512_permutexvar_ps(halves, _mm512_castps128_ps512(_mm_castpd_ps(d2)));
+      }
+      for (int j = 0; j < kTileColumns; ++j) {
+        const PairQ8_0& w = slot[j][c];
+        const __m512i wq = _mm512_load_si512(w.w);
+        const __m512i offset = _mm512_load_si512(w.offset);
+        const __m512 wd = _mm512_load_ps(w.d);
+        for (int r = 0; r < kTileRows; ++r) {
+          const __m512i sums = _mm512_dpbusd_epi32(offset, x[r], wq);
+          const __m512 d = _mm512_mul_ps(wd, xd[r]);
+          acc[j][r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums), d, acc[j][r]);
+        }
+      }
+    }
+    const int rows = static_cast<int>(std::min<int64_t>(kTileRows, a.m - first));
+    for (int j = 0; j < columns; ++j) {
+      alignas(16) float folded[4];
+      _mm_store_ps(folded, cpu::fold4(acc[j][0], acc[j][1], acc[j][2], acc[j][3]));
+      for (int r = 0; r < rows; ++r) a.out[(first + r) * a.n + column0 + j] = folded[r];
+    }
+  }
+}
+
+inline void store_unpacked(const KRegisters& r, UnpackedK& u) {
+  for (int c = 0; c < 4; ++c) {
+    _mm512_store_si512(u.q + 64 * c, r.q[c]);
+    _mm512_store_si512(u.pair_scale + 32 * c, r.scale[c]);
+  }
+  _mm256_store_si256(reinterpret_cast<__m256i*>(u.min), r.min);
+  u.d = r.d;
+  u.dmin = r.dmin;
+}
+
+// K-quants: the tile's weight rows, block b of slot j at blocks[j * k / 256 + b].
+void unpack_k_tile(const QuantGemmArgs& a, int64_t column0, int columns, const QuantScratch& s) {
+  const int64_t blocks = a.k / kQKK;
+  for (int j = 0; j < columns; ++j) {
+    const char* row = a.w + (column0 + j) * a.w_row_bytes;
+    for (int64_t b = 0; b < blocks; ++b) store_unpacked(load_k(a, row, b), s.blocks[j * blocks + b]);
+  }
+}
+
+// Four rows' int32 vectors summed within each 128-bit lane: lane L of the
+// result holds [row 0, row 1, row 2, row 3]'s sums of their lane L.
+inline __m512i sum_rows(const __m512i (&p)[kTileRows]) {
+  const __m512i s01 = _mm512_add_epi32(_mm512_unpacklo_epi32(p[0], p[1]),
+                                       _mm512_unpackhi_epi32(p[0], p[1]));
+  const __m512i s23 = _mm512_add_epi32(_mm512_unpacklo_epi32(p[2], p[3]),
+                                       _mm512_unpackhi_epi32(p[2], p[3]));
+  return _mm512_add_epi32(_mm512_unpacklo_epi64(s01, s23), _mm512_unpackhi_epi64(s01, s23));
+}
+
+// 128-bit lanes (0, 1) and (2, 3) of two columns' sum_rows added:
+// [a0 + a1, a2 + a3, b0 + b1, b2 + b3].
+inline __m512i sum_lane_pairs(__m512i a, __m512i b) {
+  return _mm512_add_epi32(_mm512_shuffle_i32x4(a, b, 0x88), _mm512_shuffle_i32x4(a, b, 0xdd));
+}
+
+// K-quants: per block, each (column, row) pair's exact sums as k_sums makes
+// them, gathered into one vector (lane 4 j + r for slot j, row r) by a
+// transposing tree of integer adds, then the block's scaling of
+// quant_matmul.hpp on all 16 outputs at once: the same fma per lane.
+void k_tile(const QuantGemmArgs& a, int64_t column0, int columns, const QuantScratch& s) {
+  const int64_t blocks = a.k / kQKK;
+  const bool offset_in_a = a.type == GgmlType::q6_k;
+  const UnpackedK* slot[kTileColumns];
+  for (int j = 0; j < kTileColumns; ++j) slot[j] = s.blocks + tile_slot(j, columns) * blocks;
+  // Lane 4 j + r takes element j (columns) or r (rows) of a 4-vector.
+  const __m512i by_column = _mm512_set_epi32(3, 3, 3, 3, 2, 2, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0);
+  const __m512 sign = _mm512_set1_ps(-0.0f);
+  for (int64_t first = 0; first < a.m; first += kTileRows) {
+    const BlockQ8_K* x[kTileRows];
+    for (int r = 0; r < kTileRows; ++r) x[r] = a.x_k + tile_row(a, first, r) * blocks;
+    __m512 acc = _mm512_setzero_ps();
+    for (int64_t b = 0; b < blocks; ++b) {
+      __m512i column_sums[kTileColumns];
+      for (int j = 0; j < kTileColumns; ++j) {
+        const UnpackedK& u = slot[j][b];
+        __m512i q[4], scale[4];
+        for (int c = 0; c < 4; ++c) {
+          q[c] = _mm512_load_si512(u.q + 64 * c);
+          scale[c] = _mm512_load_si512(u.pair_scale + 32 * c);
+        }
+        const __m256i min = _mm256_load_si256(reinterpret_cast<const __m256i*>(u.min));
+        __m512i p[kTileRows];
+        for (int r = 0; r < kTileRows; ++r) {
+          const BlockQ8_K& xb = x[r][b];
+          __m512i v = _mm512_setzero_si512();
+          for (int c = 0; c < 4; ++c)
+            v = _mm512_dpwssd_epi32(v, _mm512_maddubs_epi16(q[c], _mm512_loadu_si512(xb.qs + 64 * c)),
+                                    scale[c]);
+          const __m256i bsums = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xb.bsums));
+          if (offset_in_a) {
+            // Q6_K: A = P - M, M added as - min * bsums in the low 8 lanes.
+            v = _mm512_dpwssd_epi32(v, _mm512_zextsi256_si512(bsums),
+                                    _mm512_zextsi256_si512(_mm256_sub_epi16(_mm256_setzero_si256(), min)));
+          } else {
+            // P's 16 lanes folded to 8, then M's 8 lanes beside them.
+            const __m256i half =
+                _mm256_add_epi32(_mm512_castsi512_si256(v), _mm512_extracti64x4_epi64(v, 1));
+            v = _mm512_inserti64x4(_mm512_castsi256_si512(half), _mm256_madd_epi16(bsums, min), 1);
+          }
+          p[r] = v;
+        }
+        column_sums[j] = sum_rows(p);
+      }
+      const __m512i s01 = sum_lane_pairs(column_sums[0], column_sums[1]);
+      const __m512i s23 = sum_lane_pairs(column_sums[2], column_sums[3]);
+      // Q6_K: every lane's sum is A's. Q4_K / Q5_K: 128-bit lanes 0-1 were
+      // P's, 2-3 M's, so s01 = [P_0, M_0, P_1, M_1].
+      const __m512i sum_a = offset_in_a ? sum_lane_pairs(s01, s23)
+                                        : _mm512_shuffle_i32x4(s01, s23, 0x88);
+      const __m128 w_d = _mm_set_ps(slot[3][b].d, slot[2][b].d, slot[1][b].d, slot[0][b].d);
+      const __m128 x_d = _mm_set_ps(x[3][b].d, x[2][b].d, x[1][b].d, x[0][b].d);
+      const __m512 xd = _mm512_broadcast_f32x4(x_d);
+      const __m512 d = _mm512_mul_ps(_mm512_permutexvar_ps(by_column, _mm512_castps128_ps512(w_d)), xd);
+      acc = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(sum_a), acc);
+      if (!offset_in_a) {
+        const __m512i sum_m = _mm512_shuffle_i32x4(s01, s23, 0xdd);
+        const __m128 w_dmin =
+            _mm_set_ps(slot[3][b].dmin, slot[2][b].dmin, slot[1][b].dmin, slot[0][b].dmin);
+        const __m512 dmin = _mm512_xor_ps(
+            _mm512_mul_ps(_mm512_permutexvar_ps(by_column, _mm512_castps128_ps512(w_dmin)), xd),
+            sign);
+        acc = _mm512_fmadd_ps(dmin, _mm512_cvtepi32_ps(sum_m), acc);
+      }
+    }
+    alignas(64) float sums[16];
+    _mm512_store_ps(sums, acc);
+    const int rows = static_cast<int>(std::min<int64_t>(kTileRows, a.m - first));
+    for (int j = 0; j < columns; ++j)
+      for (int r = 0; r < rows; ++r) a.out[(first + r) * a.n + column0 + j] = sums[4 * j + r];
+  }
 }
 
 }  // namespace
@@ -233,12 +456,25 @@ void k_columns(const QuantGemmArgs& a, int64_t column, const char* row, const Qu
 void quant_gemm_columns_avx512_vnni(const QuantGemmArgs& args, int64_t column_begin,
                                     int64_t column_end, const QuantScratch& scratch) {
   const bool k_quant = is_k_quant(args.type);
-  for (int64_t j = column_begin; j < column_end; ++j) {
-    const char* row = args.w + j * args.w_row_bytes;
+  if (args.m == 1) {  // decode: a column at a time, nothing to share
+    for (int64_t j = column_begin; j < column_end; ++j) {
+      const char* row = args.w + j * args.w_row_bytes;
+      if (k_quant) {
+        k_column(args, j, row);
+      } else {
+        pair_column(args, j, row);
+      }
+    }
+    return;
+  }
+  for (int64_t j = column_begin; j < column_end; j += kTileColumns) {
+    const int columns = static_cast<int>(std::min<int64_t>(kTileColumns, column_end - j));
     if (k_quant) {
-      k_columns(args, j, row, scratch);
+      unpack_k_tile(args, j, columns, scratch);
+      k_tile(args, j, columns, scratch);
     } else {
-      pair_columns(args, j, row, scratch);
+      unpack_pair_tile(args, j, columns, scratch);
+      pair_tile(args, j, columns, scratch);
     }
   }
 }

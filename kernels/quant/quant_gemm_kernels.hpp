@@ -4,10 +4,12 @@
 // own -m flags and called only on a path that has that ISA. Plain data, as
 // kernels/cpu/gemm_kernels.hpp and for the same reason.
 //
-// A task takes a block of output columns for a block of rows. Per column it
-// unpacks the weight row once into scratch (below), then walks its blocks
-// in order, each block serving every row of the task before the next: the
-// weights stream from memory once per task, whatever m.
+// A task takes a block of output columns for a block of rows. The weights
+// stream from memory once per task, whatever m: at m = 1 a column at a time
+// straight into registers; from m = 2 on the AVX-512 kernel unpacks
+// kTileColumns weight rows into scratch (below) and runs register tiles of
+// them against a few rows at a time, and the AVX2 kernel unpacks one row
+// and walks its blocks in order, each block serving every row of the task.
 #include <cstdint>
 
 #include "kernels/quant/blocks.hpp"
@@ -57,8 +59,11 @@ struct alignas(64) UnpackedK {
   float d = 0, dmin = 0;
 };
 
-// Per thread: the unpacked weight row (k / 64 pairs, or k / 256 K blocks)
-// and the task's accumulators (16 floats per row, or 1).
+// Weight rows a register tile unpacks together.
+inline constexpr int kTileColumns = 4;
+
+// Per thread: the unpacked weight rows (kTileColumns x k / 64 pairs, or
+// x k / 256 K blocks) and the task's accumulators (16 floats per row, or 1).
 struct QuantScratch {
   PairQ8_0* pairs = nullptr;
   UnpackedK* blocks = nullptr;

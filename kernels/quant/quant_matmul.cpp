@@ -109,9 +109,9 @@ ScratchBuffers make_scratch(std::span<const QuantGemmArgs> group) {
   ScratchBuffers s;
   for (const QuantGemmArgs& a : group) {
     if (a.x_k) {
-      s.blocks.resize(std::max(s.blocks.size(), static_cast<size_t>(a.k / kQKK)));
+      s.blocks.resize(std::max(s.blocks.size(), static_cast<size_t>(kTileColumns * a.k / kQKK)));
     } else {
-      s.pairs.resize(std::max(s.pairs.size(), static_cast<size_t>(a.x_blocks / 2)));
+      s.pairs.resize(std::max(s.pairs.size(), static_cast<size_t>(kTileColumns * a.x_blocks / 2)));
     }
     s.acc.resize(std::max(s.acc.size(), static_cast<size_t>(16 * std::min(a.m, kRowsPerTask))));
   }
