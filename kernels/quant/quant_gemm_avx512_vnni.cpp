@@ -26,10 +26,16 @@ inline __m256i block_quants(const char* block, bool four_bit) {
   return _mm256_sub_epi8(_mm256_set_m128i(high, low), _mm256_set1_epi8(8));
 }
 
+// half_bits_to_f32 in one instruction (F16C): the same value for every
+// finite half, and a NaN stays a NaN.
+inline float half_to_f32(uint16_t bits) {
+  return _cvtsh_ss(bits);
+}
+
 inline float block_scale(const char* block) {
   uint16_t bits = 0;
   std::memcpy(&bits, block, 2);
-  return half_bits_to_f32(bits);
+  return half_to_f32(bits);
 }
 
 // A pair of Q8_0 or Q4_0 blocks (2c, 2c + 1; zero past the row) in
@@ -60,51 +66,7 @@ inline PairRegisters load_pair(const QuantGemmArgs& a, const char* row, int64_t 
   return p;
 }
 
-// Q8_0 / Q4_0: the 16 lanes of row i are one zmm, lanes 0-7 for even blocks
-// and 8-15 for odd ones: a pair of blocks is one 64-byte load of x.
-inline __m512 pair_step(const QuantGemmArgs& a, const PairRegisters& w, int64_t i, int64_t c,
-                        __m512 acc) {
-  const int64_t pairs = a.x_blocks / 2;
-  const __m512i flip = _mm512_set1_epi8(-128);
-  const __m512i halves = _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
-  // (x + 128) . w - 128 sum(w): vpdpbusd wants its first factor unsigned.
-  const __m512i x = _mm512_xor_si512(_mm512_loadu_si512(a.x_qs + (i * pairs + c) * 64), flip);
-  const __m512i sums = _mm512_dpbusd_epi32(w.offset, x, w.w);
-  const __m128d x_d2 = _mm_load_sd(reinterpret_cast<const double*>(a.x_d + (i * pairs + c) * 2));
-  const __m512 x_d = _mm512_permutexvar_ps(halves, _mm512_castps128_ps512(_mm_castpd_ps(x_d2)));
-  const __m512 d = _mm512_mul_ps(w.d, x_d);
-  return _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums), d, acc);
-}
-
-// m = 1: one column at a time, its accumulator in a register.
-void pair_column(const QuantGemmArgs& a, int64_t column, const char* row) {
-  const int64_t pairs = a.x_blocks / 2;
-  __m512 acc = _mm512_setzero_ps();
-  for (int64_t c = 0; c < pairs; ++c) acc = pair_step(a, load_pair(a, row, c), 0, c, acc);
-  a.out[column] = cpu::fold(acc);
-}
-
-// One K block against one row's Q8_K block: the exact sums P = sum of
-// pair_scale * (q . x) and M = sum of min * bsums.
-struct KSums {
-  int32_t p, m;
-};
-
-inline KSums k_sums(const __m512i (&q)[4], const __m512i (&scale)[4], const __m256i min,
-                    const BlockQ8_K& x) {
-  __m512i p = _mm512_setzero_si512();
-  for (int c = 0; c < 4; ++c) {
-    const __m512i pairs = _mm512_maddubs_epi16(q[c], _mm512_loadu_si512(x.qs + 64 * c));
-    p = _mm512_dpwssd_epi32(p, pairs, scale[c]);
-  }
-  const __m256i m =
-      _mm256_madd_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.bsums)), min);
-  const __m128i m4 = _mm_add_epi32(_mm256_castsi256_si128(m), _mm256_extracti128_si256(m, 1));
-  const __m128i m2 = _mm_add_epi32(m4, _mm_unpackhi_epi64(m4, m4));
-  return {_mm512_reduce_add_epi32(p), _mm_cvtsi128_si32(m2) + _mm_extract_epi32(m2, 1)};
-}
-
-// A K block as k_sums reads it: quants in element order (64 per register),
+// A K block as block_sums reads it: quants in element order (64 per register),
 // each pair's scale, each group of 16's min (or 32 * scale for Q6_K).
 struct KRegisters {
   __m512i q[4], scale[4];
@@ -164,8 +126,8 @@ inline KRegisters load_q4_q5_k(const char* block, const uint8_t* scales, const u
   uint16_t d = 0, dmin = 0;
   std::memcpy(&d, block, 2);
   std::memcpy(&dmin, block + 2, 2);
-  r.d = half_bits_to_f32(d);
-  r.dmin = half_bits_to_f32(dmin);
+  r.d = half_to_f32(d);
+  r.dmin = half_to_f32(dmin);
   return r;
 }
 
@@ -218,7 +180,7 @@ inline KRegisters load_q6_k(const char* row, int64_t b) {
   r.min = _mm256_slli_epi16(scales16, 5);
   uint16_t d = 0;
   std::memcpy(&d, block + offsetof(BlockQ6_K, d), 2);
-  r.d = half_bits_to_f32(d);
+  r.d = half_to_f32(d);
   r.dmin = 0;
   return r;
 }
@@ -227,25 +189,6 @@ inline KRegisters load_k(const QuantGemmArgs& a, const char* row, int64_t b) {
   if (a.type == GgmlType::q4_k) return load_q4_k(row, b);
   if (a.type == GgmlType::q5_k) return load_q5_k(row, b);
   return load_q6_k(row, b);
-}
-
-// m = 1: one column at a time, its sum in a register.
-void k_column(const QuantGemmArgs& a, int64_t column, const char* row) {
-  const int64_t blocks = a.k / kQKK;
-  const bool offset_in_a = a.type == GgmlType::q6_k;
-  float acc = 0.0f;
-  for (int64_t b = 0; b < blocks; ++b) {
-    const KRegisters u = load_k(a, row, b);
-    const BlockQ8_K& x = a.x_k[b];
-    const KSums sums = k_sums(u.q, u.scale, u.min, x);
-    if (offset_in_a) {
-      acc = __builtin_fmaf(u.d * x.d, static_cast<float>(sums.p - sums.m), acc);
-    } else {
-      acc = __builtin_fmaf(u.d * x.d, static_cast<float>(sums.p), acc);
-      acc = __builtin_fmaf(-(u.dmin * x.d), static_cast<float>(sums.m), acc);
-    }
-  }
-  a.out[column] = acc;
 }
 
 // ---- Register tiles for m > 1 -------------------------------------------
@@ -273,6 +216,44 @@ inline int tile_slot(int j, int columns) {
   return j < columns ? j : columns - 1;
 }
 
+// Q8_0 / Q4_0: lanes 0-7 of an output's accumulator take even blocks and
+// 8-15 odd ones: a pair of blocks is one 64-byte load of x, multiplied as
+// (x + 128) . w - 128 sum(w) since vpdpbusd wants its first factor unsigned.
+inline __m512i flipped_x(const int8_t* x_qs) {
+  return _mm512_xor_si512(_mm512_loadu_si512(x_qs), _mm512_set1_epi8(-128));
+}
+
+// The pair's two activation scales, each over its 8 lanes.
+inline __m512 pair_x_d(const float* x_d) {
+  const __m512i halves = _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
+  const __m128d d2 = _mm_load_sd(reinterpret_cast<const double*>(x_d));
+  return _mm512_permutexvar_ps(halves, _mm512_castps128_ps512(_mm_castpd_ps(d2)));
+}
+
+inline __m512 pair_step(const PairRegisters& w, __m512i x, __m512 x_d, __m512 acc) {
+  const __m512i sums = _mm512_dpbusd_epi32(w.offset, x, w.w);
+  return _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums), _mm512_mul_ps(w.d, x_d), acc);
+}
+
+// m = 1, Q8_0 / Q4_0: 4 columns unpacked in registers against one
+// activation register per pair, folded by fold4 (fold()'s adds).
+void pair_row(const QuantGemmArgs& a, int64_t column0, int columns) {
+  const int64_t pairs = a.x_blocks / 2;
+  const char* rows[kTileColumns];
+  for (int j = 0; j < kTileColumns; ++j)
+    rows[j] = a.w + (column0 + tile_slot(j, columns)) * a.w_row_bytes;
+  __m512 acc[kTileColumns];
+  for (__m512& v : acc) v = _mm512_setzero_ps();
+  for (int64_t c = 0; c < pairs; ++c) {
+    const __m512i x = flipped_x(a.x_qs + 64 * c);
+    const __m512 x_d = pair_x_d(a.x_d + 2 * c);
+    for (int j = 0; j < kTileColumns; ++j) acc[j] = pair_step(load_pair(a, rows[j], c), x, x_d, acc[j]);
+  }
+  alignas(16) float sums[4];
+  _mm_store_ps(sums, cpu::fold4(acc[0], acc[1], acc[2], acc[3]));
+  for (int j = 0; j < columns; ++j) a.out[column0 + j] = sums[j];
+}
+
 // Q8_0 / Q4_0: the tile's weight rows as PairQ8_0 (its |w| left unset), pair
 // c of slot j at pairs[j * pairs_per_row + c].
 void unpack_pair_tile(const QuantGemmArgs& a, int64_t column0, int columns,
@@ -295,8 +276,6 @@ void unpack_pair_tile(const QuantGemmArgs& a, int64_t column0, int columns,
 // pair_step makes them, folded as fold() does.
 void pair_tile(const QuantGemmArgs& a, int64_t column0, int columns, const QuantScratch& s) {
   const int64_t pairs = a.x_blocks / 2;
-  const __m512i flip = _mm512_set1_epi8(-128);
-  const __m512i halves = _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
   const PairQ8_0* slot[kTileColumns];
   for (int j = 0; j < kTileColumns; ++j) slot[j] = s.pairs + tile_slot(j, columns) * pairs;
   for (int64_t first = 0; first < a.m; first += kTileRows) {
@@ -313,21 +292,16 @@ void pair_tile(const QuantGemmArgs& a, int64_t column0, int columns, const Quant
       __m512i x[kTileRows];
       __m512 xd[kTileRows];
       for (int r = 0; r < kTileRows; ++r) {
-        // (x + 128) . w - 128 sum(w), as pair_step.
-        x[r] = _mm512_xor_si512(_mm512_loadu_si512(x_qs[r] + 64 * c), flip);
-        const __m128d d2 = _mm_load_sd(reinterpret_cast<const double*>(x_d[r] + 2 * c));
-        xd[r] = _mm512_permutexvar_ps(halves, _mm512_castps128_ps512(_mm_castpd_ps(d2)));
+        x[r] = flipped_x(x_qs[r] + 64 * c);
+        xd[r] = pair_x_d(x_d[r] + 2 * c);
       }
       for (int j = 0; j < kTileColumns; ++j) {
-        const PairQ8_0& w = slot[j][c];
-        const __m512i wq = _mm512_load_si512(w.w);
-        const __m512i offset = _mm512_load_si512(w.offset);
-        const __m512 wd = _mm512_load_ps(w.d);
-        for (int r = 0; r < kTileRows; ++r) {
-          const __m512i sums = _mm512_dpbusd_epi32(offset, x[r], wq);
-          const __m512 d = _mm512_mul_ps(wd, xd[r]);
-          acc[j][r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums), d, acc[j][r]);
-        }
+        const PairQ8_0& unpacked = slot[j][c];
+        PairRegisters w;
+        w.w = _mm512_load_si512(unpacked.w);
+        w.offset = _mm512_load_si512(unpacked.offset);
+        w.d = _mm512_load_ps(unpacked.d);
+        for (int r = 0; r < kTileRows; ++r) acc[j][r] = pair_step(w, x[r], xd[r], acc[j][r]);
       }
     }
     const int rows = static_cast<int>(std::min<int64_t>(kTileRows, a.m - first));
@@ -374,6 +348,65 @@ inline __m512i sum_lane_pairs(__m512i a, __m512i b) {
   return _mm512_add_epi32(_mm512_shuffle_i32x4(a, b, 0x88), _mm512_shuffle_i32x4(a, b, 0xdd));
 }
 
+// One K block of one column against one row's Q8_K block, the exact sums P
+// = sum of pair_scale * (q . x) and M = sum of min * bsums as one vector for
+// the trees: Q6_K's 16 lanes sum to its A = P - M; Q4_K / Q5_K's lanes 0-7
+// sum to P (A) and 8-15 to M (B).
+inline __m512i block_sums(const __m512i (&q)[4], const __m512i (&scale)[4], __m256i min,
+                          const BlockQ8_K& x, bool offset_in_a) {
+  __m512i v = _mm512_setzero_si512();
+  for (int c = 0; c < 4; ++c)
+    v = _mm512_dpwssd_epi32(v, _mm512_maddubs_epi16(q[c], _mm512_loadu_si512(x.qs + 64 * c)),
+                            scale[c]);
+  const __m256i bsums = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.bsums));
+  if (offset_in_a) {  // - min * bsums into the low 8 lanes
+    const __m256i minus = _mm256_sub_epi16(_mm256_setzero_si256(), min);
+    return _mm512_dpwssd_epi32(v, _mm512_zextsi256_si512(bsums), _mm512_zextsi256_si512(minus));
+  }
+  const __m256i half = _mm256_add_epi32(_mm512_castsi512_si256(v), _mm512_extracti64x4_epi64(v, 1));
+  return _mm512_inserti64x4(_mm512_castsi256_si512(half), _mm256_madd_epi16(bsums, min), 1);
+}
+
+// m = 1, K-quants: 4 columns' block sums through one sum_rows, the 4
+// outputs scaled in one 128-bit vector.
+void k_row(const QuantGemmArgs& a, int64_t column0, int columns) {
+  const int64_t blocks = a.k / kQKK;
+  const bool offset_in_a = a.type == GgmlType::q6_k;
+  const char* rows[kTileColumns];
+  for (int j = 0; j < kTileColumns; ++j)
+    rows[j] = a.w + (column0 + tile_slot(j, columns)) * a.w_row_bytes;
+  const __m128 sign = _mm_set1_ps(-0.0f);
+  __m128 acc = _mm_setzero_ps();
+  for (int64_t b = 0; b < blocks; ++b) {
+    const BlockQ8_K& x = a.x_k[b];
+    __m512i p[kTileColumns];
+    alignas(16) float d[kTileColumns], dmin[kTileColumns];
+    for (int j = 0; j < kTileColumns; ++j) {
+      const KRegisters u = load_k(a, rows[j], b);
+      p[j] = block_sums(u.q, u.scale, u.min, x, offset_in_a);
+      d[j] = u.d;
+      dmin[j] = u.dmin;
+    }
+    // 128-bit lane L: the 4 columns' sums of their lane L.
+    const __m512i s = sum_rows(p);
+    const __m128i s01 = _mm_add_epi32(_mm512_castsi512_si128(s), _mm512_extracti32x4_epi32(s, 1));
+    const __m128i s23 =
+        _mm_add_epi32(_mm512_extracti32x4_epi32(s, 2), _mm512_extracti32x4_epi32(s, 3));
+    const __m128 xd = _mm_set1_ps(x.d);
+    const __m128 scale = _mm_mul_ps(_mm_load_ps(d), xd);
+    if (offset_in_a) {
+      acc = _mm_fmadd_ps(scale, _mm_cvtepi32_ps(_mm_add_epi32(s01, s23)), acc);
+    } else {
+      acc = _mm_fmadd_ps(scale, _mm_cvtepi32_ps(s01), acc);
+      const __m128 scale_min = _mm_xor_ps(_mm_mul_ps(_mm_load_ps(dmin), xd), sign);
+      acc = _mm_fmadd_ps(scale_min, _mm_cvtepi32_ps(s23), acc);
+    }
+  }
+  alignas(16) float sums[4];
+  _mm_store_ps(sums, acc);
+  for (int j = 0; j < columns; ++j) a.out[column0 + j] = sums[j];
+}
+
 // K-quants: per block, each (column, row) pair's exact sums as k_sums makes
 // them, gathered into one vector (lane 4 j + r for slot j, row r) by a
 // transposing tree of integer adds, then the block's scaling of
@@ -402,23 +435,7 @@ void k_tile(const QuantGemmArgs& a, int64_t column0, int columns, const QuantScr
         const __m256i min = _mm256_load_si256(reinterpret_cast<const __m256i*>(u.min));
         __m512i p[kTileRows];
         for (int r = 0; r < kTileRows; ++r) {
-          const BlockQ8_K& xb = x[r][b];
-          __m512i v = _mm512_setzero_si512();
-          for (int c = 0; c < 4; ++c)
-            v = _mm512_dpwssd_epi32(v, _mm512_maddubs_epi16(q[c], _mm512_loadu_si512(xb.qs + 64 * c)),
-                                    scale[c]);
-          const __m256i bsums = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xb.bsums));
-          if (offset_in_a) {
-            // Q6_K: A = P - M, M added as - min * bsums in the low 8 lanes.
-            v = _mm512_dpwssd_epi32(v, _mm512_zextsi256_si512(bsums),
-                                    _mm512_zextsi256_si512(_mm256_sub_epi16(_mm256_setzero_si256(), min)));
-          } else {
-            // P's 16 lanes folded to 8, then M's 8 lanes beside them.
-            const __m256i half =
-                _mm256_add_epi32(_mm512_castsi512_si256(v), _mm512_extracti64x4_epi64(v, 1));
-            v = _mm512_inserti64x4(_mm512_castsi256_si512(half), _mm256_madd_epi16(bsums, min), 1);
-          }
-          p[r] = v;
+          p[r] = block_sums(q, scale, min, x[r][b], offset_in_a);
         }
         column_sums[j] = sum_rows(p);
       }
@@ -456,20 +473,11 @@ void k_tile(const QuantGemmArgs& a, int64_t column0, int columns, const QuantScr
 void quant_gemm_columns_avx512_vnni(const QuantGemmArgs& args, int64_t column_begin,
                                     int64_t column_end, const QuantScratch& scratch) {
   const bool k_quant = is_k_quant(args.type);
-  if (args.m == 1) {  // decode: a column at a time, nothing to share
-    for (int64_t j = column_begin; j < column_end; ++j) {
-      const char* row = args.w + j * args.w_row_bytes;
-      if (k_quant) {
-        k_column(args, j, row);
-      } else {
-        pair_column(args, j, row);
-      }
-    }
-    return;
-  }
   for (int64_t j = column_begin; j < column_end; j += kTileColumns) {
     const int columns = static_cast<int>(std::min<int64_t>(kTileColumns, column_end - j));
-    if (k_quant) {
+    if (args.m == 1) {  // decode: the weights straight into registers, no scratch
+      k_quant ? k_row(args, j, columns) : pair_row(args, j, columns);
+    } else if (k_quant) {
       unpack_k_tile(args, j, columns, scratch);
       k_tile(args, j, columns, scratch);
     } else {

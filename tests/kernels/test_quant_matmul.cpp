@@ -68,12 +68,13 @@ class QuantMatmulTest : public ::testing::TestWithParam<GgmlType> {
 
 TEST_P(QuantMatmulTest, EveryPathEqualsTheReferenceBitForBit) {
   SCOPED_TRACE(seed_);
-  // Odd and even block counts, rows across a task's row block (64), columns
-  // not a multiple of a task's 16.
+  // Odd and even block counts, rows across a task's row block (64) and
+  // whole and partial register tiles (4 rows), columns not a multiple of a
+  // task's 16 nor of a tile's 4.
   for (const int64_t blocks : {1, 3, 8}) {
     const int64_t k = blocks * block_, n = 37;
     const test::QuantWeights w = test::random_quant_weights(rng_, GetParam(), n, k);
-    for (const int64_t m : {1, 5, 67}) {
+    for (const int64_t m : {1, 2, 4, 5, 16, 67}) {
       const std::vector<float> x = test::random_floats(rng_, static_cast<size_t>(m * k));
       const std::vector<float> expected = run(x, w, m, /*reference=*/true);
       ASSERT_TRUE(guards_intact(expected));
@@ -100,7 +101,7 @@ TEST_P(QuantMatmulTest, ARowsBitsDependOnNeitherTheBatchNorTheThreads) {
     SCOPED_TRACE(std::string(quant_matmul_kernel_name()) + " kernel");
     cpu::set_cpu_threads(2);
     const std::vector<float> batch = run(x, w, max_m);
-    for (const int64_t m : {1, 3, 17, 64}) {
+    for (const int64_t m : {1, 2, 3, 4, 17, 64}) {
       for (const int threads : {1, 2}) {
         cpu::set_cpu_threads(threads);
         SCOPED_TRACE("m " + std::to_string(m) + ", threads " + std::to_string(threads));
