@@ -20,6 +20,26 @@ inline float fold(__m256 even, __m256 odd) {
   return _mm_cvtss_f32(s1);
 }
 
+// m = 1, Q8_0 / Q4_0: a column's blocks straight into registers, the even
+// blocks' lanes in one and the odd ones' in another (no padding block: it
+// only adds zeros).
+void pair_column(const QuantGemmArgs& a, int64_t column, const char* row) {
+  const bool four_bit = a.type == GgmlType::q4_0;
+  const int64_t blocks = a.k / kQK, block_bytes = four_bit ? 18 : 34;
+  const __m256i ones = _mm256_set1_epi16(1);
+  __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
+  for (int64_t b = 0; b < blocks; ++b) {
+    const char* block = row + b * block_bytes;
+    const __m256i w = block_quants(block, four_bit);
+    const __m256i x = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.x_qs + b * 32));
+    const __m256i pairs = _mm256_maddubs_epi16(_mm256_abs_epi8(w), _mm256_sign_epi8(x, w));
+    const __m256i sums = _mm256_madd_epi16(pairs, ones);
+    const __m256 d = _mm256_mul_ps(_mm256_set1_ps(half_at(block)), _mm256_broadcast_ss(a.x_d + b));
+    acc[b % 2] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums), d, acc[b % 2]);
+  }
+  a.out[column] = fold(acc[0], acc[1]);
+}
+
 // Q8_0 / Q4_0: row i's lanes 0-7 (even blocks) at acc[16 i], 8-15 (odd) after.
 void pair_columns(const QuantGemmArgs& a, int64_t column, const QuantScratch& s) {
   const int64_t blocks = a.x_blocks;
@@ -90,6 +110,10 @@ void quant_gemm_columns_avx2(const QuantGemmArgs& args, int64_t column_begin, in
                              const QuantScratch& scratch) {
   const bool k_quant = is_k_quant(args.type);
   for (int64_t j = column_begin; j < column_end; ++j) {
+    if (args.m == 1 && !k_quant) {
+      pair_column(args, j, args.w + j * args.w_row_bytes);
+      continue;
+    }
     unpack_row(args, args.w + j * args.w_row_bytes, scratch);
     if (k_quant) {
       k_columns(args, j, scratch);

@@ -17,27 +17,6 @@
 namespace hive {
 namespace {
 
-// A Q8_0 or Q4_0 block's 32 signed quants (the Q4_0 nibbles less 8).
-inline __m256i block_quants(const char* block, bool four_bit) {
-  if (!four_bit) return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + 2));
-  const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(block + 2));
-  const __m128i low = _mm_and_si128(bytes, _mm_set1_epi8(15));
-  const __m128i high = _mm_and_si128(_mm_srli_epi16(bytes, 4), _mm_set1_epi8(15));
-  return _mm256_sub_epi8(_mm256_set_m128i(high, low), _mm256_set1_epi8(8));
-}
-
-// half_bits_to_f32 in one instruction (F16C): the same value for every
-// finite half, and a NaN stays a NaN.
-inline float half_to_f32(uint16_t bits) {
-  return _cvtsh_ss(bits);
-}
-
-inline float block_scale(const char* block) {
-  uint16_t bits = 0;
-  std::memcpy(&bits, block, 2);
-  return half_to_f32(bits);
-}
-
 // A pair of Q8_0 or Q4_0 blocks (2c, 2c + 1; zero past the row) in
 // registers: quant_unpack.hpp's PairQ8_0 less the |w| only AVX2 reads. Made
 // where it is used, per column and pair: a row unpacked into scratch first
@@ -61,8 +40,8 @@ inline PairRegisters load_pair(const QuantGemmArgs& a, const char* row, int64_t 
   const __m512i zero = _mm512_setzero_si512();
   const __m512i sums = _mm512_dpbusd_epi32(zero, _mm512_set1_epi8(1), p.w);
   p.offset = _mm512_sub_epi32(zero, _mm512_slli_epi32(sums, 7));
-  const float d1 = second ? block_scale(first + block_bytes) : 0.0f;
-  p.d = _mm512_insertf32x8(_mm512_set1_ps(block_scale(first)), _mm256_set1_ps(d1), 1);
+  const float d1 = second ? half_at(first + block_bytes) : 0.0f;
+  p.d = _mm512_insertf32x8(_mm512_set1_ps(half_at(first)), _mm256_set1_ps(d1), 1);
   return p;
 }
 
@@ -74,28 +53,14 @@ struct KRegisters {
   float d, dmin;
 };
 
-// The K-quants' 12 packed bytes (blocks.hpp) as 16 int16: the 8 scales,
-// then the 8 mins. Four masked word operations per half instead of
-// k_scale_min's byte loop, the same 6-bit values.
-inline __m256i k_scales_mins(const uint8_t* packed) {
-  uint32_t u[3];
-  std::memcpy(u, packed, sizeof(u));
-  const uint32_t low6 = 0x3f3f3f3f, low4 = 0x0f0f0f0f, top2 = 0x30303030;
-  const uint32_t scales_lo = u[0] & low6, mins_lo = u[1] & low6;
-  const uint32_t scales_hi = (u[2] & low4) | ((u[0] >> 2) & top2);
-  const uint32_t mins_hi = ((u[2] >> 4) & low4) | ((u[1] >> 2) & top2);
-  const __m128i bytes = _mm_set_epi32(static_cast<int>(mins_hi), static_cast<int>(mins_lo),
-                                      static_cast<int>(scales_hi), static_cast<int>(scales_lo));
-  return _mm256_cvtepu8_epi16(bytes);
-}
-
 // Q4_K and Q5_K (qh null for Q4_K) straight from the row into registers,
 // the same integers quant_unpack.hpp's loops store: their stores and
 // loads, not memory, bounded Q4_K at m = 1 below the bf16 matmul.
 inline KRegisters load_q4_q5_k(const char* block, const uint8_t* scales, const uint8_t* qs,
                                const uint8_t* qh) {
   KRegisters r;
-  const __m256i scales_mins = k_scales_mins(scales);
+  // The 8 scales, then the 8 mins, as int16.
+  const __m256i scales_mins = _mm256_cvtepu8_epi16(k_scales_mins(scales));
   const __m512i packed = _mm512_castsi256_si512(scales_mins);
   // Each sub-block's min twice (one per group of 16): int16 8 + j.
   r.min = _mm256_permutexvar_epi16(
@@ -123,11 +88,8 @@ inline KRegisters load_q4_q5_k(const char* block, const uint8_t* scales, const u
                                              _mm256_set1_epi16(static_cast<int16_t>(2 * c + 1)), 1);
     r.scale[c] = _mm512_permutexvar_epi16(index, packed);
   }
-  uint16_t d = 0, dmin = 0;
-  std::memcpy(&d, block, 2);
-  std::memcpy(&dmin, block + 2, 2);
-  r.d = half_to_f32(d);
-  r.dmin = half_to_f32(dmin);
+  r.d = half_at(block);
+  r.dmin = half_at(block + 2);
   return r;
 }
 
@@ -178,9 +140,7 @@ inline KRegisters load_q6_k(const char* row, int64_t b) {
     r.scale[c] = _mm512_permutexvar_epi16(group, scales);
   }
   r.min = _mm256_slli_epi16(scales16, 5);
-  uint16_t d = 0;
-  std::memcpy(&d, block + offsetof(BlockQ6_K, d), 2);
-  r.d = half_to_f32(d);
+  r.d = half_at(block + offsetof(BlockQ6_K, d));
   r.dmin = 0;
   return r;
 }
