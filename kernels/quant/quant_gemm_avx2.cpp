@@ -4,6 +4,8 @@
 // pairs, so each product is arranged to fit: |w| (<= 128) times sign(w) * x
 // (|x| <= 127) for Q8_0 / Q4_0, and quants <= 63 times x for the K-quants.
 #if defined(__x86_64__)
+#include <algorithm>
+
 #include "kernels/cpu/intrinsics.hpp"
 #include "kernels/quant/quant_gemm_kernels.hpp"
 #include "kernels/quant/quant_unpack.hpp"
@@ -40,68 +42,103 @@ void pair_column(const QuantGemmArgs& a, int64_t column, const char* row) {
   a.out[column] = fold(acc[0], acc[1]);
 }
 
-// Q8_0 / Q4_0: row i's lanes 0-7 (even blocks) at acc[16 i], 8-15 (odd) after.
-void pair_columns(const QuantGemmArgs& a, int64_t column, const QuantScratch& s) {
+// Rows of a tile: a tile short of rows repeats its last real one, whose
+// repeated outputs are dropped (no lane reads another's).
+constexpr int kTileRows = 4;
+
+inline int64_t tile_row(const QuantGemmArgs& a, int64_t first, int r) {
+  return std::min<int64_t>(first + r, a.m - 1);
+}
+
+// m > 1, Q8_0 / Q4_0: an unpacked column against 4 rows at a time, each
+// row's two accumulators (even blocks, odd blocks) in registers.
+void pair_rows(const QuantGemmArgs& a, int64_t column, const QuantScratch& s) {
   const int64_t blocks = a.x_blocks;
   const __m256i ones = _mm256_set1_epi16(1);
-  for (int64_t i = 0; i < 2 * a.m; ++i) _mm256_storeu_ps(s.acc + 8 * i, _mm256_setzero_ps());
-  for (int64_t b = 0; b < blocks; ++b) {
-    const PairQ8_0& pair = s.pairs[b / 2];
-    const int half = static_cast<int>(b % 2);
-    const __m256i w = _mm256_load_si256(reinterpret_cast<const __m256i*>(pair.w + 32 * half));
-    const __m256i abs_w =
-        _mm256_load_si256(reinterpret_cast<const __m256i*>(pair.abs_w + 32 * half));
-    const __m256 w_d = _mm256_load_ps(pair.d + 8 * half);
-    for (int64_t i = 0; i < a.m; ++i) {
-      const __m256i x =
-          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.x_qs + (i * blocks + b) * 32));
-      const __m256i pairs = _mm256_maddubs_epi16(abs_w, _mm256_sign_epi8(x, w));
-      const __m256i sums = _mm256_madd_epi16(pairs, ones);
-      const __m256 d = _mm256_mul_ps(w_d, _mm256_broadcast_ss(a.x_d + i * blocks + b));
-      float* acc = s.acc + 16 * i + 8 * half;
-      _mm256_storeu_ps(acc, _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums), d, _mm256_loadu_ps(acc)));
+  for (int64_t first = 0; first < a.m; first += kTileRows) {
+    const int8_t* x_qs[kTileRows];
+    const float* x_d[kTileRows];
+    for (int r = 0; r < kTileRows; ++r) {
+      x_qs[r] = a.x_qs + tile_row(a, first, r) * blocks * 32;
+      x_d[r] = a.x_d + tile_row(a, first, r) * blocks;
     }
+    __m256 acc[kTileRows][2];
+    for (auto& row : acc) row[0] = row[1] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < blocks; ++b) {
+      const PairQ8_0& pair = s.pairs[b / 2];
+      const int half = static_cast<int>(b % 2);
+      const __m256i w = _mm256_load_si256(reinterpret_cast<const __m256i*>(pair.w + 32 * half));
+      const __m256i abs_w =
+          _mm256_load_si256(reinterpret_cast<const __m256i*>(pair.abs_w + 32 * half));
+      const __m256 w_d = _mm256_load_ps(pair.d + 8 * half);
+      for (int r = 0; r < kTileRows; ++r) {
+        const __m256i x = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x_qs[r] + b * 32));
+        const __m256i sums = _mm256_madd_epi16(_mm256_maddubs_epi16(abs_w, _mm256_sign_epi8(x, w)), ones);
+        const __m256 d = _mm256_mul_ps(w_d, _mm256_broadcast_ss(x_d[r] + b));
+        acc[r][half] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums), d, acc[r][half]);
+      }
+    }
+    const int rows = static_cast<int>(std::min<int64_t>(kTileRows, a.m - first));
+    for (int r = 0; r < rows; ++r) a.out[(first + r) * a.n + column] = fold(acc[r][0], acc[r][1]);
   }
-  for (int64_t i = 0; i < a.m; ++i)
-    a.out[i * a.n + column] =
-        fold(_mm256_loadu_ps(s.acc + 16 * i), _mm256_loadu_ps(s.acc + 16 * i + 8));
 }
 
-inline int32_t sum_lanes(__m256i v) {
-  const __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
-  const __m128i s2 = _mm_add_epi32(s4, _mm_unpackhi_epi64(s4, s4));
-  return _mm_cvtsi128_si32(s2) + _mm_extract_epi32(s2, 1);
+// Four rows' int32 vectors summed: lane r of the result is row r's sum.
+inline __m128i sum_rows(__m256i v0, __m256i v1, __m256i v2, __m256i v3) {
+  const __m256i s = _mm256_hadd_epi32(_mm256_hadd_epi32(v0, v1), _mm256_hadd_epi32(v2, v3));
+  return _mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
 }
 
-void k_columns(const QuantGemmArgs& a, int64_t column, const QuantScratch& s) {
+// K-quants: an unpacked column against Rows (1 or 4) rows at a time. Per
+// block each row's exact sums P = sum of pair_scale * (q . x) and M = sum
+// of min * bsums, the rows' sums gathered by one tree, the block's scaling
+// of quant_matmul.hpp on the rows at once: the same fma per lane.
+template <int Rows>
+void k_rows(const QuantGemmArgs& a, int64_t column, const QuantScratch& s) {
   const int64_t blocks = a.k / kQKK;
   const bool offset_in_a = a.type == GgmlType::q6_k;
-  for (int64_t i = 0; i < a.m; ++i) s.acc[i] = 0.0f;
-  for (int64_t b = 0; b < blocks; ++b) {
-    const UnpackedK& u = s.blocks[b];
-    const __m256i min = _mm256_load_si256(reinterpret_cast<const __m256i*>(u.min));
-    for (int64_t i = 0; i < a.m; ++i) {
-      const BlockQ8_K& x = a.x_k[i * blocks + b];
-      __m256i p = _mm256_setzero_si256();
-      for (int c = 0; c < 8; ++c) {
-        const __m256i q = _mm256_load_si256(reinterpret_cast<const __m256i*>(u.q + 32 * c));
-        const __m256i scale =
-            _mm256_load_si256(reinterpret_cast<const __m256i*>(u.pair_scale + 16 * c));
-        const __m256i xc = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.qs + 32 * c));
-        p = _mm256_add_epi32(p, _mm256_madd_epi16(_mm256_maddubs_epi16(q, xc), scale));
+  const __m128 sign = _mm_set1_ps(-0.0f);
+  for (int64_t first = 0; first < a.m; first += Rows) {
+    const BlockQ8_K* x[kTileRows];
+    for (int r = 0; r < kTileRows; ++r) x[r] = a.x_k + tile_row(a, first, r) * blocks;
+    __m128 acc = _mm_setzero_ps();
+    for (int64_t b = 0; b < blocks; ++b) {
+      const UnpackedK& u = s.blocks[b];
+      const __m256i min = _mm256_load_si256(reinterpret_cast<const __m256i*>(u.min));
+      __m256i p[kTileRows], m[kTileRows];
+      alignas(16) float x_d[kTileRows] = {};
+      for (int r = 0; r < kTileRows; ++r) {
+        p[r] = m[r] = _mm256_setzero_si256();
+        if (r >= Rows) continue;
+        const BlockQ8_K& xb = x[r][b];
+        for (int c = 0; c < 8; ++c) {
+          const __m256i q = _mm256_load_si256(reinterpret_cast<const __m256i*>(u.q + 32 * c));
+          const __m256i scale =
+              _mm256_load_si256(reinterpret_cast<const __m256i*>(u.pair_scale + 16 * c));
+          const __m256i xc = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xb.qs + 32 * c));
+          p[r] = _mm256_add_epi32(p[r], _mm256_madd_epi16(_mm256_maddubs_epi16(q, xc), scale));
+        }
+        const __m256i bsums = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xb.bsums));
+        m[r] = _mm256_madd_epi16(bsums, min);
+        x_d[r] = xb.d;
       }
-      const __m256i bsums = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.bsums));
-      const int32_t sum_p = sum_lanes(p), sum_m = sum_lanes(_mm256_madd_epi16(bsums, min));
-      float& acc = s.acc[i];
+      const __m128 xd = _mm_load_ps(x_d);
+      const __m128i sum_p = sum_rows(p[0], p[1], p[2], p[3]);
+      const __m128i sum_m = sum_rows(m[0], m[1], m[2], m[3]);
+      const __m128 scale = _mm_mul_ps(_mm_set1_ps(u.d), xd);
       if (offset_in_a) {
-        acc = __builtin_fmaf(u.d * x.d, static_cast<float>(sum_p - sum_m), acc);
+        acc = _mm_fmadd_ps(scale, _mm_cvtepi32_ps(_mm_sub_epi32(sum_p, sum_m)), acc);
       } else {
-        acc = __builtin_fmaf(u.d * x.d, static_cast<float>(sum_p), acc);
-        acc = __builtin_fmaf(-(u.dmin * x.d), static_cast<float>(sum_m), acc);
+        acc = _mm_fmadd_ps(scale, _mm_cvtepi32_ps(sum_p), acc);
+        const __m128 scale_min = _mm_xor_ps(_mm_mul_ps(_mm_set1_ps(u.dmin), xd), sign);
+        acc = _mm_fmadd_ps(scale_min, _mm_cvtepi32_ps(sum_m), acc);
       }
     }
+    alignas(16) float sums[kTileRows];
+    _mm_store_ps(sums, acc);
+    const int rows = static_cast<int>(std::min<int64_t>(Rows, a.m - first));
+    for (int r = 0; r < rows; ++r) a.out[(first + r) * a.n + column] = sums[r];
   }
-  for (int64_t i = 0; i < a.m; ++i) a.out[i * a.n + column] = s.acc[i];
 }
 
 }  // namespace
@@ -115,10 +152,12 @@ void quant_gemm_columns_avx2(const QuantGemmArgs& args, int64_t column_begin, in
       continue;
     }
     unpack_row(args, args.w + j * args.w_row_bytes, scratch);
-    if (k_quant) {
-      k_columns(args, j, scratch);
+    if (!k_quant) {
+      pair_rows(args, j, scratch);
+    } else if (args.m == 1) {
+      k_rows<1>(args, j, scratch);
     } else {
-      pair_columns(args, j, scratch);
+      k_rows<kTileRows>(args, j, scratch);
     }
   }
 }

@@ -6,10 +6,9 @@
 //
 // A task takes a block of output columns for a block of rows. The weights
 // stream from memory once per task, whatever m: at m = 1 a column at a time
-// straight into registers; from m = 2 on the AVX-512 kernel unpacks
-// kTileColumns weight rows into scratch (below) and runs register tiles of
-// them against a few rows at a time, and the AVX2 kernel unpacks one row
-// and walks its blocks in order, each block serving every row of the task.
+// straight into registers; from m = 2 on, the weight rows are unpacked into
+// scratch (below) once per task, kTileColumns at a time on AVX-512 and one
+// at a time on AVX2, and run as register tiles against 4 rows at a time.
 #include <cstdint>
 
 #include "kernels/quant/blocks.hpp"
@@ -63,11 +62,10 @@ struct alignas(64) UnpackedK {
 inline constexpr int kTileColumns = 4;
 
 // Per thread: the unpacked weight rows (kTileColumns x k / 64 pairs, or
-// x k / 256 K blocks) and the task's accumulators (16 floats per row, or 1).
+// x k / 256 K blocks).
 struct QuantScratch {
   PairQ8_0* pairs = nullptr;
   UnpackedK* blocks = nullptr;
-  float* acc = nullptr;
 };
 
 // Output columns [column_begin, column_end) of every row in args.

@@ -100,8 +100,7 @@ void quantize_row(const float* x, const QuantGemmArgs& a, int64_t i, Activations
 struct ScratchBuffers {
   std::vector<PairQ8_0> pairs;
   std::vector<UnpackedK> blocks;
-  std::vector<float> acc;
-  QuantScratch view() { return {pairs.data(), blocks.data(), acc.data()}; }
+  QuantScratch view() { return {pairs.data(), blocks.data()}; }
 };
 
 // Enough for every product of a group.
@@ -113,7 +112,6 @@ ScratchBuffers make_scratch(std::span<const QuantGemmArgs> group) {
     } else {
       s.pairs.resize(std::max(s.pairs.size(), static_cast<size_t>(kTileColumns * a.x_blocks / 2)));
     }
-    s.acc.resize(std::max(s.acc.size(), static_cast<size_t>(16 * std::min(a.m, kRowsPerTask))));
   }
   return s;
 }
