@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstring>
+#include <type_traits>
 
 #include "kernels/cpu/avx512_fold.hpp"
 #include "kernels/cpu/intrinsics.hpp"
@@ -160,15 +161,32 @@ inline KRegisters load_k(const QuantGemmArgs& a, const char* row, int64_t b) {
 // register meets kTileRows activation rows and each activation register
 // kTileColumns weight columns, the accumulators staying in registers.
 //
-// A tile short of rows or columns repeats its last one: the repeats'
-// outputs are computed and dropped. No lane reads another's values, so an
-// output's bits do not depend on the tile it shares.
+// A tile short of columns repeats its last one, whose repeated outputs are
+// computed and dropped; one short of rows leaves them out. No lane reads
+// another's values, so an output's bits do not depend on the tile it shares.
 constexpr int kTileRows = 4;
 static_assert(kTileColumns == 4, "the K tile's reduction puts one column in each 128-bit lane");
 
-// Row r of the row tile starting at row `first` (the last real row past m).
-inline int64_t tile_row(const QuantGemmArgs& a, int64_t first, int r) {
-  return std::min<int64_t>(first + r, a.m - 1);
+// Rows [first, first + Rows) of a, for each row tile: Rows is 4 but in the
+// last tile, each count its own instantiation, so a short tile does no
+// work for the rows it lacks.
+template <class Tile>
+void by_row_tiles(const QuantGemmArgs& a, Tile tile) {
+  for (int64_t first = 0; first < a.m; first += kTileRows) {
+    switch (std::min<int64_t>(kTileRows, a.m - first)) {
+      case 1:
+        tile(std::integral_constant<int, 1>(), first);
+        break;
+      case 2:
+        tile(std::integral_constant<int, 2>(), first);
+        break;
+      case 3:
+        tile(std::integral_constant<int, 3>(), first);
+        break;
+      default:
+        tile(std::integral_constant<int, kTileRows>(), first);
+    }
+  }
 }
 
 // Column slot j of the tile in scratch: columns past `columns` repeat the last.
@@ -238,22 +256,19 @@ void pair_tile(const QuantGemmArgs& a, int64_t column0, int columns, const Quant
   const int64_t pairs = a.x_blocks / 2;
   const PairQ8_0* slot[kTileColumns];
   for (int j = 0; j < kTileColumns; ++j) slot[j] = s.pairs + tile_slot(j, columns) * pairs;
-  for (int64_t first = 0; first < a.m; first += kTileRows) {
-    const int8_t* x_qs[kTileRows];
-    const float* x_d[kTileRows];
-    for (int r = 0; r < kTileRows; ++r) {
-      x_qs[r] = a.x_qs + tile_row(a, first, r) * pairs * 64;
-      x_d[r] = a.x_d + tile_row(a, first, r) * pairs * 2;
-    }
-    __m512 acc[kTileColumns][kTileRows];
+  by_row_tiles(a, [&](auto tile_rows, int64_t first) {
+    constexpr int kRows = decltype(tile_rows)::value;
+    const int8_t* x_qs = a.x_qs + first * pairs * 64;
+    const float* x_d = a.x_d + first * pairs * 2;
+    __m512 acc[kTileColumns][kRows];
     for (auto& column : acc)
       for (__m512& v : column) v = _mm512_setzero_ps();
     for (int64_t c = 0; c < pairs; ++c) {
-      __m512i x[kTileRows];
-      __m512 xd[kTileRows];
-      for (int r = 0; r < kTileRows; ++r) {
-        x[r] = flipped_x(x_qs[r] + 64 * c);
-        xd[r] = pair_x_d(x_d[r] + 2 * c);
+      __m512i x[kRows];
+      __m512 xd[kRows];
+      for (int r = 0; r < kRows; ++r) {
+        x[r] = flipped_x(x_qs + (r * pairs + c) * 64);
+        xd[r] = pair_x_d(x_d + (r * pairs + c) * 2);
       }
       for (int j = 0; j < kTileColumns; ++j) {
         const PairQ8_0& unpacked = slot[j][c];
@@ -261,16 +276,17 @@ void pair_tile(const QuantGemmArgs& a, int64_t column0, int columns, const Quant
         w.w = _mm512_load_si512(unpacked.w);
         w.offset = _mm512_load_si512(unpacked.offset);
         w.d = _mm512_load_ps(unpacked.d);
-        for (int r = 0; r < kTileRows; ++r) acc[j][r] = pair_step(w, x[r], xd[r], acc[j][r]);
+        for (int r = 0; r < kRows; ++r) acc[j][r] = pair_step(w, x[r], xd[r], acc[j][r]);
       }
     }
-    const int rows = static_cast<int>(std::min<int64_t>(kTileRows, a.m - first));
     for (int j = 0; j < columns; ++j) {
+      // Rows past kRows fold a repeat of the last, dropped.
+      const auto row = [&](int r) { return acc[j][std::min(r, kRows - 1)]; };
       alignas(16) float folded[4];
-      _mm_store_ps(folded, cpu::fold4(acc[j][0], acc[j][1], acc[j][2], acc[j][3]));
-      for (int r = 0; r < rows; ++r) a.out[(first + r) * a.n + column0 + j] = folded[r];
+      _mm_store_ps(folded, cpu::fold4(row(0), row(1), row(2), row(3)));
+      for (int r = 0; r < kRows; ++r) a.out[(first + r) * a.n + column0 + j] = folded[r];
     }
-  }
+  });
 }
 
 inline void store_unpacked(const KRegisters& r, UnpackedK& u) {
@@ -379,9 +395,11 @@ void k_tile(const QuantGemmArgs& a, int64_t column0, int columns, const QuantScr
   // Lane 4 j + r takes element j (columns) or r (rows) of a 4-vector.
   const __m512i by_column = _mm512_set_epi32(3, 3, 3, 3, 2, 2, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0);
   const __m512 sign = _mm512_set1_ps(-0.0f);
-  for (int64_t first = 0; first < a.m; first += kTileRows) {
+  by_row_tiles(a, [&](auto tile_rows, int64_t first) {
+    constexpr int kRows = decltype(tile_rows)::value;
+    // Rows past kRows repeat the last for the scales; their sums are zero.
     const BlockQ8_K* x[kTileRows];
-    for (int r = 0; r < kTileRows; ++r) x[r] = a.x_k + tile_row(a, first, r) * blocks;
+    for (int r = 0; r < kTileRows; ++r) x[r] = a.x_k + (first + std::min(r, kRows - 1)) * blocks;
     __m512 acc = _mm512_setzero_ps();
     for (int64_t b = 0; b < blocks; ++b) {
       __m512i column_sums[kTileColumns];
@@ -394,15 +412,15 @@ void k_tile(const QuantGemmArgs& a, int64_t column0, int columns, const QuantScr
         }
         const __m256i min = _mm256_load_si256(reinterpret_cast<const __m256i*>(u.min));
         __m512i p[kTileRows];
-        for (int r = 0; r < kTileRows; ++r) {
-          p[r] = block_sums(q, scale, min, x[r][b], offset_in_a);
-        }
+        for (int r = 0; r < kTileRows; ++r)
+          p[r] = r < kRows ? block_sums(q, scale, min, x[r][b], offset_in_a)
+                           : _mm512_setzero_si512();
         column_sums[j] = sum_rows(p);
       }
       const __m512i s01 = sum_lane_pairs(column_sums[0], column_sums[1]);
       const __m512i s23 = sum_lane_pairs(column_sums[2], column_sums[3]);
       // Q6_K: every lane's sum is A's. Q4_K / Q5_K: 128-bit lanes 0-1 were
-      // P's, 2-3 M's, so s01 = [P_0, M_0, P_1, M_1].
+      // A's, 2-3 B's, so s01 = [A_0, B_0, A_1, B_1].
       const __m512i sum_a = offset_in_a ? sum_lane_pairs(s01, s23)
                                         : _mm512_shuffle_i32x4(s01, s23, 0x88);
       const __m128 w_d = _mm_set_ps(slot[3][b].d, slot[2][b].d, slot[1][b].d, slot[0][b].d);
@@ -422,10 +440,9 @@ void k_tile(const QuantGemmArgs& a, int64_t column0, int columns, const QuantScr
     }
     alignas(64) float sums[16];
     _mm512_store_ps(sums, acc);
-    const int rows = static_cast<int>(std::min<int64_t>(kTileRows, a.m - first));
     for (int j = 0; j < columns; ++j)
-      for (int r = 0; r < rows; ++r) a.out[(first + r) * a.n + column0 + j] = sums[4 * j + r];
-  }
+      for (int r = 0; r < kRows; ++r) a.out[(first + r) * a.n + column0 + j] = sums[4 * j + r];
+  });
 }
 
 }  // namespace
