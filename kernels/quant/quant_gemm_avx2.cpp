@@ -5,6 +5,7 @@
 // (|x| <= 127) for Q8_0 / Q4_0, and quants <= 63 times x for the K-quants.
 #if defined(__x86_64__)
 #include <algorithm>
+#include <type_traits>
 
 #include "kernels/cpu/intrinsics.hpp"
 #include "kernels/quant/quant_gemm_kernels.hpp"
@@ -42,12 +43,28 @@ void pair_column(const QuantGemmArgs& a, int64_t column, const char* row) {
   a.out[column] = fold(acc[0], acc[1]);
 }
 
-// Rows of a tile: a tile short of rows repeats its last real one, whose
-// repeated outputs are dropped (no lane reads another's).
 constexpr int kTileRows = 4;
 
-inline int64_t tile_row(const QuantGemmArgs& a, int64_t first, int r) {
-  return std::min<int64_t>(first + r, a.m - 1);
+// Rows [first, first + Rows) of a, for each row tile: Rows is 4 but in the
+// last tile, each count its own instantiation, so a short tile does no
+// work for the rows it lacks.
+template <class Tile>
+void by_row_tiles(const QuantGemmArgs& a, Tile tile) {
+  for (int64_t first = 0; first < a.m; first += kTileRows) {
+    switch (std::min<int64_t>(kTileRows, a.m - first)) {
+      case 1:
+        tile(std::integral_constant<int, 1>(), first);
+        break;
+      case 2:
+        tile(std::integral_constant<int, 2>(), first);
+        break;
+      case 3:
+        tile(std::integral_constant<int, 3>(), first);
+        break;
+      default:
+        tile(std::integral_constant<int, kTileRows>(), first);
+    }
+  }
 }
 
 // m > 1, Q8_0 / Q4_0: an unpacked column against 4 rows at a time, each
@@ -55,14 +72,11 @@ inline int64_t tile_row(const QuantGemmArgs& a, int64_t first, int r) {
 void pair_rows(const QuantGemmArgs& a, int64_t column, const QuantScratch& s) {
   const int64_t blocks = a.x_blocks;
   const __m256i ones = _mm256_set1_epi16(1);
-  for (int64_t first = 0; first < a.m; first += kTileRows) {
-    const int8_t* x_qs[kTileRows];
-    const float* x_d[kTileRows];
-    for (int r = 0; r < kTileRows; ++r) {
-      x_qs[r] = a.x_qs + tile_row(a, first, r) * blocks * 32;
-      x_d[r] = a.x_d + tile_row(a, first, r) * blocks;
-    }
-    __m256 acc[kTileRows][2];
+  by_row_tiles(a, [&](auto tile_rows, int64_t first) {
+    constexpr int kRows = decltype(tile_rows)::value;
+    const int8_t* x_qs = a.x_qs + first * blocks * 32;
+    const float* x_d = a.x_d + first * blocks;
+    __m256 acc[kRows][2];
     for (auto& row : acc) row[0] = row[1] = _mm256_setzero_ps();
     for (int64_t b = 0; b < blocks; ++b) {
       const PairQ8_0& pair = s.pairs[b / 2];
@@ -71,16 +85,17 @@ void pair_rows(const QuantGemmArgs& a, int64_t column, const QuantScratch& s) {
       const __m256i abs_w =
           _mm256_load_si256(reinterpret_cast<const __m256i*>(pair.abs_w + 32 * half));
       const __m256 w_d = _mm256_load_ps(pair.d + 8 * half);
-      for (int r = 0; r < kTileRows; ++r) {
-        const __m256i x = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x_qs[r] + b * 32));
-        const __m256i sums = _mm256_madd_epi16(_mm256_maddubs_epi16(abs_w, _mm256_sign_epi8(x, w)), ones);
-        const __m256 d = _mm256_mul_ps(w_d, _mm256_broadcast_ss(x_d[r] + b));
+      for (int r = 0; r < kRows; ++r) {
+        const __m256i x =
+            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x_qs + (r * blocks + b) * 32));
+        const __m256i sums =
+            _mm256_madd_epi16(_mm256_maddubs_epi16(abs_w, _mm256_sign_epi8(x, w)), ones);
+        const __m256 d = _mm256_mul_ps(w_d, _mm256_broadcast_ss(x_d + r * blocks + b));
         acc[r][half] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums), d, acc[r][half]);
       }
     }
-    const int rows = static_cast<int>(std::min<int64_t>(kTileRows, a.m - first));
-    for (int r = 0; r < rows; ++r) a.out[(first + r) * a.n + column] = fold(acc[r][0], acc[r][1]);
-  }
+    for (int r = 0; r < kRows; ++r) a.out[(first + r) * a.n + column] = fold(acc[r][0], acc[r][1]);
+  });
 }
 
 // Four rows' int32 vectors summed: lane r of the result is row r's sum.
@@ -89,18 +104,17 @@ inline __m128i sum_rows(__m256i v0, __m256i v1, __m256i v2, __m256i v3) {
   return _mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
 }
 
-// K-quants: an unpacked column against Rows (1 or 4) rows at a time. Per
+// K-quants: an unpacked column against 4 rows at a time. Per
 // block each row's exact sums P = sum of pair_scale * (q . x) and M = sum
 // of min * bsums, the rows' sums gathered by one tree, the block's scaling
 // of quant_matmul.hpp on the rows at once: the same fma per lane.
-template <int Rows>
 void k_rows(const QuantGemmArgs& a, int64_t column, const QuantScratch& s) {
   const int64_t blocks = a.k / kQKK;
   const bool offset_in_a = a.type == GgmlType::q6_k;
   const __m128 sign = _mm_set1_ps(-0.0f);
-  for (int64_t first = 0; first < a.m; first += Rows) {
-    const BlockQ8_K* x[kTileRows];
-    for (int r = 0; r < kTileRows; ++r) x[r] = a.x_k + tile_row(a, first, r) * blocks;
+  by_row_tiles(a, [&](auto tile_rows, int64_t first) {
+    constexpr int kRows = decltype(tile_rows)::value;
+    const BlockQ8_K* x = a.x_k + first * blocks;
     __m128 acc = _mm_setzero_ps();
     for (int64_t b = 0; b < blocks; ++b) {
       const UnpackedK& u = s.blocks[b];
@@ -109,8 +123,8 @@ void k_rows(const QuantGemmArgs& a, int64_t column, const QuantScratch& s) {
       alignas(16) float x_d[kTileRows] = {};
       for (int r = 0; r < kTileRows; ++r) {
         p[r] = m[r] = _mm256_setzero_si256();
-        if (r >= Rows) continue;
-        const BlockQ8_K& xb = x[r][b];
+        if (r >= kRows) continue;  // zero sums for the rows the tile lacks
+        const BlockQ8_K& xb = x[r * blocks + b];
         for (int c = 0; c < 8; ++c) {
           const __m256i q = _mm256_load_si256(reinterpret_cast<const __m256i*>(u.q + 32 * c));
           const __m256i scale =
@@ -136,9 +150,8 @@ void k_rows(const QuantGemmArgs& a, int64_t column, const QuantScratch& s) {
     }
     alignas(16) float sums[kTileRows];
     _mm_store_ps(sums, acc);
-    const int rows = static_cast<int>(std::min<int64_t>(Rows, a.m - first));
-    for (int r = 0; r < rows; ++r) a.out[(first + r) * a.n + column] = sums[r];
-  }
+    for (int r = 0; r < kRows; ++r) a.out[(first + r) * a.n + column] = sums[r];
+  });
 }
 
 }  // namespace
@@ -154,10 +167,8 @@ void quant_gemm_columns_avx2(const QuantGemmArgs& args, int64_t column_begin, in
     unpack_row(args, args.w + j * args.w_row_bytes, scratch);
     if (!k_quant) {
       pair_rows(args, j, scratch);
-    } else if (args.m == 1) {
-      k_rows<1>(args, j, scratch);
     } else {
-      k_rows<kTileRows>(args, j, scratch);
+      k_rows(args, j, scratch);
     }
   }
 }
