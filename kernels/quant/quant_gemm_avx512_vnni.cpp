@@ -19,10 +19,9 @@ namespace hive {
 namespace {
 
 // A pair of Q8_0 or Q4_0 blocks (2c, 2c + 1; zero past the row) in
-// registers: quant_unpack.hpp's PairQ8_0 less the |w| only AVX2 reads. Made
-// where it is used, per column and pair: a row unpacked into scratch first
-// was stored and read back, and its scalar loops, not memory, bounded Q8_0
-// and Q4_0 at m = 1.
+// registers: quant_unpack.hpp's PairQ8_0 less the |w| only AVX2 reads. At
+// m = 1 made where it is used; from 2 rows on stored into scratch once per
+// task (unpack_pair_tile) and read back by every row tile.
 struct PairRegisters {
   __m512i w, offset;
   __m512 d;
@@ -55,8 +54,7 @@ struct KRegisters {
 };
 
 // Q4_K and Q5_K (qh null for Q4_K) straight from the row into registers,
-// the same integers quant_unpack.hpp's loops store: their stores and
-// loads, not memory, bounded Q4_K at m = 1 below the bf16 matmul.
+// the integers quant_unpack.hpp stores for AVX2, 64 bytes at a time.
 inline KRegisters load_q4_q5_k(const char* block, const uint8_t* scales, const uint8_t* qs,
                                const uint8_t* qh) {
   KRegisters r;
