@@ -63,7 +63,10 @@ struct AttentionParams {
 // pool of blocks:
 //
 //   k_blocks/v_blocks [num_blocks, block_size, num_kv_heads, head_dim],
-//   f32 or bf16 (widened as read; the arithmetic is f32)
+//   f32 or bf16 (widened as read; the arithmetic is f32), or on a backend
+//   that takes them (takes_kv_cache_dtype) i8 or f8_e4m3 rows of head_dim
+//   codes and their f32 scale, [..., head_dim + 4] (kernels/kv_quant.hpp),
+//   dequantized as read
 //   sequence s, position t  ->  block tables[table_start[s] + t / block_size],
 //                               row t % block_size
 //
@@ -108,6 +111,13 @@ class Backend {
   // weights on a backend that does not is refused at load, and can be
   // loaded dequantized (LoadOptions::dequantize).
   virtual bool takes_quantized_weights() const { return false; }
+  // Whether paged_attention and reshape_and_cache take a KV cache of this
+  // dtype: f32 and bf16 everywhere, the quantized rows of kv_quant.hpp (i8,
+  // f8_e4m3) where a backend says so. A cache is refused at construction
+  // on a backend that does not.
+  virtual bool takes_kv_cache_dtype(DType dtype) const {
+    return dtype == DType::f32 || dtype == DType::bf16;
+  }
   // Bytes of memory on the device this backend allocates from (the host's
   // memory for the CPU): what a KV budget's memory fraction is a share of.
   virtual int64_t memory_bytes() const = 0;
@@ -163,8 +173,8 @@ class Backend {
                                 const Tensor& out) = 0;
   // A step's new K/V into the paged cache (vLLM's reshape_and_cache): token
   // i's rows go to slot slot_mapping[i], i.e. block slot / block_size, row
-  // slot % block_size, converted to the cache's dtype (f32 or bf16) as they
-  // are stored. k, v [n, num_kv_heads, head_dim] f32; slot_mapping [n] i64,
+  // slot % block_size, converted to the cache's dtype (f32, bf16, or
+  // quantized per row with its scale) as they are stored. k, v [n, num_kv_heads, head_dim] f32; slot_mapping [n] i64,
   // distinct slots; k_blocks, v_blocks as in PagedAttentionParams.
   virtual void reshape_and_cache(const Tensor& k, const Tensor& v, const Tensor& slot_mapping,
                                  const Tensor& k_blocks, const Tensor& v_blocks) = 0;

@@ -1,5 +1,6 @@
 #include "kernels/cpu/ops.hpp"
 #include "kernels/error.hpp"
+#include "kernels/kv_quant.hpp"
 
 namespace hive::cpu {
 
@@ -22,11 +23,12 @@ void expect_matmul_weight(const Tensor& w) {
 }
 
 void expect_kv_cache(const Tensor& k_blocks, const Tensor& v_blocks, const char* what) {
-  check((k_blocks.dtype == DType::f32 || k_blocks.dtype == DType::bf16) && k_blocks.ndim == 4 &&
+  check(is_kv_cache_dtype(k_blocks.dtype) && k_blocks.ndim == 4 &&
             k_blocks.is_contiguous() && v_blocks.dtype == k_blocks.dtype && v_blocks.ndim == 4 &&
             v_blocks.is_contiguous(),
-        what, ": expected K and V caches as contiguous 4-d f32 or bf16 tensors of one dtype (got ",
-        k_blocks.shape_text(), " and ", v_blocks.shape_text(), ")");
+        what, ": expected K and V caches as contiguous 4-d f32, bf16, i8 or f8_e4m3 tensors of one dtype (got ",
+        dtype_name(k_blocks.dtype), " ", k_blocks.shape_text(), " and ", dtype_name(v_blocks.dtype),
+        " ", v_blocks.shape_text(), ")");
 }
 
 void to_f32(const void* src, DType dtype, int64_t n, float* dst) {

@@ -27,7 +27,8 @@ void check_paged_shapes(const SequencePagedAttentionParams& p) {
   expect(p.block_table, DType::i32, 1, "paged_attention block_table");
   const int64_t num_tokens = p.q.shape[0], num_heads = p.q.shape[1], head_dim = p.q.shape[2];
   const int64_t num_kv_heads = p.k_blocks.shape[2];
-  check(num_kv_heads > 0 && num_heads % num_kv_heads == 0 && p.k_blocks.shape[3] == head_dim &&
+  check(num_kv_heads > 0 && num_heads % num_kv_heads == 0 &&
+            p.k_blocks.shape[3] == kv_row_elems(p.k_blocks.dtype, head_dim) &&
             p.v_blocks.shape == p.k_blocks.shape && p.out.shape[0] == num_tokens &&
             p.out.shape[1] == num_heads && p.out.shape[2] == head_dim,
         "paged_attention: q ", p.q.shape_text(), ", k ", p.k_blocks.shape_text(), ", v ",
@@ -55,10 +56,11 @@ void paged_attention_sequence(const SequencePagedAttentionParams& p) {
   const int32_t* table = p.block_table.as<int32_t>();
   const float* q = p.q.as<float>();
   float* out = p.out.as<float>();
+  const int64_t row_stride = p.k_blocks.shape[3];  // head_dim, or a quantized row's codes + scale
   // Offset of (position j, kv head) in the block pool.
   const auto row = [&](int64_t j, int64_t kvh) {
     const int64_t slot = int64_t{table[j / block_size]} * block_size + j % block_size;
-    return (slot * num_kv_heads + kvh) * head_dim;
+    return (slot * num_kv_heads + kvh) * row_stride;
   };
   const auto run = [&](const auto* k, const auto* v) {
     for_each_task(
@@ -72,7 +74,19 @@ void paged_attention_sequence(const SequencePagedAttentionParams& p) {
               out + (i * num_heads + h) * head_dim);
         });
   };
-  if (p.k_blocks.dtype == DType::bf16)
+  if (is_kv_quantized(p.k_blocks.dtype))
+    for_each_task(
+        num_tokens * num_heads, num_tokens * num_heads * context_len * head_dim,
+        [&] { return std::vector<float>(static_cast<size_t>(context_len)); },
+        [&](int64_t task, std::vector<float>& scores) {
+          const int64_t i = task / num_heads, h = task % num_heads, kvh = h / group;
+          attend_quantized(
+              q + (i * num_heads + h) * head_dim, p.k_blocks.as<uint8_t>(),
+              p.v_blocks.as<uint8_t>(), p.k_blocks.dtype, p.start_position + i, p.sliding_window,
+              head_dim, p.scale, [&](int64_t j) { return row(j, kvh); }, scores,
+              out + (i * num_heads + h) * head_dim);
+        });
+  else if (p.k_blocks.dtype == DType::bf16)
     run(p.k_blocks.as<uint16_t>(), p.v_blocks.as<uint16_t>());
   else
     run(p.k_blocks.as<float>(), p.v_blocks.as<float>());

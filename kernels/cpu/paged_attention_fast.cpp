@@ -22,10 +22,11 @@
 // its item, which sequences share the step, or the thread count, and a
 // prefill chunk gives the bits of decoding the same positions.
 //
-// K/V are f32 or bf16 (the default cache); bf16 rows are widened once per
-// tile into scratch and the arithmetic stays f32, except in the bf16 mode
-// (cpu_features.hpp), whose tiles multiply bf16 pairs (add_tile_bf16,
-// paged_attention_bf16.cpp).
+// K/V are f32, bf16 (the default cache) or quantized rows (i8 or f8_e4m3
+// codes and a scale per row, kv_quant.hpp); bf16 and quantized rows are
+// widened (dequantized) once per tile into scratch and the arithmetic stays
+// f32, except in the bf16 mode (cpu_features.hpp), whose tiles multiply bf16
+// pairs of a bf16 cache (add_tile_bf16, paged_attention_bf16.cpp).
 //
 // Moves: per item, its KV head's K and V rows of the context (2 *
 // context_len * head_dim * 2 or 4 bytes), once for all its query heads and
@@ -69,7 +70,8 @@ void check_params(const PagedAttentionParams& p) {
   expect(plan.block_tables, DType::i32, 1, "paged_attention plan block_tables");
   const int64_t num_heads = p.q.shape[1], head_dim = p.q.shape[2];
   const int64_t num_kv_heads = p.k_blocks.shape[2];
-  check(num_kv_heads > 0 && num_heads % num_kv_heads == 0 && p.k_blocks.shape[3] == head_dim &&
+  check(num_kv_heads > 0 && num_heads % num_kv_heads == 0 &&
+            p.k_blocks.shape[3] == kv_row_elems(p.k_blocks.dtype, head_dim) &&
             p.v_blocks.shape == p.k_blocks.shape && p.out.shape == p.q.shape,
         "paged_attention: q ", p.q.shape_text(), ", k ", p.k_blocks.shape_text(), ", v ",
         p.v_blocks.shape_text(), ", out ", p.out.shape_text(), " disagree");
@@ -276,7 +278,9 @@ void paged_attention_chunked(const PagedAttentionParams& p, int64_t context_chun
                       p.k_blocks.shape[1],
                       p.sliding_window,
                       p.scale,
-                      bf16_tiles && cpu_kernel_path() == CpuPath::amx};
+                      bf16_tiles && cpu_kernel_path() == CpuPath::amx,
+                      p.k_blocks.dtype,
+                      p.k_blocks.shape[3]};
   // Tasks: whole items (chunk index -1) and the chunks of split items.
   std::vector<Item> items;
   std::vector<SplitItem> splits;
@@ -308,7 +312,7 @@ void paged_attention_chunked(const PagedAttentionParams& p, int64_t context_chun
     s.sum = floats(states);
     s.keys.resize(kKeyTile);
     s.values.resize(kKeyTile);
-    if (kv_bf16 && !bf16_tiles) {
+    if ((kv_bf16 && !bf16_tiles) || is_kv_quantized(p.k_blocks.dtype)) {
       s.key_rows = floats(kKeyTile * head_dim);
       s.value_rows = floats(kKeyTile * head_dim);
     }

@@ -18,6 +18,7 @@
 
 #include "kernels/cpu/ops.hpp"
 #include "kernels/cpu/vector_exp.hpp"
+#include "kernels/kv_quant.hpp"
 
 namespace hive::cpu::paged {
 
@@ -31,7 +32,7 @@ struct Item {
 // The op's inputs, unpacked once per call.
 struct Layout {
   const float* q;
-  const void* k;  // f32, or bf16 when kv_bf16
+  const void* k;  // f32, bf16 when kv_bf16, or quantized rows (kv_dtype)
   const void* v;
   bool kv_bf16;
   float* out;
@@ -42,6 +43,8 @@ struct Layout {
   int64_t num_heads, num_kv_heads, head_dim, group, block_size, sliding_window;
   float scale;
   bool amx = false;  // the bf16 mode's tiles as AMX tiles (add_tile_bf16)
+  DType kv_dtype = DType::f32;
+  int64_t row_stride = 0;  // elements per cached row: head_dim, or codes + scale (kv_quant.hpp)
 };
 
 // One thread's working memory: the current chunk's states and the folded
@@ -205,12 +208,14 @@ inline __attribute__((always_inline)) float softmax_exp(float x) {
 inline __attribute__((always_inline)) int64_t row_offset(const Layout& l, const int32_t* table,
                                                          int64_t kvh, int64_t j) {
   const int64_t slot = int64_t{table[j / l.block_size]} * l.block_size + j % l.block_size;
-  return (slot * l.num_kv_heads + kvh) * l.head_dim;
+  return (slot * l.num_kv_heads + kvh) * l.row_stride;
 }
 
 // Points s.keys/s.values at the rows of positions [lo, hi) of the tile that
 // starts at tile_begin, widening bf16 rows once for all queries and heads of
-// the item (exact, so the bits are those of an f32 cache of those values).
+// the item (exact, so the bits are those of an f32 cache of those values),
+// and dequantizing quantized rows likewise (code times scale, the bits of an
+// f32 cache of the dequantized rows).
 inline __attribute__((always_inline)) void load_rows(const Layout& l, const Item& item, int64_t kvh,
                                                      int64_t tile_begin, int64_t lo, int64_t hi,
                                                      Scratch& s) {
@@ -220,7 +225,14 @@ inline __attribute__((always_inline)) void load_rows(const Layout& l, const Item
     const auto at = static_cast<size_t>(j - tile_begin);
     if (s.keys[at] != nullptr) continue;
     const int64_t offset = row_offset(l, table, kvh, j);
-    if (l.kv_bf16) {
+    if (is_kv_quantized(l.kv_dtype)) {
+      float* key_row = s.key_rows.data() + (j - tile_begin) * hd;
+      float* value_row = s.value_rows.data() + (j - tile_begin) * hd;
+      dequantize_kv_row(static_cast<const uint8_t*>(l.k) + offset, hd, l.kv_dtype, key_row);
+      dequantize_kv_row(static_cast<const uint8_t*>(l.v) + offset, hd, l.kv_dtype, value_row);
+      s.keys[at] = key_row;
+      s.values[at] = value_row;
+    } else if (l.kv_bf16) {
       float* key_row = s.key_rows.data() + (j - tile_begin) * hd;
       float* value_row = s.value_rows.data() + (j - tile_begin) * hd;
       const uint16_t* k = static_cast<const uint16_t*>(l.k) + offset;
@@ -245,7 +257,8 @@ inline __attribute__((always_inline)) void load_rows(const Layout& l, const Item
 inline __attribute__((always_inline)) void prefetch_rows(const Layout& l, const Item& item,
                                                          int64_t kvh, int64_t lo, int64_t hi) {
   const int32_t* table = l.tables + l.table_start[item.seq];
-  const int64_t element_bytes = l.kv_bf16 ? 2 : 4, row_bytes = l.head_dim * element_bytes;
+  const auto element_bytes = static_cast<int64_t>(dtype_size(l.kv_dtype));
+  const int64_t row_bytes = l.row_stride * element_bytes;
   const char* k = static_cast<const char*>(l.k);
   const char* v = static_cast<const char*>(l.v);
   for (int64_t j = lo; j < hi; ++j) {

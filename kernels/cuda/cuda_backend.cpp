@@ -128,6 +128,10 @@ void CudaBackend::rms_norm(const Tensor& x, const Tensor& weight, float eps, con
 void CudaBackend::reshape_and_cache(const Tensor& k, const Tensor& v, const Tensor& slot_mapping,
                                     const Tensor& k_blocks, const Tensor& v_blocks) {
   cpu::check_kv_write(k, v, slot_mapping, k_blocks, v_blocks);
+  check(takes_kv_cache_dtype(k_blocks.dtype), "cuda reshape_and_cache: a ",
+        dtype_name(k_blocks.dtype),
+        " KV cache is not supported on CUDA (int8/fp8 KV is CPU only); use --kv-cache-dtype bf16 "
+        "or f32");
   check(k.device == Device::cuda && v.device == Device::cuda &&
             slot_mapping.device == Device::cuda && k_blocks.device == Device::cuda &&
             v_blocks.device == Device::cuda,

@@ -4,20 +4,27 @@
 #include <limits>
 
 #include "kernels/error.hpp"
+#include "kernels/kv_quant.hpp"
 
 namespace hive {
 
 DType parse_kv_cache_dtype(std::string_view name, std::string_view what) {
   if (name == "f32") return DType::f32;
   if (name == "bf16") return DType::bf16;
-  fail(what, ": expected f32 or bf16 (got '", name, "')");
+  if (name == "int8") return DType::i8;
+  if (name == "fp8") return DType::f8_e4m3;
+  fail(what, ": expected f32, bf16, int8 or fp8 (got '", name, "')");
 }
 
 int64_t kv_bytes_per_block(const ModelConfig& config, int32_t block_size, DType dtype) {
   check(block_size >= 1, "block_size must be >= 1 (got ", block_size, ")");
-  check(dtype == DType::f32 || dtype == DType::bf16, "a KV cache is f32 or bf16 (got ",
-        dtype_name(dtype), ")");
-  return int64_t{block_size} * config.kv_bytes_per_token(static_cast<int64_t>(dtype_size(dtype)));
+  check(is_kv_cache_dtype(dtype), "a KV cache is f32, bf16, i8 or f8_e4m3 (got ", dtype_name(dtype),
+        ")");
+  // A quantized row carries its scale (kv_quant.hpp): head_dim + 4 bytes.
+  const int64_t row_bytes =
+      kv_row_elems(dtype, config.cache_head_dim()) * static_cast<int64_t>(dtype_size(dtype));
+  return int64_t{block_size} * (config.cache_has_values() ? 2 : 1) * config.num_layers *
+         config.cache_heads() * row_bytes;
 }
 
 int64_t kv_pool_bytes(const KVBudget& budget, const KVMemory& memory) {

@@ -2,7 +2,9 @@
 // How many KV-cache blocks a memory budget buys. Budgets, not hopes: the pool
 // is sized once, before anything runs, from the model's KV bytes per token:
 //
-//   bytes per token = 2 (K and V) x layers x kv_heads x head_dim x 2 (bf16) or 4 (f32)
+//   bytes per token = 2 (K and V) x layers x kv_heads x row bytes
+//   row bytes       = head_dim x 2 (bf16) or 4 (f32), or head_dim + 4 for
+//                     int8/fp8 (one-byte codes and an f32 scale, kv_quant.hpp)
 //   bytes per block = block_size x bytes per token
 //   blocks          = floor(budget / bytes per block)     (one is the null block)
 //
@@ -21,7 +23,8 @@ namespace hive {
 // the same bytes; attention still accumulates in f32 (docs/architecture.md).
 inline constexpr DType kDefaultKVCacheDType = DType::bf16;
 
-// "f32" or "bf16" as a cache dtype; throws naming `what` otherwise.
+// "f32", "bf16", "int8" (DType::i8) or "fp8" (DType::f8_e4m3) as a cache
+// dtype; throws naming `what` otherwise.
 DType parse_kv_cache_dtype(std::string_view name, std::string_view what);
 
 // vLLM's gpu_memory_utilization, of the memory that is free: the rest is
@@ -41,7 +44,7 @@ struct KVMemory {
 };
 
 // Bytes of one block of the paged cache (K and V of every layer, stored as
-// `dtype`, f32 or bf16).
+// `dtype`: f32, bf16, or i8/f8_e4m3 rows with their scales).
 int64_t kv_bytes_per_block(const ModelConfig& config, int32_t block_size, DType dtype);
 
 // The KV pool's bytes under `budget`: its bytes, or memory_fraction of

@@ -1,6 +1,7 @@
 #include "runtime/model/paged_kv_cache.hpp"
 
 #include "kernels/error.hpp"
+#include "kernels/kv_quant.hpp"
 
 namespace hive {
 
@@ -11,14 +12,19 @@ PagedKVCache::PagedKVCache(Backend& backend, const ModelConfig& config, int32_t 
       block_size_(block_size),
       num_host_blocks_(num_host_blocks),
       dtype_(dtype),
-      block_elems_(int64_t{block_size} * config.cache_heads() * config.cache_head_dim()) {
+      block_elems_(int64_t{block_size} * config.cache_heads() *
+                   kv_row_elems(dtype, config.cache_head_dim())) {
   check(num_blocks >= 2 && block_size >= 1 && num_host_blocks >= 0,
         "paged KV cache: need >= 2 blocks of >= 1 token (got ", num_blocks, " blocks of ",
         block_size, ", ", num_host_blocks, " host blocks)");
-  check(dtype == DType::f32 || dtype == DType::bf16, "paged KV cache: dtype f32 or bf16 (got ",
+  check(is_kv_cache_dtype(dtype), "paged KV cache: dtype f32, bf16, i8 or f8_e4m3 (got ",
         dtype_name(dtype), ")");
+  check(backend.takes_kv_cache_dtype(dtype), "paged KV cache: the ", backend.name(),
+        " backend does not take a ", dtype_name(dtype), " KV cache; use --kv-cache-dtype bf16 or f32");
+  check(!is_kv_quantized(dtype) || !config.mla, "paged KV cache: a ", dtype_name(dtype),
+        " KV cache is not supported for MLA models (latent rows); use --kv-cache-dtype bf16 or f32");
   const std::initializer_list<int64_t> shape = {num_blocks, block_size, config.cache_heads(),
-                                                config.cache_head_dim()};
+                                                kv_row_elems(dtype, config.cache_head_dim())};
   const auto host_bytes = static_cast<size_t>(num_host_blocks * block_elems_) * dtype_size(dtype);
   for (int64_t layer = 0; layer < config.num_layers; ++layer) {
     keys_.emplace_back(backend, dtype, shape);

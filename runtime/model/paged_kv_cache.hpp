@@ -5,7 +5,9 @@
 // them and runs block copies.
 //
 //   per layer, keys and values:  [num_blocks, block_size, num_kv_heads, head_dim]
-//   stored as bf16 (the default) or f32
+//   stored as bf16 (the default) or f32; as i8 or f8_e4m3 the last dimension
+//   is head_dim + 4, each row's codes and its f32 scale (kernels/kv_quant.hpp),
+//   so block copies and swaps move the scales with the codes
 //
 //   block table [ 7 | 2 | 9 ], block_size 4:  token at position p lives in
 //   block table[p / 4], row p % 4; its slot is block * block_size + row, the
@@ -34,8 +36,9 @@ namespace hive {
 
 class PagedKVCache {
  public:
-  // Block counts include each pool's null block (see BlockPool). dtype: f32
-  // or bf16.
+  // Block counts include each pool's null block (see BlockPool). dtype: f32,
+  // bf16, i8 or f8_e4m3 (the last two on a backend that takes them, not
+  // for MLA).
   PagedKVCache(Backend& backend, const ModelConfig& config, int32_t num_blocks, int32_t block_size,
                int32_t num_host_blocks = 0, DType dtype = kDefaultKVCacheDType);
 

@@ -6,7 +6,9 @@
 // printed), outputs poisoned and framed by guards, K/V pools whose unused
 // blocks hold NaN. And the invariants the engine's tests rely on, bit for
 // bit: a sequence's output is the same alone or in any batch, whole or split
-// into chunks, on 1 thread or 2.
+// into chunks, on 1 thread or 2. Quantized caches (i8, f8_e4m3 rows with
+// their scales) against the same kernels on the dequantized values (bit for
+// bit) and on the unquantized f32 cache (within a stated bound).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -19,6 +21,7 @@
 #include "kernels/cpu/ops.hpp"
 #include "kernels/cpu/thread_pool.hpp"
 #include "kernels/error.hpp"
+#include "kernels/kv_quant.hpp"
 #include "kernels/step_attention_plan.hpp"
 #include "tests/common/cpu_settings.hpp"
 #include "tests/common/random.hpp"
@@ -52,6 +55,8 @@ struct Step {
   std::vector<float> q, k_pool, v_pool;
   int64_t num_blocks = 0, num_tokens = 0;
   std::vector<uint16_t> k_bf16, v_bf16;  // when set, the pools as a bf16 cache
+  DType quantized = DType::f32;           // i8 or f8_e4m3: the pools as k_rows, v_rows
+  std::vector<uint8_t> k_rows, v_rows;
 
   int64_t row() const { return shape.num_heads * shape.head_dim; }
   Tensor pool(std::vector<float>& data) const {
@@ -70,7 +75,7 @@ std::ostream& operator<<(std::ostream& os, const Step& step) {
 // Blocks are shuffled over a pool with spare blocks of NaN; with a sliding
 // window, blocks no query sees point at a NaN placeholder block.
 Step random_step(std::mt19937_64& rng, const Shape& shape) {
-  Step step{shape, {}, {}, {}, {}, 0, 0, {}, {}};
+  Step step{shape, {}, {}, {}, {}, 0, 0, {}, {}, DType::f32, {}, {}};
   std::uniform_int_distribution<int64_t> num_seqs(1, 6), kind(0, 2), context(1, 300), chunk(1, 40);
   const int64_t bs = shape.block_size;
   std::vector<int64_t> lens;
@@ -161,6 +166,13 @@ void run(Step& step, size_t first, size_t count, bool reference, GuardedOutput& 
     p.k_blocks = Tensor::view(step.k_bf16.data(), DType::bf16, p.k_blocks.shape.data(), 4);
     p.v_blocks = Tensor::view(step.v_bf16.data(), DType::bf16, p.v_blocks.shape.data(), 4);
   }
+  if (is_kv_quantized(step.quantized)) {
+    const int64_t row = kv_row_elems(step.quantized, sh.head_dim);
+    p.k_blocks = Tensor::view(step.k_rows.data(), step.quantized,
+                              {step.num_blocks, sh.block_size, sh.num_kv_heads, row});
+    p.v_blocks = Tensor::view(step.v_rows.data(), step.quantized,
+                              {step.num_blocks, sh.block_size, sh.num_kv_heads, row});
+  }
   p.out = Tensor::view(out.data(), DType::f32, {num_queries, sh.num_heads, sh.head_dim});
   p.plan = plan.plan();
   p.scale = 1.0f / std::sqrt(static_cast<float>(sh.head_dim));
@@ -229,6 +241,94 @@ TEST_F(BatchedPagedAttention, Bf16CacheGivesTheBitsOfItsValuesInF32) {
     }
 }
 
+// The pool's rows quantized as reshape_and_cache stores them; a row of NaN
+// (a block no query may read) gets a NaN scale, so reading it shows.
+std::vector<uint8_t> quantize_pool(const std::vector<float>& pool, int64_t head_dim, DType dtype) {
+  const int64_t row = kv_row_elems(dtype, head_dim);
+  const auto rows = static_cast<int64_t>(pool.size()) / head_dim;
+  std::vector<uint8_t> out(static_cast<size_t>(rows * row));
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* x = pool.data() + r * head_dim;
+    uint8_t* q = out.data() + r * row;
+    quantize_kv_row(x, head_dim, dtype, q);
+    if (std::isnan(x[0])) {
+      const float nan = NAN;
+      std::memcpy(q + head_dim, &nan, sizeof nan);
+    }
+  }
+  return out;
+}
+
+// `step` with its pools quantized as `dtype`, and (in dequantized) the f32
+// pools of the values those rows hold.
+Step quantized_step(const Step& step, DType dtype, Step& dequantized) {
+  Step q = step;
+  q.quantized = dtype;
+  q.k_rows = quantize_pool(step.k_pool, step.shape.head_dim, dtype);
+  q.v_rows = quantize_pool(step.v_pool, step.shape.head_dim, dtype);
+  dequantized = step;
+  const int64_t hd = step.shape.head_dim, row = kv_row_elems(dtype, hd);
+  for (auto [rows, pool] : {std::pair{&q.k_rows, &dequantized.k_pool}, {&q.v_rows, &dequantized.v_pool}})
+    for (size_t r = 0; r < pool->size() / static_cast<size_t>(hd); ++r)
+      dequantize_kv_row(rows->data() + r * static_cast<size_t>(row), hd, dtype,
+                        pool->data() + r * static_cast<size_t>(hd));
+  return q;
+}
+
+// A quantized cache is dequantized as read (code times scale, one f32
+// product), so both the batched op and the reference give the bits an f32
+// cache of the dequantized values gives.
+TEST_F(BatchedPagedAttention, QuantizedCacheGivesTheBitsOfItsDequantizedValues) {
+  std::mt19937_64 rng(test::test_seed());
+  SCOPED_TRACE(testing::Message() << "seed " << test::test_seed());
+  for (const DType dtype : {DType::i8, DType::f8_e4m3})
+    for (const int64_t group : {1, 4})
+      for (const int64_t head_dim : {64, 128})
+        for (const int64_t window : {0, 37}) {
+          const Step step = random_step(rng, {2 * group, 2, head_dim, 16, window});
+          SCOPED_TRACE(testing::Message() << dtype_name(dtype) << " " << step);
+          Step dequantized;
+          Step quantized = quantized_step(step, dtype, dequantized);
+          for (const bool reference : {false, true}) {
+            GuardedOutput from_rows(step.num_tokens, step.row()),
+                from_f32(step.num_tokens, step.row());
+            run(quantized, 0, quantized.sequences.size(), reference, from_rows);
+            run(dequantized, 0, dequantized.sequences.size(), reference, from_f32);
+            ASSERT_TRUE(from_rows.intact());
+            ASSERT_EQ(std::memcmp(from_rows.data(), from_f32.data(), from_f32.size * 4), 0)
+                << (reference ? "reference" : "batched op") << ": quantized cache differs";
+          }
+        }
+}
+
+// Against the unquantized f32 cache (the reference on it), on values drawn
+// from a normal distribution: the NMSE of the output stays under a bound
+// per dtype (int8: absmax/127 steps; e4m3: 3 mantissa bits).
+TEST_F(BatchedPagedAttention, QuantizedCacheIsCloseToTheF32Cache) {
+  std::mt19937_64 rng(test::test_seed());
+  SCOPED_TRACE(testing::Message() << "seed " << test::test_seed());
+  for (const auto& [dtype, bound] : {std::pair{DType::i8, 2e-4}, {DType::f8_e4m3, 4e-3}}) {
+    double worst = 0;
+    for (const int64_t group : {1, 4})
+      for (const int64_t window : {0, 37}) {
+        const Step step = random_step(rng, {2 * group, 2, 128, 16, window});
+        SCOPED_TRACE(testing::Message() << dtype_name(dtype) << " " << step);
+        Step dequantized, exact = step;
+        Step quantized = quantized_step(step, dtype, dequantized);
+        GuardedOutput got(step.num_tokens, step.row()), expected(step.num_tokens, step.row());
+        run(quantized, 0, quantized.sequences.size(), false, got);
+        run(exact, 0, exact.sequences.size(), true, expected);
+        ASSERT_TRUE(got.intact());
+        const double error = test::nmse(got.data(), expected.data(), got.size);
+        EXPECT_LE(error, bound);
+        EXPECT_GT(error, 1e-9) << "no quantization error: was the cache quantized?";
+        worst = std::max(worst, error);
+      }
+    std::printf("%s cache: worst output NMSE %.3g (bound %.0e)\n",
+                std::string(dtype_name(dtype)).c_str(), worst, bound);
+  }
+}
+
 // The invariants, bit for bit: 1 and 2 threads, each sequence alone and in
 // the batch, and the step's prompts split into two chunks each.
 void expect_same_bits_every_way(Step& step) {
@@ -279,6 +379,20 @@ TEST_F(BatchedPagedAttention, SameBitsAloneBatchedChunkedAndOnAnyThreadCount) {
       for (const int64_t window : {0, 37}) {
         Step step = random_step(rng, {2 * group, 2, 64, block_size, window});
         SCOPED_TRACE(testing::Message() << step);
+        expect_same_bits_every_way(step);
+      }
+}
+
+TEST_F(BatchedPagedAttention, QuantizedCachesKeepTheInvariants) {
+  std::mt19937_64 rng(test::test_seed());
+  SCOPED_TRACE(testing::Message() << "seed " << test::test_seed());
+  for (const DType dtype : {DType::i8, DType::f8_e4m3})
+    for (const int64_t group : {1, 4})
+      for (const int64_t window : {0, 37}) {
+        Step dequantized;
+        Step step = quantized_step(random_step(rng, {2 * group, 2, 64, 16, window}), dtype,
+                                   dequantized);
+        SCOPED_TRACE(testing::Message() << dtype_name(dtype) << " " << step);
         expect_same_bits_every_way(step);
       }
 }
