@@ -360,7 +360,11 @@ LaunchConfig parse_launch_config(const std::string& yaml_text, const std::string
     s.optional("memory_fraction",
                [&](auto& n, auto& k) { kv.memory_fraction = r.number(n, k, 0.01, 1.0); });
     s.optional("dtype", [&](auto& n, auto& k) { 
-      kv.dtype = r.choice<DType>(n, k, {{"f32", DType::f32}, {"bf16", DType::bf16}});
+      kv.dtype = r.choice<DType>(n, k,
+                                 {{"f32", DType::f32},
+                                  {"bf16", DType::bf16},
+                                  {"int8", DType::i8},
+                                  {"fp8", DType::f8_e4m3}});
     });
     s.optional("enable_prefix_caching",
                [&](auto& n, auto& k) { kv.enable_prefix_caching = r.boolean(n, k); });

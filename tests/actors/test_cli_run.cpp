@@ -32,12 +32,15 @@ std::string join(const std::vector<int32_t>& ids) {
 }
 
 // Runs two prompts under a launch file with `extra` YAML and checks the
-// outputs against the offline single-rank engine; returns the CLI's output.
-std::string expect_runs_like_offline(const std::string& name, const std::string& extra) {
+// outputs against the offline single-rank engine, both with the KV cache as
+// kv_dtype (kv_cache.dtype's spelling); returns the CLI's output.
+std::string expect_runs_like_offline(const std::string& name, const std::string& extra,
+                                     const std::string& kv_dtype = "bf16") {
   const std::filesystem::path dir = std::filesystem::temp_directory_path() / name;
   std::filesystem::create_directories(dir);
   std::ofstream(dir / "run.yaml") << "model: " << HIVE_TEST_DATA << "/models/qwen3_moe\n"
-                                  << "device: cpu\nkv_cache: {block_size: 4, memory_budget: 1MiB}\n"
+                                  << "device: cpu\nkv_cache: {block_size: 4, memory_budget: 1MiB, "
+                                  << "dtype: " << kv_dtype << "}\n"
                                   << extra;
   std::ofstream(dir / "prompts.jsonl")
       << R"({"id": "a", "prompt_ids": [5, 9, 13, 2], "max_tokens": 6, "ignore_eos": true})"
@@ -52,6 +55,7 @@ std::string expect_runs_like_offline(const std::string& name, const std::string&
   EngineConfig config;
   config.block_size = 4;
   config.kv_budget = KVBudget{int64_t{1} << 20, 0.0};
+  config.kv_cache_dtype = parse_kv_cache_dtype(kv_dtype, "kv_dtype");
   for (const auto& [id, prompt, max_tokens] :
        {std::tuple<std::string, std::vector<int32_t>, int>{"a", {5, 9, 13, 2}, 6},
         std::tuple<std::string, std::vector<int32_t>, int>{"b", {8, 1}, 3}}) {
@@ -74,6 +78,15 @@ TEST(CliRun, RunsPromptsFromAYamlLaunchFile) {
   EXPECT_NE(out.find("hive run: matmul precision f32 (exact), CPU kernel path "),
             std::string::npos)
       << out;
+}
+
+// int8 and fp8 KV (kv_cache.dtype) reach the worker ranks: the actor
+// runtime gives the offline engine's tokens with the same cache dtype.
+TEST(CliRun, RunsWithAQuantizedKVCacheFromTheLaunchFile) {
+  for (const char* dtype : {"int8", "fp8"}) {
+    SCOPED_TRACE(dtype);
+    expect_runs_like_offline(std::string("hive_cli_run_kv_") + dtype, "", dtype);
+  }
 }
 
 // As configs/ep_cpu4.yaml, on the fixture: 4 data-parallel ranks, experts

@@ -4,7 +4,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
+#include <numeric>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -13,6 +15,11 @@
 #include <string>
 #include <tuple>
 
+#include "kernels/cpu/cpu_backend.hpp"
+#include "runtime/engine/model_text.hpp"
+#include "runtime/model/forward_batch.hpp"
+#include "runtime/model/model.hpp"
+#include "runtime/model/paged_kv_cache.hpp"
 #include "runtime/text/tokenizer/tokenizer.hpp"
 #include "tests/common/nan_model.hpp"
 #include "tests/common/run_command.hpp"
@@ -82,6 +89,83 @@ TEST(BundledModels, EvalPplSecondHalfScoresWholeWindowsFromTheirMiddle) {
   EXPECT_NE(short_text.out.find("fewer than one window of 64"), std::string::npos)
       << short_text.out;
   fs::remove(short_file);
+}
+
+// Perplexity with a quantized KV cache (--kv-cache-dtype int8 | fp8) against
+// bf16 KV on the held-out text: within 0.5 % (int8) and 2 % (fp8).
+TEST(BundledModels, EvalPplWithAQuantizedKVCacheStaysCloseToBf16) {
+  const auto perplexity = [](const std::string& dtype) {
+    const Result r = run("eval-ppl --model " + (kModels / "hive-moe-target").string() +
+                         " --text " + (kData / "heldout_sample.txt").string() +
+                         " --device cpu --kv-cache-dtype " + dtype);
+    EXPECT_EQ(r.status, 0) << r.out;
+    return number_after(r.out, "perplexity:");
+  };
+  const double bf16 = perplexity("bf16");
+  for (const auto& [dtype, bound] : {std::pair{"int8", 5e-3}, {"fp8", 2e-2}}) {
+    const double quantized = perplexity(dtype);
+    std::printf("perplexity: bf16 KV %.4f, %s KV %.4f (%+.3f %%)\n", bf16, dtype, quantized,
+                100 * (quantized / bf16 - 1));
+    EXPECT_NEAR(quantized / bf16, 1.0, bound) << dtype;
+  }
+}
+
+// The logits of every position of windows of `ids` (one prefill each, so
+// every query reads its context through the cache) with the KV cache as
+// `dtype`.
+std::vector<float> window_logits(Model& model, DType dtype, const std::vector<int32_t>& ids,
+                                 int64_t window) {
+  constexpr int32_t kBlockSize = 16;
+  const int64_t vocab = model.config().vocab_size;
+  std::vector<float> logits(ids.size() * static_cast<size_t>(vocab));
+  const auto blocks = static_cast<int32_t>((window + kBlockSize - 1) / kBlockSize);
+  std::vector<int32_t> table(static_cast<size_t>(blocks));
+  std::iota(table.begin(), table.end(), 1);
+  for (size_t start = 0; start < ids.size(); start += static_cast<size_t>(window)) {
+    const size_t count = std::min(ids.size() - start, static_cast<size_t>(window));
+    PagedKVCache cache(model.backend(), model.config(), blocks + 1, kBlockSize, 0, dtype);
+    ForwardBatch batch;
+    batch.add_run(0, std::span<const int32_t>(ids).subspan(start, count), table, kBlockSize);
+    batch.logits_rows.resize(count);
+    std::iota(batch.logits_rows.begin(), batch.logits_rows.end(), 0);
+    model.forward(batch, cache,
+                  Tensor::view(logits.data() + start * static_cast<size_t>(vocab), DType::f32,
+                               {static_cast<int64_t>(count), vocab}));
+  }
+  return logits;
+}
+
+// Teacher-forced over the held-out text in windows of 256 tokens: a
+// quantized KV cache against bf16 KV, the largest logit difference (the
+// logits span tens) and how often the greedy token agrees.
+TEST(BundledModels, QuantizedKVCacheLogitsStayCloseToBf16) {
+  CpuBackend cpu;
+  const fs::path dir = kModels / "hive-moe-target";
+  Model model(dir, cpu);
+  std::ifstream in(kData / "heldout_sample.txt");
+  const std::string text((std::istreambuf_iterator<char>(in)), {});
+  const std::vector<int32_t> ids = load_tokenizer(dir).encode(text, true);
+  const int64_t vocab = model.config().vocab_size;
+  const std::vector<float> bf16 = window_logits(model, DType::bf16, ids, 256);
+  for (const auto& [dtype, max_error, min_agreement] :
+       {std::tuple{DType::i8, 0.1, 0.99}, {DType::f8_e4m3, 0.5, 0.95}}) {
+    const std::vector<float> got = window_logits(model, dtype, ids, 256);
+    double worst = 0;
+    int64_t agreed = 0;
+    for (size_t t = 0; t < ids.size(); ++t) {
+      const float* a = bf16.data() + t * static_cast<size_t>(vocab);
+      const float* b = got.data() + t * static_cast<size_t>(vocab);
+      for (int64_t v = 0; v < vocab; ++v) worst = std::max(worst, std::fabs(double{a[v]} - b[v]));
+      agreed += std::max_element(a, a + vocab) - a == std::max_element(b, b + vocab) - b;
+    }
+    const double agreement = static_cast<double>(agreed) / static_cast<double>(ids.size());
+    std::printf("%s KV vs bf16 KV: max |logit difference| %.4f, greedy agreement %.4f (%lld of %zu)\n",
+                std::string(dtype_name(dtype)).c_str(), worst, agreement,
+                static_cast<long long>(agreed), ids.size());
+    EXPECT_LE(worst, max_error) << dtype_name(dtype);
+    EXPECT_GT(worst, 0.0) << dtype_name(dtype) << ": no difference at all: was it quantized?";
+    EXPECT_GE(agreement, min_agreement) << dtype_name(dtype);
+  }
 }
 
 TEST(BundledModels, TheDraftIsWorseThanTheTargetButFarBetterThanChance) {

@@ -77,6 +77,7 @@ struct EngineSetup {
   bool prefix_caching = false;
   int speculative_tokens = 0;  // γ of n-gram speculation; 0: off
   std::string draft_model = {};  // with speculative_tokens: this fixture drafts, not n-grams
+  DType kv_cache_dtype = kDefaultKVCacheDType;
 };
 
 // Runs the requests on one engine (all at once, or one after another) and
@@ -86,6 +87,7 @@ std::vector<RequestOutput> run(Model& model, const EngineSetup& setup,
                                EngineStats* stats = nullptr) {
   EngineConfig config;
   config.block_size = kBlockSize;
+  config.kv_cache_dtype = setup.kv_cache_dtype;
   const int64_t block_bytes = kv_bytes_per_block(model.config(), kBlockSize, config.kv_cache_dtype);
   config.kv_budget.bytes = setup.num_blocks * block_bytes;
   config.swap_space_bytes = setup.num_host_blocks * block_bytes;
@@ -526,6 +528,43 @@ TEST_P(Bf16MatmulInvariance, TogetherChunkedPrefixCachedAndPreempted) {
   expect_same(alone, run(*model, {64, 12, 3, true}, requests, false, &stats));
   EXPECT_GT(stats.scheduler.num_preemptions_swap + stats.scheduler.num_preemptions_recompute, 0);
 }
+
+// A quantized KV cache (int8, fp8: kernels/kv_quant.hpp) keeps the
+// invariance within its dtype: a row is quantized once, by itself, whichever
+// step writes it, and copies and swaps move its scale with it. Each request
+// alone against all together in chunks of 16 with prefix caching, and in
+// the tiny pool that preempts by swap and by recompute. On models with
+// plain attention (an MLA model refuses a quantized cache).
+class QuantizedKVInvariance : public ::testing::TestWithParam<std::string> {
+ protected:
+  CpuBackend cpu;
+};
+
+TEST_P(QuantizedKVInvariance, TogetherChunkedPrefixCachedAndPreempted) {
+  SCOPED_TRACE(testing::Message() << GetParam() << ", seed " << test::test_seed());
+  Model model(model_dir(GetParam()), cpu);
+  const std::vector<Request> requests = make_requests(model.config().vocab_size);
+  for (const DType dtype : {DType::i8, DType::f8_e4m3}) {
+    SCOPED_TRACE(dtype_name(dtype));
+    EngineSetup setup;
+    setup.kv_cache_dtype = dtype;
+    const std::vector<RequestOutput> alone = run(model, setup, requests, true);
+    setup.budget_tokens = 16;
+    setup.prefix_caching = true;
+    EngineStats stats;
+    expect_same(alone, run(model, setup, requests, false, &stats));
+    EXPECT_GE(stats.kv_cache.prefix_hit_tokens, 3 * kBlockSize) << "the shared prefix never hit";
+    setup.budget_tokens = 64;
+    setup.num_blocks = 12;
+    setup.num_host_blocks = 3;
+    expect_same(alone, run(model, setup, requests, false, &stats));
+    EXPECT_GT(stats.scheduler.num_preemptions_swap, 0);
+    EXPECT_GT(stats.scheduler.num_preemptions_recompute, 0);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(PlainAttentionModels, QuantizedKVInvariance,
+                         ::testing::Values("qwen3_moe", "llama", "bundled/hive-draft"));
 
 INSTANTIATE_TEST_SUITE_P(BundledBf16Models, Bf16MatmulInvariance,
                          ::testing::Values("bundled/hive-moe-target", "bundled/hive-draft"));

@@ -137,6 +137,8 @@ TEST(LaunchConfig, DefaultsAndRelativePaths) {
   EXPECT_FALSE(c.kv_cache.memory_budget_bytes.has_value());
   EXPECT_EQ(c.kv_cache.dtype, DType::bf16);
   EXPECT_EQ(parse("model: m\nkv_cache: {dtype: f32}\n").kv_cache.dtype, DType::f32);
+  EXPECT_EQ(parse("model: m\nkv_cache: {dtype: int8}\n").kv_cache.dtype, DType::i8);
+  EXPECT_EQ(parse("model: m\nkv_cache: {dtype: fp8}\n").kv_cache.dtype, DType::f8_e4m3);
   EXPECT_EQ(c.server.host, "127.0.0.1");
   EXPECT_EQ(c.speculative.method, SpeculativeMethod::none);
   EXPECT_EQ(parse("model: /abs/m\n").model, fs::path("/abs/m"));
@@ -253,7 +255,7 @@ TEST(LaunchConfig, MistakesNameLineKeyExpectedAndGot) {
   expect_error("model: m\nkv_cache:\n  memory_budget: 1GiB\n  memory_fraction: 0.5\n",
                "kv_cache: give memory_budget or memory_fraction, not both");
   expect_error("model: m\nkv_cache:\n  dtype: f16\n",
-               "test.yaml:3: kv_cache.dtype: expected one of f32, bf16 (got 'f16')");
+               "test.yaml:3: kv_cache.dtype: expected one of f32, bf16, int8, fp8 (got 'f16')");
   expect_error("model: m\nscheduler:\n  preemption_mode: swap\n",
                "test.yaml:3: scheduler.preemption_mode: swap needs kv_cache.swap_space");
 }

@@ -2,8 +2,12 @@
 // one block of every layer's K and V; kv_budget turns bytes into blocks.
 #include <gtest/gtest.h>
 
+#include <cstring>
+#include <random>
+
 #include "kernels/cpu/cpu_backend.hpp"
 #include "kernels/error.hpp"
+#include "kernels/kv_quant.hpp"
 #include "runtime/model/kv_budget.hpp"
 #include "runtime/model/paged_kv_cache.hpp"
 
@@ -119,6 +123,99 @@ TEST(PagedKVCache, MlaStoresOneLatentRowAndNoValues) {
     // fill()'s values pass (+50) ran last, into the same tensor as the keys.
     EXPECT_EQ(first(cache, layer, true, 3), stored(cache, 1000 * layer + 150));  // old block 1
     EXPECT_EQ(first(cache, layer, true, 2), stored(cache, 1000 * layer + 250));
+  }
+}
+
+// int8 / fp8: rows of head_dim one-byte codes and an f32 scale, head_dim + 4
+// bytes where bf16 takes 2 * head_dim; a budget buys blocks accordingly.
+TEST(PagedKVCache, QuantizedRowsCarryTheirScales) {
+  CpuBackend cpu;
+  ModelConfig c = small_config();
+  c.head_dim = 64;
+  for (const DType dtype : {DType::i8, DType::f8_e4m3}) {
+    SCOPED_TRACE(dtype_name(dtype));
+    PagedKVCache cache(cpu, c, 5, 4, 3, dtype);
+    EXPECT_EQ(cache.keys(1).shape_string(),
+              "[5, 4, 2, 68] " + std::string(dtype_name(dtype)));
+    EXPECT_EQ(cache.bytes_per_block(), 2 * 2 * 4 * 2 * (64 + 4));
+    EXPECT_EQ(cache.bytes_per_block(), kv_bytes_per_block(c, 4, dtype));
+    // 128 + 128 bytes of bf16 K and V per head and token against 68 + 68.
+    const int64_t budget = 1000 * kv_bytes_per_block(c, 4, DType::bf16);
+    EXPECT_EQ(num_kv_blocks(budget, cache.bytes_per_block()), 1882);
+  }
+}
+
+// reshape_and_cache quantizes each (token, head) row with its scale; block
+// copies and swaps move codes and scales together, byte for byte, and the
+// moved rows still read back as the values written.
+TEST(PagedKVCache, QuantizedCopiesAndSwapsMoveScalesWithTheCodes) {
+  CpuBackend cpu;
+  ModelConfig c = small_config();
+  c.head_dim = 8;
+  std::mt19937_64 rng(7);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  for (const DType dtype : {DType::i8, DType::f8_e4m3}) {
+    SCOPED_TRACE(dtype_name(dtype));
+    PagedKVCache cache(cpu, c, 5, 4, 3, dtype);
+    // Blocks 1..4 full: 16 tokens, each head's rows at a different scale.
+    std::vector<float> k(16 * 2 * 8), v(k.size());
+    for (size_t i = 0; i < k.size(); ++i) {
+      const auto scale = static_cast<float>(1 + i / 8);
+      k[i] = scale * normal(rng), v[i] = -scale * normal(rng);
+    }
+    std::vector<int64_t> slots(16);
+    for (size_t i = 0; i < slots.size(); ++i) slots[i] = 4 + static_cast<int64_t>(i);
+    const Tensor kt = Tensor::view(k.data(), DType::f32, {16, 2, 8});
+    const Tensor vt = Tensor::view(v.data(), DType::f32, {16, 2, 8});
+    const Tensor st = Tensor::view(slots.data(), DType::i64, {16});
+    for (int64_t layer = 0; layer < 2; ++layer)
+      cpu.reshape_and_cache(kt, vt, st, cache.keys(layer), cache.values(layer));
+    // Token 5's head 1 (slot 9: block 2, row 1) reads back within half a step.
+    const uint8_t* row = cache.keys(1).as<uint8_t>() + (9 * 2 + 1) * 12;
+    float back[8];
+    dequantize_kv_row(row, 8, dtype, back);
+    const float* x = k.data() + (5 * 2 + 1) * 8;
+    for (int d = 0; d < 8; ++d)
+      EXPECT_NEAR(back[d], x[d], dtype == DType::i8 ? kv_row_scale(row, 8) / 2
+                                                    : std::fabs(x[d]) / 16 + 1e-6f);
+    const auto block_bytes = [&](const Tensor& t, int64_t b) {
+      const auto* p = t.as<uint8_t>() + b * 4 * 2 * 12;
+      return std::vector<uint8_t>(p, p + 4 * 2 * 12);
+    };
+    const auto block2_k = block_bytes(cache.keys(1), 2), block3_v = block_bytes(cache.values(0), 3);
+    cache.copy_blocks(std::vector<BlockCopy>{{2, 4}});
+    EXPECT_EQ(block_bytes(cache.keys(1), 4), block2_k);
+    cache.swap_out(std::vector<BlockCopy>{{3, 1}});
+    std::memset(cache.values(0).as<uint8_t>() + 3 * 4 * 2 * 12, 0, 4 * 2 * 12);
+    cache.swap_in(std::vector<BlockCopy>{{1, 3}});
+    EXPECT_EQ(block_bytes(cache.values(0), 3), block3_v);
+  }
+}
+
+// A quantized cache of latent rows (MLA) is refused, naming the option.
+TEST(PagedKVCache, RefusesAQuantizedMlaCache) {
+  CpuBackend cpu;
+  ModelConfig c = small_config();
+  c.num_heads = 3;
+  c.mla = MlaConfig{0, 6, 4, 2, 5};
+  try {
+    PagedKVCache cache(cpu, c, 5, 4, 3, DType::i8);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("MLA"), std::string::npos) << e.what();
+  }
+}
+
+TEST(KVBudget, ParsesTheFourCacheDtypes) {
+  EXPECT_EQ(parse_kv_cache_dtype("bf16", "x"), DType::bf16);
+  EXPECT_EQ(parse_kv_cache_dtype("f32", "x"), DType::f32);
+  EXPECT_EQ(parse_kv_cache_dtype("int8", "x"), DType::i8);
+  EXPECT_EQ(parse_kv_cache_dtype("fp8", "x"), DType::f8_e4m3);
+  try {
+    parse_kv_cache_dtype("f16", "--kv-cache-dtype");
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "--kv-cache-dtype: expected f32, bf16, int8 or fp8 (got 'f16')");
   }
 }
 

@@ -9,6 +9,9 @@
 //     paged side runs the real KVCacheManager until it refuses.
 // (b) 50 requests sharing a 4,000-token system prompt: blocks in use with
 //     prefix caching (the prompt's blocks are shared) and without.
+// (c) The KV cache dtypes (--kv-cache-dtype): blocks and tokens the budget
+//     buys at each, as the engine sizes its pool (kv_bytes_per_block: int8
+//     and fp8 rows carry their f32 scale), against bf16.
 //
 // Pure bookkeeping (no model runs), so the numbers are exact and repeatable;
 // the byte figures use the model's KV bytes per token at --kv-bytes.
@@ -25,6 +28,7 @@
 
 #include "kernels/error.hpp"
 #include "runtime/core/kv_cache_manager.hpp"
+#include "runtime/model/kv_budget.hpp"
 #include "runtime/model/model_config.hpp"
 
 namespace {
@@ -216,6 +220,33 @@ nlohmann::json report_sharing(int64_t bytes_per_token, int32_t block_size) {
   return out;
 }
 
+// (c): prints the table and returns its JSON.
+nlohmann::json report_dtypes(const hive::ModelConfig& config, double budget_gb,
+                             int32_t block_size) {
+  const auto budget_bytes = static_cast<int64_t>(budget_gb * (1 << 30));
+  std::printf("(c) KV cache dtypes, KV budget %.1f GiB, block_size %d\n\n", budget_gb, block_size);
+  std::printf("| --kv-cache-dtype | bytes per block | blocks | tokens | tokens vs bf16 |\n");
+  std::printf("|---|---|---|---|---|\n");
+  const int64_t bf16_blocks =
+      hive::num_kv_blocks(budget_bytes, hive::kv_bytes_per_block(config, block_size, hive::DType::bf16));
+  nlohmann::json out = nlohmann::json::array();
+  for (const char* name : {"f32", "bf16", "int8", "fp8"}) {
+    const hive::DType dtype = hive::parse_kv_cache_dtype(name, "dtype");
+    const int64_t block_bytes = hive::kv_bytes_per_block(config, block_size, dtype);
+    const int64_t blocks = hive::num_kv_blocks(budget_bytes, block_bytes);
+    const double ratio = static_cast<double>(blocks) / static_cast<double>(bf16_blocks);
+    std::printf("| %s | %lld | %lld | %lld | %.2fx |\n", name, static_cast<long long>(block_bytes),
+                static_cast<long long>(blocks), static_cast<long long>(blocks * block_size), ratio);
+    out.push_back({{"dtype", name},
+                   {"bytes_per_block", block_bytes},
+                   {"blocks", blocks},
+                   {"tokens", blocks * block_size},
+                   {"tokens_vs_bf16", ratio}});
+  }
+  std::printf("\n");
+  return out;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) try {
@@ -229,6 +260,7 @@ int main(int argc, char** argv) try {
   const std::string json_path = flag(argc, argv, "--json", "");
   nlohmann::json out = report_fit(config, kv_bytes, budget_gb, max_model_len, block_size);
   out["shared_system_prompt"] = report_sharing(config.kv_bytes_per_token(kv_bytes), block_size);
+  out["kv_cache_dtypes"] = report_dtypes(config, budget_gb, block_size);
   if (!json_path.empty()) std::ofstream(json_path) << out.dump(2) << "\n";
   return 0;
 } catch (const std::exception& e) {

@@ -3,12 +3,13 @@
 // (flash-decoding chunks of cpu::kContextChunk positions, the default)
 // against the same kernel unsplit (paged_attention_chunked(p, 0), the kernel
 // before the split), in the same process, for 1, 16 and 64 sequences at
-// contexts 512 and 4096, f32 and bf16 KV. Shape of the decode benchmark's
+// contexts 512 and 4096, f32 and bf16 KV (--kv-dtypes: also int8 and fp8,
+// rows of one-byte codes and an f32 scale, kernels/kv_quant.hpp). Shape of the decode benchmark's
 // model (Qwen2-0.5B: 14 heads, 2 KV heads, head_dim 64), blocks of 16
 // shuffled over the pool.
 //
 //   bench_paged_attention [--seconds S per case] [--kv-heads N] [--group G]
-//                         [--json FILE]
+//                         [--kv-dtypes f32,bf16,int8,fp8] [--json FILE]
 //
 // --group sets the query heads per KV head (7 as Qwen2-0.5B; the side-by-side's
 // models have 4).
@@ -41,6 +42,7 @@
 #include "kernels/cpu/parallel.hpp"
 #include "kernels/cpu/thread_pool.hpp"
 #include "kernels/error.hpp"
+#include "kernels/kv_quant.hpp"
 #include "kernels/step_attention_plan.hpp"
 
 namespace {
@@ -60,6 +62,15 @@ std::string flag(int argc, char** argv, const std::string& name, const std::stri
   for (int i = 1; i + 1 < argc; ++i)
     if (argv[i] == name) return argv[i + 1];
   return fallback;
+}
+
+// A --kv-dtypes name, as --kv-cache-dtype spells it.
+DType kv_dtype(const std::string& name) {
+  if (name == "f32") return DType::f32;
+  if (name == "bf16") return DType::bf16;
+  if (name == "int8") return DType::i8;
+  if (name == "fp8") return DType::f8_e4m3;
+  hive::fail("--kv-dtypes: expected f32, bf16, int8 or fp8 (got '", name, "')");
 }
 
 double seconds_since(Clock::time_point start) {
@@ -137,20 +148,42 @@ std::vector<std::vector<uint16_t>> bf16_copies(const std::vector<float>& values,
   return std::vector<std::vector<uint16_t>>(copies, bits);
 }
 
+// `copies` copies of the pool quantized as `dtype` (i8 or f8_e4m3), rows of
+// head_dim codes and their scale.
+std::vector<std::vector<uint8_t>> quantized_copies(const std::vector<float>& values, DType dtype,
+                                                   size_t copies) {
+  const int64_t row = hive::kv_row_elems(dtype, kHeadDim);
+  const auto rows = static_cast<int64_t>(values.size()) / kHeadDim;
+  std::vector<uint8_t> bytes(static_cast<size_t>(rows * row));
+  for (int64_t r = 0; r < rows; ++r)
+    hive::quantize_kv_row(values.data() + r * kHeadDim, kHeadDim, dtype, bytes.data() + r * row);
+  return std::vector<std::vector<uint8_t>>(copies, bytes);
+}
+
 Row run_case(hive::CpuBackend& backend, std::mt19937_64& rng, const Case& c, DType dtype,
              double seconds) {
   const int64_t blocks_per_seq = c.context_len / kBlockSize;
   const int64_t num_blocks = c.num_seqs * blocks_per_seq + 1;
   const int64_t block_elems = kBlockSize * num_kv_heads * kHeadDim;
   const auto pool_elems = static_cast<size_t>(num_blocks * block_elems);
-  const size_t value_bytes = dtype == DType::bf16 ? 2 : 4;
-  const size_t copies = std::max<size_t>(2, kMinPoolBytes / (2 * pool_elems * value_bytes));
+  const bool quantized = hive::is_kv_quantized(dtype);
+  // Bytes per value as stored: a quantized row's scale spread over its codes.
+  const double value_bytes =
+      quantized ? static_cast<double>(kHeadDim + hive::kKVScaleBytes) / kHeadDim
+                : static_cast<double>(hive::dtype_size(dtype));
+  const size_t copies = std::max<size_t>(
+      2, static_cast<size_t>(static_cast<double>(kMinPoolBytes) /
+                             (2.0 * static_cast<double>(pool_elems) * value_bytes)));
   std::vector<float> values(pool_elems);
   std::normal_distribution<float> dist(0.0f, 1.0f);
   for (float& v : values) v = dist(rng);
   std::vector<std::vector<float>> k_f32, v_f32;
   std::vector<std::vector<uint16_t>> k_bf16, v_bf16;
-  if (dtype == DType::bf16) {
+  std::vector<std::vector<uint8_t>> k_rows, v_rows;
+  if (quantized) {
+    k_rows = quantized_copies(values, dtype, copies);
+    v_rows = quantized_copies(values, dtype, copies);
+  } else if (dtype == DType::bf16) {
     k_bf16 = bf16_copies(values, copies);
     v_bf16 = bf16_copies(values, copies);
   } else {
@@ -177,15 +210,20 @@ Row run_case(hive::CpuBackend& backend, std::mt19937_64& rng, const Case& c, DTy
   std::vector<float> q(static_cast<size_t>(c.num_seqs * num_heads * kHeadDim));
   for (float& v : q) v = dist(rng);
   std::vector<float> out(q.size());
-  const int64_t shape[] = {num_blocks, kBlockSize, num_kv_heads, kHeadDim};
+  const int64_t shape[] = {num_blocks, kBlockSize, num_kv_heads,
+                           hive::kv_row_elems(dtype, kHeadDim)};
   const auto params = [&](size_t call) {
     hive::PagedAttentionParams p;
     p.q = Tensor::view(q.data(), DType::f32, {c.num_seqs, num_heads, kHeadDim});
     const size_t copy = call % copies;
-    p.k_blocks = dtype == DType::bf16 ? Tensor::view(k_bf16[copy].data(), dtype, shape, 4)
-                                      : Tensor::view(k_f32[copy].data(), dtype, shape, 4);
-    p.v_blocks = dtype == DType::bf16 ? Tensor::view(v_bf16[copy].data(), dtype, shape, 4)
-                                      : Tensor::view(v_f32[copy].data(), dtype, shape, 4);
+    void* k = quantized                ? static_cast<void*>(k_rows[copy].data())
+              : dtype == DType::bf16 ? static_cast<void*>(k_bf16[copy].data())
+                                     : static_cast<void*>(k_f32[copy].data());
+    void* v = quantized                ? static_cast<void*>(v_rows[copy].data())
+              : dtype == DType::bf16 ? static_cast<void*>(v_bf16[copy].data())
+                                     : static_cast<void*>(v_f32[copy].data());
+    p.k_blocks = Tensor::view(k, dtype, shape, 4);
+    p.v_blocks = Tensor::view(v, dtype, shape, 4);
     p.out = Tensor::view(out.data(), DType::f32, {c.num_seqs, num_heads, kHeadDim});
     p.plan = plan.plan();
     p.scale = 1.0f / std::sqrt(static_cast<float>(kHeadDim));
@@ -197,7 +235,7 @@ Row run_case(hive::CpuBackend& backend, std::mt19937_64& rng, const Case& c, DTy
       seconds);
   const double kv_bytes =
       2.0 * static_cast<double>(c.num_seqs * c.context_len * num_kv_heads * kHeadDim) *
-      static_cast<double>(value_bytes);
+      value_bytes;
   return {times[0], times[1], plan_seconds, kv_bytes};
 }
 
@@ -211,6 +249,15 @@ int main(int argc, char** argv) try {
   const int64_t group = std::stoll(flag(argc, argv, "--group", "7"));
   hive::check(group >= 1, "--group must be >= 1 (got ", group, ")");
   num_heads = group * num_kv_heads;
+  std::vector<DType> dtypes;
+  {
+    const std::string list = flag(argc, argv, "--kv-dtypes", "f32,bf16");
+    for (size_t start = 0; start <= list.size();) {
+      const size_t end = std::min(list.find(',', start), list.size());
+      dtypes.push_back(kv_dtype(list.substr(start, end - start)));
+      start = end + 1;
+    }
+  }
   const double bandwidth = probe_read_bandwidth();
   const int threads = cpu::cpu_threads();
   std::printf("threads %d, read bandwidth %.1f GB/s, heads %ld/%ld, head_dim %ld, block %ld\n\n",
@@ -225,7 +272,7 @@ int main(int argc, char** argv) try {
   hive::CpuBackend backend;
   nlohmann::json rows = nlohmann::json::array();
   std::mt19937_64 rng(42);
-  for (const DType dtype : {DType::f32, DType::bf16})
+  for (const DType dtype : dtypes)
     for (const int64_t num_seqs : {1, 16, 64})
       for (const int64_t context_len : {512, 4096}) {
         const Case c{num_seqs, context_len};

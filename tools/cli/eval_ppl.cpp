@@ -20,6 +20,7 @@
 
 #include "kernels/backend_select.hpp"
 #include "kernels/error.hpp"
+#include "runtime/model/kv_budget.hpp"
 #include "runtime/model/model.hpp"
 #include "runtime/engine/model_text.hpp"
 #include "tools/cli/args.hpp"
@@ -75,8 +76,10 @@ Score score(WindowScorer& scorer, std::span<const int32_t> ids, bool second_half
 }  // namespace
 
 int run_eval_ppl(const std::vector<std::string>& argv) {
-  const Args args(argv, {"--model", "--text", "--window", "--device"},
+  const Args args(argv, {"--model", "--text", "--window", "--device", "--kv-cache-dtype"},
                   {"--second-half", "--dequantize"});
+  const DType kv_dtype =
+      parse_kv_cache_dtype(args.get("--kv-cache-dtype", "bf16"), "--kv-cache-dtype");
   const std::string model_dir = model_dir_or_default(args);
   const std::string text_path = args.require("--text");
   const std::string text = read_text_file(text_path);
@@ -101,7 +104,7 @@ int run_eval_ppl(const std::vector<std::string>& argv) {
   check(!second_half || std::ssize(ids) >= window, "--second-half: '", text_path, "' has ",
         ids.size(), " tokens, fewer than one window of ", window);
 
-  WindowScorer scorer(model, window);
+  WindowScorer scorer(model, window, kv_dtype);
   const Score total = score(scorer, ids, second_half);
   const double mean = total.negative_log_likelihood / static_cast<double>(total.predicted);
   // NaN or infinite logits (broken weights) make no perplexity: an error,
@@ -109,6 +112,7 @@ int run_eval_ppl(const std::vector<std::string>& argv) {
   check(std::isfinite(mean), "the model's log-likelihood is ", mean, " over ", total.predicted,
         " tokens: its logits are not finite (NaN or infinite weights?)");
   std::printf("model:      %s\n", model_dir.c_str());
+  std::printf("kv cache:   %s\n", std::string(dtype_name(kv_dtype)).c_str());
   std::printf("tokens:     %zu in %lld windows of up to %lld\n", ids.size(),
               static_cast<long long>(total.windows), static_cast<long long>(window));
   std::printf("predicted:  %lld\n", static_cast<long long>(total.predicted));

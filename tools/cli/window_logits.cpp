@@ -17,11 +17,12 @@ int32_t blocks_for(int64_t tokens, int32_t block_size) {
 
 }  // namespace
 
-WindowScorer::WindowScorer(Model& model, int64_t max_tokens)
+WindowScorer::WindowScorer(Model& model, int64_t max_tokens, DType kv_dtype)
     : model_(model),
       max_tokens_(max_tokens),
       // Block 0 is the pool's null block; the window uses blocks 1..n.
-      cache_(model.backend(), model.config(), blocks_for(max_tokens, kBlockSize) + 1, kBlockSize) {
+      cache_(model.backend(), model.config(), blocks_for(max_tokens, kBlockSize) + 1, kBlockSize, 0,
+             kv_dtype) {
   check(max_tokens >= 1, "window scorer: max_tokens must be >= 1 (got ", max_tokens, ")");
   block_table_.resize(static_cast<size_t>(blocks_for(max_tokens, kBlockSize)));
   std::iota(block_table_.begin(), block_table_.end(), 1);

@@ -15,8 +15,9 @@ namespace hive::cli {
 
 class WindowScorer {
  public:
-  // Windows of up to max_tokens tokens; the model must outlive the scorer.
-  WindowScorer(Model& model, int64_t max_tokens);
+  // Windows of up to max_tokens tokens, the KV cache stored as kv_dtype;
+  // the model must outlive the scorer.
+  WindowScorer(Model& model, int64_t max_tokens, DType kv_dtype = kDefaultKVCacheDType);
 
   // [tokens.size(), vocab] f32, row-major; valid until the next call.
   std::span<const float> logits(std::span<const int32_t> tokens);
