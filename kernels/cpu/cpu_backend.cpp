@@ -10,6 +10,7 @@
 
 #include "kernels/cpu/ops.hpp"
 #include "kernels/error.hpp"
+#include "kernels/kv_quant.hpp"
 
 namespace hive {
 
@@ -140,6 +141,10 @@ void CpuBackend::normalize_rows(const Tensor& x) {
 void CpuBackend::attention(const AttentionParams& params) {
   cpu::attention(params);
 }
+bool CpuBackend::takes_kv_cache_dtype(DType dtype) const {
+  return is_kv_cache_dtype(dtype);
+}
+
 void CpuBackend::paged_attention(const PagedAttentionParams& params) {
   cpu::paged_attention(params);
 }

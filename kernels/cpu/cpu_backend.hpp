@@ -6,7 +6,6 @@
 #include <vector>
 
 #include "kernels/backend.hpp"
-#include "kernels/kv_quant.hpp"
 
 namespace hive {
 
@@ -27,7 +26,7 @@ class CpuBackend : public Backend {
   Device device() const override { return Device::cpu; }
   bool supports(Op op) const override { return op != Op::count; }
   bool takes_quantized_weights() const override { return true; }
-  bool takes_kv_cache_dtype(DType dtype) const override { return is_kv_cache_dtype(dtype); }
+  bool takes_kv_cache_dtype(DType dtype) const override;  // all four: f32, bf16, i8, f8_e4m3
   int64_t memory_bytes() const override { return host_memory_bytes(); }
   int64_t free_memory_bytes() const override { return host_available_bytes(); }
 

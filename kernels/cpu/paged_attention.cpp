@@ -15,6 +15,7 @@
 #include "kernels/cpu/ops.hpp"
 #include "kernels/cpu/parallel.hpp"
 #include "kernels/error.hpp"
+#include "kernels/kv_quant.hpp"
 
 namespace hive::cpu {
 

@@ -45,6 +45,7 @@
 #include "kernels/cpu/paged_attention_tile.hpp"
 #include "kernels/cpu/parallel.hpp"
 #include "kernels/error.hpp"
+#include "kernels/kv_quant.hpp"
 
 namespace hive::cpu {
 

@@ -248,13 +248,7 @@ std::vector<uint8_t> quantize_pool(const std::vector<float>& pool, int64_t head_
   const auto rows = static_cast<int64_t>(pool.size()) / head_dim;
   std::vector<uint8_t> out(static_cast<size_t>(rows * row));
   for (int64_t r = 0; r < rows; ++r) {
-    const float* x = pool.data() + r * head_dim;
-    uint8_t* q = out.data() + r * row;
-    quantize_kv_row(x, head_dim, dtype, q);
-    if (std::isnan(x[0])) {
-      const float nan = NAN;
-      std::memcpy(q + head_dim, &nan, sizeof nan);
-    }
+    quantize_kv_row(pool.data() + r * head_dim, head_dim, dtype, out.data() + r * row);
   }
   return out;
 }

@@ -136,8 +136,10 @@ std::vector<float> window_logits(Model& model, DType dtype, const std::vector<in
 }
 
 // Teacher-forced over the held-out text in windows of 256 tokens: a
-// quantized KV cache against bf16 KV, the largest logit difference (the
-// logits span tens) and how often the greedy token agrees.
+// quantized KV cache against bf16 KV, the largest and the root-mean-square
+// logit difference and how often the greedy token agrees; f32 KV against
+// bf16 for scale (no bound). Bounds are about twice what was measured
+// (docs/benchmarks.md).
 TEST(BundledModels, QuantizedKVCacheLogitsStayCloseToBf16) {
   CpuBackend cpu;
   const fs::path dir = kModels / "hive-moe-target";
@@ -147,21 +149,31 @@ TEST(BundledModels, QuantizedKVCacheLogitsStayCloseToBf16) {
   const std::vector<int32_t> ids = load_tokenizer(dir).encode(text, true);
   const int64_t vocab = model.config().vocab_size;
   const std::vector<float> bf16 = window_logits(model, DType::bf16, ids, 256);
+  float smallest = 0, largest = 0;
+  for (const float x : bf16) smallest = std::min(smallest, x), largest = std::max(largest, x);
+  std::printf("bf16 KV logits span [%.2f, %.2f]\n", smallest, largest);
   for (const auto& [dtype, max_error, min_agreement] :
-       {std::tuple{DType::i8, 0.1, 0.99}, {DType::f8_e4m3, 0.5, 0.95}}) {
+       {std::tuple{DType::f32, 1e9, 0.0}, {DType::i8, 1.5, 0.99}, {DType::f8_e4m3, 5.0, 0.95}}) {
     const std::vector<float> got = window_logits(model, dtype, ids, 256);
-    double worst = 0;
+    double worst = 0, squares = 0;
     int64_t agreed = 0;
     for (size_t t = 0; t < ids.size(); ++t) {
       const float* a = bf16.data() + t * static_cast<size_t>(vocab);
       const float* b = got.data() + t * static_cast<size_t>(vocab);
-      for (int64_t v = 0; v < vocab; ++v) worst = std::max(worst, std::fabs(double{a[v]} - b[v]));
+      for (int64_t v = 0; v < vocab; ++v) {
+        const double d = double{a[v]} - b[v];
+        worst = std::max(worst, std::fabs(d));
+        squares += d * d;
+      }
       agreed += std::max_element(a, a + vocab) - a == std::max_element(b, b + vocab) - b;
     }
     const double agreement = static_cast<double>(agreed) / static_cast<double>(ids.size());
-    std::printf("%s KV vs bf16 KV: max |logit difference| %.4f, greedy agreement %.4f (%lld of %zu)\n",
-                std::string(dtype_name(dtype)).c_str(), worst, agreement,
-                static_cast<long long>(agreed), ids.size());
+    const double rms = std::sqrt(squares / static_cast<double>(got.size()));
+    std::printf(
+        "%s KV vs bf16 KV: max |logit difference| %.4f, rms %.4f, greedy agreement %.4f (%lld of "
+        "%zu)\n",
+        std::string(dtype_name(dtype)).c_str(), worst, rms, agreement,
+        static_cast<long long>(agreed), ids.size());
     EXPECT_LE(worst, max_error) << dtype_name(dtype);
     EXPECT_GT(worst, 0.0) << dtype_name(dtype) << ": no difference at all: was it quantized?";
     EXPECT_GE(agreement, min_agreement) << dtype_name(dtype);

@@ -2,6 +2,8 @@
 // one block of every layer's K and V; kv_budget turns bytes into blocks.
 #include <gtest/gtest.h>
 
+#include <bit>
+#include <cmath>
 #include <cstring>
 #include <random>
 
@@ -203,6 +205,51 @@ TEST(PagedKVCache, RefusesAQuantizedMlaCache) {
     FAIL() << "expected an error";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("MLA"), std::string::npos) << e.what();
+  }
+}
+
+// decode_e4m3's f16 route gives f8_e4m3_to_f32's value for every code but
+// NaN's; quantized rows round-trip within half a step (int8) or e4m3's
+// relative precision, and a row with a NaN or infinity reads back as NaN.
+TEST(KVQuant, RowsRoundTripAndNonFiniteRowsReadAsNaN) {
+  for (int code = 0; code < 256; ++code) {
+    if ((code & 0x7f) == 0x7f) continue;
+    const auto c = static_cast<uint8_t>(code);
+    EXPECT_EQ(std::bit_cast<uint32_t>(decode_e4m3(c)), std::bit_cast<uint32_t>(f8_e4m3_to_f32(c)))
+        << code;
+  }
+  std::mt19937_64 rng(11);
+  std::normal_distribution<float> normal(0.0f, 3.0f);
+  std::vector<float> x(128), back(128);
+  for (float& v : x) v = normal(rng);
+  x[5] = 1e-6f;  // an e4m3 subnormal after scaling
+  for (const DType dtype : {DType::i8, DType::f8_e4m3}) {
+    SCOPED_TRACE(dtype_name(dtype));
+    std::vector<uint8_t> row(static_cast<size_t>(kv_row_elems(dtype, 128)));
+    quantize_kv_row(x.data(), 128, dtype, row.data());
+    float absmax = 0;
+    for (const float v : x) absmax = std::max(absmax, std::fabs(v));
+    EXPECT_EQ(kv_row_scale(row.data(), 128), absmax / kv_code_max(dtype));
+    dequantize_kv_row(row.data(), 128, dtype, back.data());
+    for (size_t d = 0; d < x.size(); ++d) {
+      const float scale = kv_row_scale(row.data(), 128);
+      // e4m3: 3 mantissa bits, half an ulp is 2^-4 of the value; below
+      // 2^-6 (subnormal) the step is 2^-9, times the scale.
+      const float bound = dtype == DType::i8 ? scale / 2
+                                             : std::max(std::fabs(x[d]) / 16, scale * 0x1p-10f);
+      EXPECT_LE(std::fabs(back[d] - x[d]), bound * 1.0001f) << d;
+    }
+    for (const float bad : {NAN, INFINITY}) {
+      std::vector<float> y = x;
+      y[7] = bad;
+      quantize_kv_row(y.data(), 128, dtype, row.data());
+      dequantize_kv_row(row.data(), 128, dtype, back.data());
+      for (const float v : back) EXPECT_TRUE(std::isnan(v));
+    }
+    std::vector<float> zeros(128, 0.0f);
+    quantize_kv_row(zeros.data(), 128, dtype, row.data());
+    dequantize_kv_row(row.data(), 128, dtype, back.data());
+    for (const float v : back) EXPECT_EQ(v, 0.0f);
   }
 }
 
