@@ -1,7 +1,8 @@
 // The table of the test-backend-ops harness: every Op with the shapes and
 // dtypes it is tested at. Shapes cover one row (decode), odd sizes (no
 // multiple of a SIMD width) and sizes past one tile or block; weights come in
-// every dtype a checkpoint stores. Tolerances are NMSE against the CPU
+// every dtype a checkpoint stores; paged attention reads f32, bf16 and
+// quantized (int8, fp8) KV caches. Tolerances are NMSE against the CPU
 // reference: 1e-10 where a backend should agree to f32 rounding, looser only
 // where the fast kernel sums in another order over many terms.
 #include <algorithm>
@@ -9,6 +10,7 @@
 #include <string>
 #include <tuple>
 
+#include "kernels/kv_quant.hpp"
 #include "kernels/step_attention_plan.hpp"
 #include "tests/kernels/op_harness.hpp"
 
@@ -173,7 +175,11 @@ void add_attention(std::vector<OpCase>& cases) {
         {4, 4, 64, 16, 20, DType::f32},
         {8, 4, 64, 16, 0, DType::bf16},
         {8, 2, 128, 1, 0, DType::bf16},
-        {4, 4, 64, 16, 20, DType::bf16}}) {
+        {4, 4, 64, 16, 20, DType::bf16},
+        {8, 4, 64, 16, 0, DType::i8},
+        {8, 2, 128, 1, 0, DType::i8},
+        {4, 4, 64, 16, 20, DType::f8_e4m3},
+        {8, 2, 128, 16, 0, DType::f8_e4m3}}) {
     const std::string params =
         std::string(dtype_name(dtype)) + " cache " + "heads=" + std::to_string(heads) +
         " kv_heads=" + std::to_string(kv_heads) + " head_dim=" + std::to_string(head_dim) +
@@ -193,8 +199,12 @@ void add_attention(std::vector<OpCase>& cases) {
            const StepAttentionPlan plan(r.backend(), sequences, next_block, block_size);
            PagedAttentionParams p;
            p.q = r.input(DType::f32, {35, heads, head_dim});
-           p.k_blocks = r.input(dtype, {next_block, block_size, kv_heads, head_dim});
-           p.v_blocks = r.input(dtype, {next_block, block_size, kv_heads, head_dim});
+           p.k_blocks = is_kv_quantized(dtype)
+                            ? r.kv_rows(dtype, {next_block, block_size, kv_heads, head_dim})
+                            : r.input(dtype, {next_block, block_size, kv_heads, head_dim});
+           p.v_blocks = is_kv_quantized(dtype)
+                            ? r.kv_rows(dtype, {next_block, block_size, kv_heads, head_dim})
+                            : r.input(dtype, {next_block, block_size, kv_heads, head_dim});
            p.out = r.output(DType::f32, {35, heads, head_dim});
            p.plan = plan.plan();
            p.scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
@@ -207,7 +217,7 @@ void add_attention(std::vector<OpCase>& cases) {
 // Decode steps (one query per sequence) at GQA ratios 1, 4 and 8, short
 // contexts and long ones that the CPU kernel splits over the context.
 void add_decode_attention(std::vector<OpCase>& cases) {
-  for (DType dtype : {DType::f32, DType::bf16})
+  for (DType dtype : {DType::f32, DType::bf16, DType::i8, DType::f8_e4m3})
     for (int64_t group : {1, 4, 8}) {
       constexpr int64_t kv_heads = 2, head_dim = 128, block_size = 16;
       const int64_t heads = kv_heads * group;
@@ -229,8 +239,12 @@ void add_decode_attention(std::vector<OpCase>& cases) {
              const StepAttentionPlan plan(r.backend(), sequences, next_block, block_size);
              PagedAttentionParams p;
              p.q = r.input(DType::f32, {3, heads, head_dim});
-             p.k_blocks = r.input(dtype, {next_block, block_size, kv_heads, head_dim});
-             p.v_blocks = r.input(dtype, {next_block, block_size, kv_heads, head_dim});
+             p.k_blocks = is_kv_quantized(dtype)
+                              ? r.kv_rows(dtype, {next_block, block_size, kv_heads, head_dim})
+                              : r.input(dtype, {next_block, block_size, kv_heads, head_dim});
+             p.v_blocks = is_kv_quantized(dtype)
+                              ? r.kv_rows(dtype, {next_block, block_size, kv_heads, head_dim})
+                              : r.input(dtype, {next_block, block_size, kv_heads, head_dim});
              p.out = r.output(DType::f32, {3, heads, head_dim});
              p.plan = plan.plan();
              p.scale = 1.0f / std::sqrt(static_cast<float>(head_dim));

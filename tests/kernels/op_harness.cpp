@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "kernels/kv_quant.hpp"
 #include "tests/common/random.hpp"
 
 namespace hive::test {
@@ -77,6 +78,22 @@ std::vector<uint8_t> OpRun::uniform_bytes(size_t n, float low, float high) {
   std::vector<float> values(n);
   for (float& v : values) v = dist(rng_);
   return floats_as(DType::f32, values);
+}
+
+Tensor OpRun::kv_rows(DType dtype, std::initializer_list<int64_t> shape) {
+  std::vector<int64_t> dims(shape);
+  const int64_t head_dim = dims.back(), row = kv_row_elems(dtype, head_dim);
+  const std::vector<float> values = random_floats(rng_, count(shape));
+  const auto rows = static_cast<int64_t>(values.size()) / head_dim;
+  std::vector<uint8_t> bytes(static_cast<size_t>(rows * row));
+  for (int64_t r = 0; r < rows; ++r)
+    quantize_kv_row(values.data() + r * head_dim, head_dim, dtype, bytes.data() + r * row);
+  dims.back() = row;
+  Buffer& b = inputs_.emplace_back(backend_, bytes.size());
+  const Tensor t = Tensor::view(b.data(), dtype, dims.data(), static_cast<int>(dims.size()),
+                                backend_.device());
+  backend_.copy(t, Tensor::view(bytes.data(), dtype, dims.data(), static_cast<int>(dims.size())));
+  return t;
 }
 
 Tensor OpRun::uniform(std::initializer_list<int64_t> shape, float low, float high) {

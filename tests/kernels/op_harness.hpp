@@ -32,6 +32,10 @@ class OpRun {
 
   // Random normal values (scale `scale`), stored as `dtype`; read-only.
   Tensor input(DType dtype, std::initializer_list<int64_t> shape, float scale = 1.0f);
+  // A quantized KV pool (i8 or f8_e4m3, kernels/kv_quant.hpp): random
+  // normal rows of shape's last dimension (head_dim), each quantized with
+  // its scale, so the tensor's last dimension is head_dim + 4; read-only.
+  Tensor kv_rows(DType dtype, std::initializer_list<int64_t> shape);
   // Random values in [low, high), f32: positive rows to normalise, scales.
   Tensor uniform(std::initializer_list<int64_t> shape, float low, float high);
   // Integer inputs (ids, positions, indices), i32.
