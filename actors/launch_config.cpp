@@ -359,7 +359,7 @@ LaunchConfig parse_launch_config(const std::string& yaml_text, const std::string
     s.optional("memory_budget", [&](auto& n, auto& k) { kv.memory_budget_bytes = r.bytes(n, k); });
     s.optional("memory_fraction",
                [&](auto& n, auto& k) { kv.memory_fraction = r.number(n, k, 0.01, 1.0); });
-    s.optional("dtype", [&](auto& n, auto& k) { 
+    s.optional("dtype", [&](auto& n, auto& k) {
       kv.dtype = r.choice<DType>(n, k,
                                  {{"f32", DType::f32},
                                   {"bf16", DType::bf16},

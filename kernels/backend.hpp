@@ -174,8 +174,9 @@ class Backend {
   // A step's new K/V into the paged cache (vLLM's reshape_and_cache): token
   // i's rows go to slot slot_mapping[i], i.e. block slot / block_size, row
   // slot % block_size, converted to the cache's dtype (f32, bf16, or
-  // quantized per row with its scale) as they are stored. k, v [n, num_kv_heads, head_dim] f32; slot_mapping [n] i64,
-  // distinct slots; k_blocks, v_blocks as in PagedAttentionParams.
+  // quantized per row with its scale) as they are stored. k, v [n,
+  // num_kv_heads, head_dim] f32; slot_mapping [n] i64, distinct slots;
+  // k_blocks, v_blocks as in PagedAttentionParams.
   virtual void reshape_and_cache(const Tensor& k, const Tensor& v, const Tensor& slot_mapping,
                                  const Tensor& k_blocks, const Tensor& v_blocks) = 0;
   // x[...] = value. x f32, contiguous.

@@ -100,7 +100,8 @@ inline void quantize_kv_row(const float* x, int64_t head_dim, DType dtype, uint8
 // A quantized row's head_dim values: decode(code) * scale, each one f32
 // product, the values attention reads. Inlined into the attention kernel's
 // per-machine clones, so its loop is built for each one's ISA.
-inline __attribute__((always_inline)) void dequantize_kv_row(const uint8_t* row, int64_t head_dim, DType dtype, float* out) {
+inline __attribute__((always_inline)) void dequantize_kv_row(const uint8_t* row, int64_t head_dim,
+                                                             DType dtype, float* out) {
   const float scale = kv_row_scale(row, head_dim);
   if (dtype == DType::i8)
     for (int64_t d = 0; d < head_dim; ++d)

@@ -23,10 +23,11 @@ void expect_matmul_weight(const Tensor& w) {
 }
 
 void expect_kv_cache(const Tensor& k_blocks, const Tensor& v_blocks, const char* what) {
-  check(is_kv_cache_dtype(k_blocks.dtype) && k_blocks.ndim == 4 &&
-            k_blocks.is_contiguous() && v_blocks.dtype == k_blocks.dtype && v_blocks.ndim == 4 &&
-            v_blocks.is_contiguous(),
-        what, ": expected K and V caches as contiguous 4-d f32, bf16, i8 or f8_e4m3 tensors of one dtype (got ",
+  check(is_kv_cache_dtype(k_blocks.dtype) && k_blocks.ndim == 4 && k_blocks.is_contiguous() &&
+            v_blocks.dtype == k_blocks.dtype && v_blocks.ndim == 4 && v_blocks.is_contiguous(),
+        what,
+        ": expected K and V caches as contiguous 4-d f32, bf16, i8 or f8_e4m3 tensors of one dtype "
+        "(got ",
         dtype_name(k_blocks.dtype), " ", k_blocks.shape_text(), " and ", dtype_name(v_blocks.dtype),
         " ", v_blocks.shape_text(), ")");
 }

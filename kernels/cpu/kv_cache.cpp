@@ -1,11 +1,12 @@
 // reshape_and_cache: a step's new K/V rows into their slots of the paged
 // cache, converted to the cache's dtype on store (a quantized cache's rows
-// quantized per (token, KV head) with their scale, kv_quant.hpp). One call per layer per
-// step, whatever the batch; the slots come flat from the step (slot_mapping).
+// quantized per (token, KV head) with their scale, kv_quant.hpp). One call
+// per layer per step, whatever the batch; the slots come flat from the step
+// (slot_mapping).
 //
 // Moves: per token, 2 * num_kv_heads * head_dim f32 read and the same count
-// written at 4 (f32) or 2 (bf16) bytes; a few KB per token, far below any
-// matmul of the layer.
+// written at 4 (f32), 2 (bf16) or 1 byte (int8, fp8; plus a 4-byte scale
+// per head); a few KB per token, far below any matmul of the layer.
 #include "kernels/cpu/ops.hpp"
 #include "kernels/error.hpp"
 #include "kernels/kv_quant.hpp"

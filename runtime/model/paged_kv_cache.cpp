@@ -20,9 +20,11 @@ PagedKVCache::PagedKVCache(Backend& backend, const ModelConfig& config, int32_t 
   check(is_kv_cache_dtype(dtype), "paged KV cache: dtype f32, bf16, i8 or f8_e4m3 (got ",
         dtype_name(dtype), ")");
   check(backend.takes_kv_cache_dtype(dtype), "paged KV cache: the ", backend.name(),
-        " backend does not take a ", dtype_name(dtype), " KV cache; use --kv-cache-dtype bf16 or f32");
-  check(!is_kv_quantized(dtype) || !config.mla, "paged KV cache: a ", dtype_name(dtype),
-        " KV cache is not supported for MLA models (latent rows); use --kv-cache-dtype bf16 or f32");
+        " backend does not take a ", dtype_name(dtype),
+        " KV cache; use --kv-cache-dtype bf16 or f32");
+  check(
+      !is_kv_quantized(dtype) || !config.mla, "paged KV cache: a ", dtype_name(dtype),
+      " KV cache is not supported for MLA models (latent rows); use --kv-cache-dtype bf16 or f32");
   const std::initializer_list<int64_t> shape = {num_blocks, block_size, config.cache_heads(),
                                                 kv_row_elems(dtype, config.cache_head_dim())};
   const auto host_bytes = static_cast<size_t>(num_host_blocks * block_elems_) * dtype_size(dtype);

@@ -90,8 +90,8 @@ Tensor OpRun::kv_rows(DType dtype, std::initializer_list<int64_t> shape) {
     quantize_kv_row(values.data() + r * head_dim, head_dim, dtype, bytes.data() + r * row);
   dims.back() = row;
   Buffer& b = inputs_.emplace_back(backend_, bytes.size());
-  const Tensor t = Tensor::view(b.data(), dtype, dims.data(), static_cast<int>(dims.size()),
-                                backend_.device());
+  const Tensor t =
+      Tensor::view(b.data(), dtype, dims.data(), static_cast<int>(dims.size()), backend_.device());
   backend_.copy(t, Tensor::view(bytes.data(), dtype, dims.data(), static_cast<int>(dims.size())));
   return t;
 }

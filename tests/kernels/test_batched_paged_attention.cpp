@@ -55,7 +55,7 @@ struct Step {
   std::vector<float> q, k_pool, v_pool;
   int64_t num_blocks = 0, num_tokens = 0;
   std::vector<uint16_t> k_bf16, v_bf16;  // when set, the pools as a bf16 cache
-  DType quantized = DType::f32;           // i8 or f8_e4m3: the pools as k_rows, v_rows
+  DType quantized = DType::f32;          // i8 or f8_e4m3: the pools as k_rows, v_rows
   std::vector<uint8_t> k_rows, v_rows;
 
   int64_t row() const { return shape.num_heads * shape.head_dim; }
@@ -262,7 +262,8 @@ Step quantized_step(const Step& step, DType dtype, Step& dequantized) {
   q.v_rows = quantize_pool(step.v_pool, step.shape.head_dim, dtype);
   dequantized = step;
   const int64_t hd = step.shape.head_dim, row = kv_row_elems(dtype, hd);
-  for (auto [rows, pool] : {std::pair{&q.k_rows, &dequantized.k_pool}, {&q.v_rows, &dequantized.v_pool}})
+  for (auto [rows, pool] :
+       {std::pair{&q.k_rows, &dequantized.k_pool}, {&q.v_rows, &dequantized.v_pool}})
     for (size_t r = 0; r < pool->size() / static_cast<size_t>(hd); ++r)
       dequantize_kv_row(rows->data() + r * static_cast<size_t>(row), hd, dtype,
                         pool->data() + r * static_cast<size_t>(hd));
@@ -384,8 +385,8 @@ TEST_F(BatchedPagedAttention, QuantizedCachesKeepTheInvariants) {
     for (const int64_t group : {1, 4})
       for (const int64_t window : {0, 37}) {
         Step dequantized;
-        Step step = quantized_step(random_step(rng, {2 * group, 2, 64, 16, window}), dtype,
-                                   dequantized);
+        Step step =
+            quantized_step(random_step(rng, {2 * group, 2, 64, 16, window}), dtype, dequantized);
         SCOPED_TRACE(testing::Message() << dtype_name(dtype) << " " << step);
         expect_same_bits_every_way(step);
       }

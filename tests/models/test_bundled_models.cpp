@@ -6,10 +6,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
-#include <numeric>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <numeric>
 #include <regex>
 #include <sstream>
 #include <string>
@@ -95,9 +95,9 @@ TEST(BundledModels, EvalPplSecondHalfScoresWholeWindowsFromTheirMiddle) {
 // bf16 KV on the held-out text: within 0.5 % (int8) and 2 % (fp8).
 TEST(BundledModels, EvalPplWithAQuantizedKVCacheStaysCloseToBf16) {
   const auto perplexity = [](const std::string& dtype) {
-    const Result r = run("eval-ppl --model " + (kModels / "hive-moe-target").string() +
-                         " --text " + (kData / "heldout_sample.txt").string() +
-                         " --device cpu --kv-cache-dtype " + dtype);
+    const Result r =
+        run("eval-ppl --model " + (kModels / "hive-moe-target").string() + " --text " +
+            (kData / "heldout_sample.txt").string() + " --device cpu --kv-cache-dtype " + dtype);
     EXPECT_EQ(r.status, 0) << r.out;
     return number_after(r.out, "perplexity:");
   };

@@ -137,8 +137,7 @@ TEST(PagedKVCache, QuantizedRowsCarryTheirScales) {
   for (const DType dtype : {DType::i8, DType::f8_e4m3}) {
     SCOPED_TRACE(dtype_name(dtype));
     PagedKVCache cache(cpu, c, 5, 4, 3, dtype);
-    EXPECT_EQ(cache.keys(1).shape_string(),
-              "[5, 4, 2, 68] " + std::string(dtype_name(dtype)));
+    EXPECT_EQ(cache.keys(1).shape_string(), "[5, 4, 2, 68] " + std::string(dtype_name(dtype)));
     EXPECT_EQ(cache.bytes_per_block(), 2 * 2 * 4 * 2 * (64 + 4));
     EXPECT_EQ(cache.bytes_per_block(), kv_bytes_per_block(c, 4, dtype));
     // 128 + 128 bytes of bf16 K and V per head and token against 68 + 68.
@@ -178,8 +177,8 @@ TEST(PagedKVCache, QuantizedCopiesAndSwapsMoveScalesWithTheCodes) {
     dequantize_kv_row(row, 8, dtype, back);
     const float* x = k.data() + (5 * 2 + 1) * 8;
     for (int d = 0; d < 8; ++d)
-      EXPECT_NEAR(back[d], x[d], dtype == DType::i8 ? kv_row_scale(row, 8) / 2
-                                                    : std::fabs(x[d]) / 16 + 1e-6f);
+      EXPECT_NEAR(back[d], x[d],
+                  dtype == DType::i8 ? kv_row_scale(row, 8) / 2 : std::fabs(x[d]) / 16 + 1e-6f);
     const auto block_bytes = [&](const Tensor& t, int64_t b) {
       const auto* p = t.as<uint8_t>() + b * 4 * 2 * 12;
       return std::vector<uint8_t>(p, p + 4 * 2 * 12);
@@ -235,8 +234,8 @@ TEST(KVQuant, RowsRoundTripAndNonFiniteRowsReadAsNaN) {
       const float scale = kv_row_scale(row.data(), 128);
       // e4m3: 3 mantissa bits, half an ulp is 2^-4 of the value; below
       // 2^-6 (subnormal) the step is 2^-9, times the scale.
-      const float bound = dtype == DType::i8 ? scale / 2
-                                             : std::max(std::fabs(x[d]) / 16, scale * 0x1p-10f);
+      const float bound =
+          dtype == DType::i8 ? scale / 2 : std::max(std::fabs(x[d]) / 16, scale * 0x1p-10f);
       EXPECT_LE(std::fabs(back[d] - x[d]), bound * 1.0001f) << d;
     }
     for (const float bad : {NAN, INFINITY}) {

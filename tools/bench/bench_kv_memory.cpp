@@ -227,8 +227,8 @@ nlohmann::json report_dtypes(const hive::ModelConfig& config, double budget_gb,
   std::printf("(c) KV cache dtypes, KV budget %.1f GiB, block_size %d\n\n", budget_gb, block_size);
   std::printf("| --kv-cache-dtype | bytes per block | blocks | tokens | tokens vs bf16 |\n");
   std::printf("|---|---|---|---|---|\n");
-  const int64_t bf16_blocks =
-      hive::num_kv_blocks(budget_bytes, hive::kv_bytes_per_block(config, block_size, hive::DType::bf16));
+  const int64_t bf16_blocks = hive::num_kv_blocks(
+      budget_bytes, hive::kv_bytes_per_block(config, block_size, hive::DType::bf16));
   nlohmann::json out = nlohmann::json::array();
   for (const char* name : {"f32", "bf16", "int8", "fp8"}) {
     const hive::DType dtype = hive::parse_kv_cache_dtype(name, "dtype");

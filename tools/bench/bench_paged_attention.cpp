@@ -168,9 +168,9 @@ Row run_case(hive::CpuBackend& backend, std::mt19937_64& rng, const Case& c, DTy
   const auto pool_elems = static_cast<size_t>(num_blocks * block_elems);
   const bool quantized = hive::is_kv_quantized(dtype);
   // Bytes per value as stored: a quantized row's scale spread over its codes.
-  const double value_bytes =
-      quantized ? static_cast<double>(kHeadDim + hive::kKVScaleBytes) / kHeadDim
-                : static_cast<double>(hive::dtype_size(dtype));
+  const double value_bytes = quantized
+                                 ? static_cast<double>(kHeadDim + hive::kKVScaleBytes) / kHeadDim
+                                 : static_cast<double>(hive::dtype_size(dtype));
   const size_t copies = std::max<size_t>(
       2, static_cast<size_t>(static_cast<double>(kMinPoolBytes) /
                              (2.0 * static_cast<double>(pool_elems) * value_bytes)));
@@ -216,10 +216,10 @@ Row run_case(hive::CpuBackend& backend, std::mt19937_64& rng, const Case& c, DTy
     hive::PagedAttentionParams p;
     p.q = Tensor::view(q.data(), DType::f32, {c.num_seqs, num_heads, kHeadDim});
     const size_t copy = call % copies;
-    void* k = quantized                ? static_cast<void*>(k_rows[copy].data())
+    void* k = quantized              ? static_cast<void*>(k_rows[copy].data())
               : dtype == DType::bf16 ? static_cast<void*>(k_bf16[copy].data())
                                      : static_cast<void*>(k_f32[copy].data());
-    void* v = quantized                ? static_cast<void*>(v_rows[copy].data())
+    void* v = quantized              ? static_cast<void*>(v_rows[copy].data())
               : dtype == DType::bf16 ? static_cast<void*>(v_bf16[copy].data())
                                      : static_cast<void*>(v_f32[copy].data());
     p.k_blocks = Tensor::view(k, dtype, shape, 4);
@@ -234,8 +234,7 @@ Row run_case(hive::CpuBackend& backend, std::mt19937_64& rng, const Case& c, DTy
        [&](size_t call) { cpu::paged_attention_chunked(params(call), cpu::kContextChunk); }},
       seconds);
   const double kv_bytes =
-      2.0 * static_cast<double>(c.num_seqs * c.context_len * num_kv_heads * kHeadDim) *
-      value_bytes;
+      2.0 * static_cast<double>(c.num_seqs * c.context_len * num_kv_heads * kHeadDim) * value_bytes;
   return {times[0], times[1], plan_seconds, kv_bytes};
 }
 

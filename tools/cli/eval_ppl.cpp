@@ -20,9 +20,9 @@
 
 #include "kernels/backend_select.hpp"
 #include "kernels/error.hpp"
+#include "runtime/engine/model_text.hpp"
 #include "runtime/model/kv_budget.hpp"
 #include "runtime/model/model.hpp"
-#include "runtime/engine/model_text.hpp"
 #include "tools/cli/args.hpp"
 #include "tools/cli/commands.hpp"
 #include "tools/cli/progress.hpp"
