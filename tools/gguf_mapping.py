@@ -10,7 +10,11 @@ uint16 holding bf16 bits. The mapping:
   - Llama's q and k rows (weights and biases) permuted from Hugging Face's
     rotate-half order to GGML's adjacent rope pairs (Qwen keeps NeoX order);
   - 1-D tensors (norms, biases) and routers widened to float32, exactly;
-  - Llama 3 rope scaling written as the rope_freqs.weight divisors.
+  - Llama 3 rope scaling written as the rope_freqs.weight divisors;
+  - DeepSeek-V2/V3 (GGUF's deepseek2): kv_b_proj split per head into
+    attn_k_b (its k rows, transposed: [heads, rank, nope]) and attn_v_b
+    ([heads, v, rank]), the router's e_score_correction_bias as
+    exp_probs_b.bias, the multi-token-prediction layers left out.
 """
 import math
 import re
@@ -18,7 +22,9 @@ import re
 import numpy as np
 
 ARCHITECTURES = {"llama": "llama", "mistral": "llama", "mixtral": "llama", "qwen2": "qwen2",
-                 "qwen3": "qwen3", "qwen2_moe": "qwen2moe", "qwen3_moe": "qwen3moe"}
+                 "qwen3": "qwen3", "qwen2_moe": "qwen2moe", "qwen3_moe": "qwen3moe",
+                 "deepseek_v2": "deepseek2", "deepseek_v3": "deepseek2"}
+DEEPSEEK = ("deepseek_v2", "deepseek_v3")
 GLOBAL = {"model.embed_tokens": "token_embd", "model.norm": "output_norm", "lm_head": "output"}
 LAYER = {"input_layernorm": "attn_norm", "post_attention_layernorm": "ffn_norm",
          "self_attn.q_proj": "attn_q", "self_attn.k_proj": "attn_k",
@@ -29,7 +35,15 @@ LAYER = {"input_layernorm": "attn_norm", "post_attention_layernorm": "ffn_norm",
          "mlp.shared_expert.gate_proj": "ffn_gate_shexp",
          "mlp.shared_expert.up_proj": "ffn_up_shexp",
          "mlp.shared_expert.down_proj": "ffn_down_shexp",
-         "mlp.shared_expert_gate": "ffn_gate_inp_shexp"}
+         "mlp.shared_expert_gate": "ffn_gate_inp_shexp",
+         "mlp.shared_experts.gate_proj": "ffn_gate_shexp",
+         "mlp.shared_experts.up_proj": "ffn_up_shexp",
+         "mlp.shared_experts.down_proj": "ffn_down_shexp",
+         "self_attn.q_a_proj": "attn_q_a", "self_attn.q_a_layernorm": "attn_q_a_norm",
+         "self_attn.q_b_proj": "attn_q_b", "self_attn.kv_a_proj_with_mqa": "attn_kv_a_mqa",
+         "self_attn.kv_a_layernorm": "attn_kv_a_norm"}
+SCORE_BIAS = re.compile(r"model\.layers\.(\d+)\.mlp\.gate\.e_score_correction_bias$")
+KV_B = re.compile(r"model\.layers\.(\d+)\.self_attn\.kv_b_proj\.weight$")
 EXPERTS = {"gate_proj": "ffn_gate_exps", "up_proj": "ffn_up_exps", "down_proj": "ffn_down_exps",
            "w1": "ffn_gate_exps", "w3": "ffn_up_exps", "w2": "ffn_down_exps"}
 ROUTERS = ("ffn_gate_inp", "ffn_gate_inp_shexp")
@@ -56,6 +70,9 @@ def permute_rope_rows(w, n_head):
 def gguf_name(hf_name):
     """(GGUF name, expert index or None) of a Hugging Face tensor name."""
     stem, _, suffix = hf_name.rpartition(".")
+    bias = SCORE_BIAS.match(hf_name)
+    if bias:
+        return f"blk.{bias.group(1)}.exp_probs_b.bias", None
     if stem in GLOBAL:
         return f"{GLOBAL[stem]}.{suffix}", None
     match = LAYER_NAME.match(hf_name)
@@ -68,12 +85,30 @@ def gguf_name(hf_name):
     return f"blk.{layer}.{LAYER[part]}.{suffix}", None
 
 
+def split_kv_b(c, kv_b):
+    """DeepSeek's kv_b_proj [heads * (nope + v), rank], each head's nope k
+    rows then its v rows -> (attn_k_b [heads, rank, nope], attn_v_b [heads, v, rank])."""
+    nope, v = c["qk_nope_head_dim"], c["v_head_dim"]
+    per_head = kv_b.reshape(c["num_attention_heads"], nope + v, kv_b.shape[-1])
+    return (np.ascontiguousarray(per_head[:, :nope, :].transpose(0, 2, 1)),
+            np.ascontiguousarray(per_head[:, nope:, :]))
+
+
 def gguf_tensors(c, hf):
     """(GGUF name, array) for every tensor of `hf` (name -> array)."""
     llama = c["model_type"] in ("llama", "mistral", "mixtral")
-    heads = {"attn_q": c["num_attention_heads"], "attn_k": c["num_key_value_heads"]}
+    heads = {"attn_q": c["num_attention_heads"], "attn_k": c.get("num_key_value_heads")}
     out, stacks = {}, {}
     for name, array in hf.items():
+        layer = LAYER_NAME.match(name) or SCORE_BIAS.match(name)
+        if c["model_type"] in DEEPSEEK and layer and int(layer.group(1)) >= c["num_hidden_layers"]:
+            continue  # DeepSeek-V3's multi-token prediction, as the converter skips it
+        kv_b = KV_B.match(name) if c["model_type"] in DEEPSEEK else None
+        if kv_b:
+            k_b, v_b = split_kv_b(c, array)
+            out[f"blk.{kv_b.group(1)}.attn_k_b.weight"] = k_b
+            out[f"blk.{kv_b.group(1)}.attn_v_b.weight"] = v_b
+            continue
         gguf, expert = gguf_name(name)
         if expert is not None:
             stacks.setdefault(gguf, {})[expert] = array
@@ -118,10 +153,74 @@ def llama3_rope_factors(rope, head_dim):
     return np.array(factors, dtype=np.float32)
 
 
-def write_metadata(w, c):
-    """The architecture keys of config.json `c`; returns extra tensors (rope_freqs)."""
+def write_deepseek_metadata(w, c):
+    """deepseek2's keys, as the converter's DeepseekV2Model writes them: MLA
+    as the one-head attention llama.cpp runs (key_length kv_lora_rank +
+    rope, value_length kv_lora_rank), the heads' sizes as the _mla keys. The
+    router's scoring is always written (sigmoid: V3), where the converter
+    writes it only when config.json names it."""
     import gguf
 
+    v3 = c["model_type"] == "deepseek_v3"
+    if not c.get("rope_interleave", True):
+        raise ValueError("rope_interleave false has no deepseek2 layout (llama.cpp ropes pairs)")
+    w.add_context_length(c["max_position_embeddings"])
+    w.add_embedding_length(c["hidden_size"])
+    w.add_block_count(c["num_hidden_layers"])
+    w.add_feed_forward_length(c["intermediate_size"])
+    w.add_head_count(c["num_attention_heads"])
+    w.add_head_count_kv(1)
+    w.add_layer_norm_rms_eps(c.get("rms_norm_eps", 1e-6))
+    w.add_vocab_size(c["vocab_size"])
+    w.add_leading_dense_block_count(c.get("first_k_dense_replace") or 0)
+    if c.get("q_lora_rank") is not None:
+        w.add_q_lora_rank(c["q_lora_rank"])
+    rank, rope_dims = c["kv_lora_rank"], c["qk_rope_head_dim"]
+    w.add_kv_lora_rank(rank)
+    w.add_key_length(rank + rope_dims)
+    w.add_value_length(rank)
+    w.add_key_length_mla(c["qk_nope_head_dim"] + rope_dims)
+    w.add_value_length_mla(c["v_head_dim"])
+    w.add_rope_dimension_count(rope_dims)
+    w.add_expert_feed_forward_length(c["moe_intermediate_size"])
+    w.add_expert_count(c["n_routed_experts"])
+    w.add_expert_used_count(c["num_experts_per_tok"])
+    w.add_expert_shared_count(c.get("n_shared_experts") or 0)
+    if c.get("routed_scaling_factor") is not None:
+        w.add_expert_weights_scale(c["routed_scaling_factor"])
+    if c.get("norm_topk_prob"):
+        w.add_expert_weights_norm(True)
+    if c.get("n_group") is not None:
+        w.add_expert_group_count(c["n_group"])
+    if c.get("topk_group") is not None:
+        w.add_expert_group_used_count(c["topk_group"])
+    scoring = c.get("scoring_func", "sigmoid" if v3 else "softmax")
+    w.add_expert_gating_func(gguf.ExpertGatingFuncType.SIGMOID if scoring == "sigmoid"
+                             else gguf.ExpertGatingFuncType.SOFTMAX)
+    rope = rope_parameters(c)
+    w.add_rope_freq_base(rope["rope_theta"])
+    if rope["rope_type"] == "yarn":
+        mscale, all_dim = rope.get("mscale"), rope.get("mscale_all_dim")
+        if mscale is not None and all_dim is not None and mscale != all_dim:
+            raise ValueError(f"yarn mscale {mscale} != mscale_all_dim {all_dim}: deepseek2 "
+                             "holds one (llama.cpp takes mscale equal to mscale_all_dim)")
+        w.add_rope_scaling_type(gguf.RopeScalingType.YARN)
+        w.add_rope_scaling_factor(rope["factor"])
+        w.add_rope_scaling_orig_ctx_len(rope["original_max_position_embeddings"])
+        w.add_rope_scaling_yarn_beta_fast(rope.get("beta_fast", 32.0))
+        w.add_rope_scaling_yarn_beta_slow(rope.get("beta_slow", 1.0))
+        if all_dim is not None:
+            w.add_rope_scaling_yarn_log_mul(0.1 * all_dim)  # the converter's factor 0.1
+    elif rope["rope_type"] != "default":
+        raise ValueError(f"rope type {rope['rope_type']} has no deepseek2 writer here")
+
+
+def write_metadata(w, c):
+    """The architecture keys of config.json `c`; returns extra tensors (rope_freqs)."""
+    if c["model_type"] in DEEPSEEK:
+        write_deepseek_metadata(w, c)
+        write_token_ids(w, c)
+        return {}
     head_dim = c.get("head_dim") or c["hidden_size"] // c["num_attention_heads"]
     w.add_context_length(c["max_position_embeddings"])
     w.add_embedding_length(c["hidden_size"])
@@ -152,6 +251,11 @@ def write_metadata(w, c):
             w.add_expert_feed_forward_length(c["moe_intermediate_size"])
         if c.get("shared_expert_intermediate_size"):
             w.add_expert_shared_feed_forward_length(c["shared_expert_intermediate_size"])
+    write_token_ids(w, c)
+    return extra
+
+
+def write_token_ids(w, c):
     eos = c.get("eos_token_id")
     eos = eos if isinstance(eos, list) else [] if eos is None else [eos]
     if eos:
@@ -160,7 +264,6 @@ def write_metadata(w, c):
         w.add_eot_token_id(eos[1])
     if c.get("bos_token_id") is not None:
         w.add_bos_token_id(c["bos_token_id"])
-    return extra
 
 
 def add_tokenizer(w, tokenizer_dir, vocab_size):

@@ -133,6 +133,10 @@ def fixtures():
         write(MODELS / name, FIXTURES / f"{name}.gguf")
     write(MODELS / "llama", FIXTURES / "llama-q8_0.gguf", "q8_0")
     write(MODELS / "qwen3_moe", FIXTURES / "qwen3_moe-q8_0.gguf", "q8_0")
+    # DeepSeek (deepseek2): V2-Lite's bf16 as it is; V3 (f32, over 1 MB as
+    # it is) as Q8_0, its MLA weights dequantized by the reader.
+    write(MODELS / "deepseek_v2_lite", FIXTURES / "deepseek_v2_lite.gguf")
+    write(MODELS / "deepseek_v3", FIXTURES / "deepseek_v3-q8_0.gguf", "q8_0")
     # The bundled trained models: their logits mean something, so the
     # quantized ones can be held to the bf16 ones (test_gguf_quantized.cpp).
     write(ROOT / "models" / "hive-draft", FIXTURES / "hive-draft-q8_0.gguf", "q8_0")

@@ -24,7 +24,13 @@ constexpr GgufArchitecture kArchitectures[] = {
     {"llama", "LlamaForCausalLM", false},      {"qwen2", "Qwen2ForCausalLM", false},
     {"qwen3", "Qwen3ForCausalLM", false},      {"qwen2moe", "Qwen2MoeForCausalLM", true},
     {"qwen3moe", "Qwen3MoeForCausalLM", true},
+    // DeepSeek-V2 or V3 by the router's scoring (add_deepseek).
+    {"deepseek2", "DeepseekV2ForCausalLM", true},
 };
+
+// llama.cpp's expert_gating_func values (llama_expert_gating_func_type).
+constexpr int64_t kGatingSoftmax = 1;
+constexpr int64_t kGatingSigmoid = 2;
 
 const GgufArchitecture& find_architecture(const GgufFile& file, const std::string& name) {
   for (const GgufArchitecture& a : kArchitectures)
@@ -111,6 +117,74 @@ void add_experts(const GgufFile& file, const std::string& arch, json& j) {
   }
 }
 
+// DeepSeek-V2/V3 (llama.cpp's deepseek2): MLA sizes and DeepSeek's MoE.
+// The converter writes MLA as the one-head attention it runs (head_count_kv
+// 1, key_length kv_lora_rank + rope, value_length kv_lora_rank) and the
+// heads' own sizes as key_length_mla / value_length_mla; older files have
+// no _mla keys and the heads' sizes in key_length / value_length.
+void add_deepseek(const GgufFile& file, json& j) {
+  const std::string path = file.path().string();
+  const auto key = [](const char* k) { return std::string("deepseek2.") + k; };
+  const int64_t gating = gguf_integer(file, key("expert_gating_func")).value_or(kGatingSoftmax);
+  check(gating == kGatingSoftmax || gating == kGatingSigmoid, path, ": metadata key '",
+        key("expert_gating_func"), "' is ", gating,
+        "; supported: 1 (softmax, DeepSeek-V2), 2 (sigmoid, DeepSeek-V3)");
+  const bool v3 = gating == kGatingSigmoid;
+  j["architectures"] = {v3 ? "DeepseekV3ForCausalLM" : "DeepseekV2ForCausalLM"};
+  j["num_key_value_heads"] = j["num_attention_heads"];
+  const int64_t q_lora = gguf_integer(file, key("attention.q_lora_rank")).value_or(0);
+  j["q_lora_rank"] = q_lora > 0 ? json(q_lora) : json(nullptr);
+  const int64_t kv_lora = gguf_required_integer(file, key("attention.kv_lora_rank"));
+  j["kv_lora_rank"] = kv_lora;
+  const int64_t rope = gguf_required_integer(file, key("rope.dimension_count"));
+  const int64_t key_length = gguf_required_integer(file, key("attention.key_length"));
+  const int64_t value_length = gguf_required_integer(file, key("attention.value_length"));
+  int64_t qk_head = key_length, v_head = value_length;
+  if (gguf_integer(file, key("attention.key_length_mla")) ||
+      gguf_integer(file, key("attention.value_length_mla"))) {
+    qk_head = gguf_required_integer(file, key("attention.key_length_mla"));
+    v_head = gguf_required_integer(file, key("attention.value_length_mla"));
+    check(key_length == kv_lora + rope && value_length == kv_lora, path, ": metadata keys '",
+          key("attention.key_length"), "' and '", key("attention.value_length"), "' are ",
+          key_length, " and ", value_length, "; with _mla keys they must be kv_lora_rank + ",
+          "rope.dimension_count = ", kv_lora + rope, " and kv_lora_rank = ", kv_lora);
+  }
+  check(qk_head > rope, path, ": the key length ", qk_head, " must exceed '",
+        key("rope.dimension_count"), "' (", rope, "): the head's un-roped part is the rest");
+  j["qk_rope_head_dim"] = rope;
+  j["qk_nope_head_dim"] = qk_head - rope;
+  j["v_head_dim"] = v_head;
+  // llama.cpp ropes adjacent pairs for deepseek2, DeepSeek's own layout.
+  j["rope_interleave"] = true;
+
+  j["n_routed_experts"] = gguf_required_integer(file, key("expert_count"));
+  j["num_experts_per_tok"] = gguf_required_integer(file, key("expert_used_count"));
+  j["moe_intermediate_size"] = gguf_required_integer(file, key("expert_feed_forward_length"));
+  j["n_shared_experts"] = gguf_required_integer(file, key("expert_shared_count"));
+  j["first_k_dense_replace"] = gguf_integer(file, key("leading_dense_block_count")).value_or(0);
+  j["routed_scaling_factor"] = gguf_number(file, key("expert_weights_scale")).value_or(1.0);
+  j["norm_topk_prob"] = gguf_bool(file, key("expert_weights_norm")).value_or(false);
+  const int64_t groups = gguf_integer(file, key("expert_group_count")).value_or(1);
+  j["n_group"] = groups;
+  j["topk_group"] = gguf_integer(file, key("expert_group_used_count")).value_or(1);
+  j["scoring_func"] = v3 ? "sigmoid" : "softmax";
+  // V2 with groups is DeepSeek-V2's group_limited_greedy (a group scored by
+  // its best expert, as transformers does; llama.cpp scores every group by
+  // its best two).
+  j["topk_method"] = v3 ? "noaux_tc" : groups > 1 ? "group_limited_greedy" : "greedy";
+  j["moe_layer_freq"] = 1;
+  check(j.contains("intermediate_size"), path, ": metadata key '", key("feed_forward_length"),
+        "' is missing");
+  // llama.cpp reads YaRN's mscale_all_dim as yarn_log_multiplier / 0.1 and
+  // takes mscale equal to it (the converter writes no mscale).
+  if (j.contains("rope_scaling") && j["rope_scaling"]["rope_type"] == "yarn")
+    if (const auto log_mul = gguf_number(file, key("rope.scaling.yarn_log_multiplier"))) {
+      const double mscale = static_cast<float>(*log_mul) / 0.1f;  // as llama.cpp divides
+      j["rope_scaling"]["mscale_all_dim"] = mscale;
+      j["rope_scaling"]["mscale"] = mscale;
+    }
+}
+
 json eos_token_ids(const GgufFile& file) {
   json ids = json::array();
   for (const char* k : {"tokenizer.ggml.eos_token_id", "tokenizer.ggml.eot_token_id",
@@ -143,7 +217,10 @@ json gguf_config_json(const GgufFile& file) {
   j["num_hidden_layers"] = gguf_required_integer(file, key("block_count"));
   if (const auto ffn = gguf_integer(file, key("feed_forward_length")))
     j["intermediate_size"] = *ffn;
-  add_attention(file, arch, j);
+  if (arch == "deepseek2")
+    j["num_attention_heads"] = gguf_required_integer(file, key("attention.head_count"));
+  else
+    add_attention(file, arch, j);
   j["rms_norm_eps"] = gguf_required_number(file, key("attention.layer_norm_rms_epsilon"));
   j["rope_theta"] = gguf_number(file, key("rope.freq_base")).value_or(10000.0);
   if (json scaling = rope_scaling(file, arch); !scaling.is_null()) j["rope_scaling"] = scaling;
@@ -151,7 +228,10 @@ json gguf_config_json(const GgufFile& file) {
   j["tie_word_embeddings"] = file.find_tensor("output.weight") == nullptr;
   // llama.cpp applies no sliding window to these architectures.
   j["sliding_window"] = nullptr;
-  if (experts) add_experts(file, arch, j);
+  if (arch == "deepseek2")
+    add_deepseek(file, j);
+  else if (experts)
+    add_experts(file, arch, j);
   j["eos_token_id"] = eos_token_ids(file);
   if (const auto bos = gguf_integer(file, "tokenizer.ggml.bos_token_id")) j["bos_token_id"] = *bos;
   return j;

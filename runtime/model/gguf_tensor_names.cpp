@@ -36,7 +36,22 @@ constexpr NamePair kLayerNames[] = {
     {"ffn_up_shexp", "mlp.shared_expert.up_proj"},
     {"ffn_down_shexp", "mlp.shared_expert.down_proj"},
     {"ffn_gate_inp_shexp", "mlp.shared_expert_gate"},
+    // DeepSeek's latent attention (MLA); its kv_b_proj is the joined
+    // attn_k_b / attn_v_b (gguf_weights.cpp) or, in older files, attn_kv_b.
+    {"attn_q_a", "self_attn.q_a_proj"},
+    {"attn_q_a_norm", "self_attn.q_a_layernorm"},
+    {"attn_q_b", "self_attn.q_b_proj"},
+    {"attn_kv_a_mqa", "self_attn.kv_a_proj_with_mqa"},
+    {"attn_kv_a_norm", "self_attn.kv_a_layernorm"},
+    {"attn_kv_b", "self_attn.kv_b_proj"},
 };
+
+// DeepSeek's n_shared_experts are one MLP named shared_experts, not
+// Qwen2-MoE's shared_expert; its router's bias has no ".bias" suffix.
+constexpr std::string_view kQwenShared = "mlp.shared_expert.";
+constexpr std::string_view kDeepseekShared = "mlp.shared_experts.";
+constexpr std::string_view kScoreBias = "exp_probs_b";
+constexpr std::string_view kHfScoreBias = "mlp.gate.e_score_correction_bias";
 
 struct ExpertNames {
   std::string_view gguf;
@@ -86,7 +101,9 @@ std::string cat(std::initializer_list<std::string_view> parts) {
 
 }  // namespace
 
-std::optional<HfTensorName> hf_tensor_name(const std::string& gguf_name, bool mixtral) {
+std::optional<HfTensorName> hf_tensor_name(const std::string& gguf_name, Architecture arch) {
+  const bool mixtral = arch == Architecture::mixtral;
+  const bool deepseek = arch == Architecture::deepseek_v2 || arch == Architecture::deepseek_v3;
   for (const NamePair& pair : kGlobalNames)
     if (gguf_name == pair.gguf) return HfTensorName{std::string(pair.hf)};
   std::string_view layer, rest, base, suffix;
@@ -98,10 +115,14 @@ std::optional<HfTensorName> hf_tensor_name(const std::string& gguf_name, bool mi
     if (base == e.gguf)
       return HfTensorName{cat({prefix, moe, "experts.{}.", mixtral ? e.mixtral : e.hf, suffix}),
                           true};
+  if (deepseek && base == kScoreBias && suffix == ".bias")
+    return HfTensorName{cat({prefix, kHfScoreBias})};
   for (const NamePair& pair : kLayerNames) {
     if (base != pair.gguf) continue;
     std::string hf = cat({prefix, pair.hf, suffix});
     if (mixtral && base == "ffn_gate_inp") hf = cat({prefix, moe, "gate", suffix});
+    if (deepseek && pair.hf.starts_with(kQwenShared))
+      hf = cat({prefix, kDeepseekShared, pair.hf.substr(kQwenShared.size()), suffix});
     return HfTensorName{hf, false, base == "attn_q" || base == "attn_k"};
   }
   return std::nullopt;
@@ -111,13 +132,16 @@ std::optional<GgufTensorSlot> gguf_tensor_slot(const std::string& hf_name) {
   for (const NamePair& pair : kGlobalNames)
     if (hf_name == pair.hf) return GgufTensorSlot{std::string(pair.gguf), std::nullopt};
   std::string_view layer, rest, base, suffix;
-  if (!split_layer(hf_name, kLayer, layer, rest) || !split_suffix(rest, base, suffix))
-    return std::nullopt;
+  if (!split_layer(hf_name, kLayer, layer, rest)) return std::nullopt;
   const std::string block = cat({kBlock, layer, "."});
+  if (rest == kHfScoreBias) return GgufTensorSlot{cat({block, kScoreBias, ".bias"}), std::nullopt};
+  if (!split_suffix(rest, base, suffix)) return std::nullopt;
   if (base.starts_with("block_sparse_moe."))
     base = base.substr(17);  // Mixtral, as mlp.
   else if (base.starts_with("mlp."))
     base = base.substr(4);
+  std::string qwen_shared;  // DeepSeek's shared_experts.X is where Qwen's shared_expert.X goes
+  if (base.starts_with("shared_experts.")) base = qwen_shared = cat({"shared_expert.", base.substr(15)});
   std::string_view expert, projection;
   if (split_layer(base, "experts.", expert, projection))
     for (const ExpertNames& e : kExpertNames)

@@ -10,9 +10,15 @@
 //   blk.N.ffn_gate_inp.weight    model.layers.N.mlp.gate.weight                  (the router)
 //   blk.N.ffn_gate_exps.weight   model.layers.N.mlp.experts.E.gate_proj.weight   (E stacked)
 //   ...                          (Mixtral: block_sparse_moe., w1 / w3 / w2)
+//   blk.N.attn_q_a.weight        model.layers.N.self_attn.q_a_proj.weight        (DeepSeek: q_b,
+//                                kv_a_mqa -> kv_a_proj_with_mqa, the norms, kv_b)
+//   blk.N.ffn_gate_shexp.weight  ...mlp.shared_expert.gate_proj (DeepSeek: shared_experts.)
+//   blk.N.exp_probs_b.bias       model.layers.N.mlp.gate.e_score_correction_bias (DeepSeek-V3)
 #include <cstdint>
 #include <optional>
 #include <string>
+
+#include "runtime/model/model_config.hpp"
 
 namespace hive {
 
@@ -23,8 +29,9 @@ struct HfTensorName {
 };
 
 // The Hugging Face name of GGUF tensor `gguf_name`, or nullopt for a name
-// Hive does not use.
-std::optional<HfTensorName> hf_tensor_name(const std::string& gguf_name, bool mixtral);
+// Hive does not use. `arch` picks Mixtral's and DeepSeek's names where they
+// differ. DeepSeek's attn_k_b / attn_v_b have none: gguf_weights joins them.
+std::optional<HfTensorName> hf_tensor_name(const std::string& gguf_name, Architecture arch);
 
 // Where Hugging Face tensor `hf_name` goes in a GGUF file (the writer's
 // direction): the GGUF tensor's name, and for an expert's projection its

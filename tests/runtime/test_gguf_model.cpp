@@ -76,6 +76,28 @@ bool bit_identical(const test::LogitsRows& a, const test::LogitsRows& b) {
 
 const std::vector<int32_t> kPrompt = {1, 17, 300, 42, 42, 9, 511, 250, 3};
 
+// DeepSeek's MLA sizes and routing, which GGUF holds in keys of its own.
+void expect_same_deepseek_config(const ModelConfig& dir, const ModelConfig& gguf) {
+  ASSERT_EQ(gguf.mla.has_value(), dir.mla.has_value());
+  ASSERT_EQ(gguf.grouped_routing.has_value(), dir.grouped_routing.has_value());
+  if (!dir.mla) return;
+  EXPECT_EQ(gguf.mla->q_lora_rank, dir.mla->q_lora_rank);
+  EXPECT_EQ(gguf.mla->kv_lora_rank, dir.mla->kv_lora_rank);
+  EXPECT_EQ(gguf.mla->qk_nope_head_dim, dir.mla->qk_nope_head_dim);
+  EXPECT_EQ(gguf.mla->qk_rope_head_dim, dir.mla->qk_rope_head_dim);
+  EXPECT_EQ(gguf.mla->v_head_dim, dir.mla->v_head_dim);
+  EXPECT_EQ(gguf.mla->rope_interleave, dir.mla->rope_interleave);
+  EXPECT_EQ(gguf.shared_expert_intermediate_size, dir.shared_expert_intermediate_size);
+  EXPECT_EQ(gguf.shared_expert_gated, dir.shared_expert_gated);
+  EXPECT_EQ(gguf.first_k_dense_replace, dir.first_k_dense_replace);
+  EXPECT_EQ(gguf.grouped_routing->softmax, dir.grouped_routing->softmax);
+  EXPECT_EQ(gguf.grouped_routing->n_group, dir.grouped_routing->n_group);
+  EXPECT_EQ(gguf.grouped_routing->topk_group, dir.grouped_routing->topk_group);
+  EXPECT_EQ(static_cast<float>(gguf.grouped_routing->routed_scaling_factor),
+            static_cast<float>(dir.grouped_routing->routed_scaling_factor));
+  EXPECT_EQ(gguf.rope.type, dir.rope.type);
+}
+
 class GgufModelTest : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override { cpu::set_matmul_precision(cpu::MatmulPrecision::f32); }
@@ -106,6 +128,7 @@ TEST_P(GgufModelTest, ConfigMatchesTheDirectorys) {
   EXPECT_EQ(gguf.bos_token_id, dir.bos_token_id);
   // Llama 3 scaling arrives as rope_freqs divisors; the frequencies agree.
   EXPECT_EQ(rope_inv_freq(gguf.rope, gguf.head_dim), rope_inv_freq(dir.rope, dir.head_dim));
+  expect_same_deepseek_config(dir, gguf);
 }
 
 TEST_P(GgufModelTest, LogitsBitIdenticalToTheSafetensorsDirectory) {
@@ -120,7 +143,7 @@ TEST_P(GgufModelTest, LogitsBitIdenticalToTheSafetensorsDirectory) {
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, GgufModelTest,
                          ::testing::Values("llama", "mixtral", "qwen2", "qwen3", "qwen2_moe",
-                                           "qwen3_moe"));
+                                           "qwen3_moe", "deepseek_v2_lite"));
 
 // Q8_0 weights, multiplied as blocks (quant_matmul: the activations too are
 // quantized to Q8_0), against the bf16 checkpoint they were quantized from,
@@ -152,6 +175,40 @@ TEST(GgufModel, Q8_0LogitsStayNearTheUnquantizedOnes) {
   std::printf("llama Q8_0: max relative logits difference %.3g\n", difference);
   EXPECT_GT(difference, 0.0);  // the weights did change
   EXPECT_LE(difference, kQ8Bound);
+}
+
+// DeepSeek-V3 as Q8_0 (deepseek2: q_lora, sigmoid routing with the
+// exp_probs_b bias, groups, shared experts, a dense first layer): its MLA
+// weights are dequantized to bf16 at load (the absorbed matrices are built
+// from floats), attn_k_b (rows of 16, not whole blocks: f32) and attn_v_b
+// (Q8_0) joined back into kv_b_proj; the experts and dense MLPs stay Q8_0.
+// Against the f32 directory, fed its greedy tokens.
+TEST(GgufModel, DeepseekV3Q8_0StaysNearTheDirectory) {
+  constexpr double kBound = 7e-2;
+  const test::KeptCpuSettings kept;
+  cpu::set_matmul_precision(cpu::MatmulPrecision::f32);
+  const ModelConfig dir_config = load_model_config(kModels / "deepseek_v3");
+  const ModelConfig gguf_config = load_model_config(kGguf / "deepseek_v3-q8_0.gguf");
+  EXPECT_EQ(gguf_config.architecture, Architecture::deepseek_v3);
+  EXPECT_EQ(gguf_config.norm_topk_prob, dir_config.norm_topk_prob);
+  expect_same_deepseek_config(dir_config, gguf_config);
+  CpuBackend cpu;
+  Model from_dir(kModels / "deepseek_v3", cpu);
+  Model quantized(kGguf / "deepseek_v3-q8_0.gguf", cpu);
+  const auto& tensors = quantized.weights().tensors();
+  EXPECT_EQ(tensors.at("model.layers.1.mlp.experts.0.up_proj.weight").dtype, DType::q8_0);
+  EXPECT_EQ(tensors.at("model.layers.0.mlp.down_proj.weight").dtype, DType::q8_0);
+  EXPECT_EQ(tensors.at("model.layers.1.self_attn.q_a_proj.weight").dtype, DType::bf16);
+  EXPECT_EQ(tensors.at("model.layers.1.self_attn.kv_b_proj.weight").dtype, DType::bf16);
+  const test::LogitsRows expected = run_greedy(from_dir, kPrompt);
+  std::vector<int32_t> tokens;
+  for (size_t r = kPrompt.size() - 1; r + 1 < expected.size(); ++r)
+    tokens.push_back(argmax(expected[r]));
+  const test::LogitsRows got = run_greedy(quantized, kPrompt, &tokens);
+  const double difference = test::max_relative_logits_difference(expected, got);
+  std::printf("deepseek_v3 Q8_0: max relative logits difference %.3g\n", difference);
+  EXPECT_GT(difference, 0.0);
+  EXPECT_LE(difference, kBound);
 }
 
 }  // namespace
