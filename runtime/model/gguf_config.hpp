@@ -8,6 +8,8 @@
 //                               MixtralForCausalLM when it has experts
 //   qwen2, qwen3                Qwen2ForCausalLM, Qwen3ForCausalLM
 //   qwen2moe, qwen3moe          Qwen2MoeForCausalLM, Qwen3MoeForCausalLM
+//   deepseek2                   DeepseekV2ForCausalLM (softmax routing),
+//                               DeepseekV3ForCausalLM (expert_gating_func sigmoid)
 //
 // The metadata is written out as the config.json it stands for and parsed by
 // parse_model_config, so both formats share one set of checks. What GGUF
