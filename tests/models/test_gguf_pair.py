@@ -3,7 +3,9 @@
 read back with the gguf package, holds the Hugging Face tensor it maps to,
 bit for bit. Llama's q/k rows are checked against GGML's rope layout written
 out index by index (row h*d + 2i + j of a head holds the rotate-half row
-h*d + j*d/2 + i), not against the generator's own permutation."""
+h*d + j*d/2 + i), not against the generator's own permutation; DeepSeek's
+kv_b_proj split (gguf_mapping.split_kv_b) likewise against its layout
+written out index by index."""
 import pathlib
 import sys
 import tempfile
@@ -29,6 +31,23 @@ def ggml_rope_rows(w, n_head):
             for j in range(2):
                 out[h * d + 2 * i + j] = w[h * d + j * (d // 2) + i]
     return out
+
+
+def split_kv_b_by_index(c, kv_b):
+    """DeepSeek's kv_b_proj split as llama.cpp's converter lays it out,
+    element by element: attn_k_b[h][a][d] = kv_b[h*(nope+v) + d][a],
+    attn_v_b[h][e][a] = kv_b[h*(nope+v) + nope + e][a]."""
+    heads, nope, v = c["num_attention_heads"], c["qk_nope_head_dim"], c["v_head_dim"]
+    rank = kv_b.shape[1]
+    k_b = np.empty((heads, rank, nope), kv_b.dtype)
+    v_b = np.empty((heads, v, rank), kv_b.dtype)
+    for h in range(heads):
+        for a in range(rank):
+            for d in range(nope):
+                k_b[h, a, d] = kv_b[h * (nope + v) + d, a]
+            for e in range(v):
+                v_b[h, e, a] = kv_b[h * (nope + v) + nope + e, a]
+    return k_b, v_b
 
 
 def expected(c, hf):
@@ -104,6 +123,12 @@ def main():
     w = np.arange(32, dtype=np.uint16).reshape(8, 4)
     assert not np.array_equal(ggml_rope_rows(w, 2), w)
     assert np.array_equal(ggml_rope_rows(w, 2), gguf_mapping.permute_rope_rows(w, 2))
+    deepseek = {"num_attention_heads": 3, "qk_nope_head_dim": 4, "v_head_dim": 5}
+    kv_b = np.arange(3 * 9 * 6, dtype=np.uint16).reshape(27, 6)
+    for got, want in zip(gguf_mapping.split_kv_b(deepseek, kv_b),
+                         split_kv_b_by_index(deepseek, kv_b)):
+        assert got.shape == want.shape and np.array_equal(got, want), "kv_b split differs"
+    print("deepseek kv_b split: equal to the index-by-index layout")
     for shape in ("dense", "moe"):
         check(shape)
 
