@@ -49,6 +49,44 @@ void add_experts(GgufWriter& w, const std::string& arch, const ModelConfig& c) {
     w.add(arch + ".expert_weights_norm", c.norm_topk_prob);
 }
 
+// deepseek2's keys, as llama.cpp's converter writes them (gguf_config.cpp
+// reads them back): MLA as the one-head attention llama.cpp runs, the
+// heads' sizes as the _mla keys, DeepSeek's routing.
+void add_deepseek(GgufWriter& w, const ModelConfig& c) {
+  const MlaConfig& m = *c.mla;
+  const GroupedRouting& g = *c.grouped_routing;
+  check(m.rope_interleave, "rope_interleave false cannot be written as GGUF (llama.cpp ropes ",
+        "deepseek2 in adjacent pairs)");
+  // deepseek2 holds one YaRN mscale (yarn_log_multiplier); llama.cpp takes
+  // mscale equal to mscale_all_dim.
+  check(c.rope.type != "yarn" || c.rope.mscale == c.rope.mscale_all_dim, "rope scaling yarn with ",
+        "mscale ", c.rope.mscale, " and mscale_all_dim ", c.rope.mscale_all_dim,
+        " cannot be written as GGUF (deepseek2 holds one, llama.cpp takes mscale equal to "
+        "mscale_all_dim)");
+  const auto key = [](const char* k) { return std::string("deepseek2.") + k; };
+  const auto u32 = [](int64_t v) { return static_cast<uint32_t>(v); };
+  w.add(key("attention.head_count_kv"), uint32_t{1});
+  w.add(key("leading_dense_block_count"), u32(c.first_k_dense_replace));
+  if (m.q_lora_rank > 0) w.add(key("attention.q_lora_rank"), u32(m.q_lora_rank));
+  w.add(key("attention.kv_lora_rank"), u32(m.kv_lora_rank));
+  w.add(key("attention.key_length"), u32(m.kv_lora_rank + m.qk_rope_head_dim));
+  w.add(key("attention.value_length"), u32(m.kv_lora_rank));
+  w.add(key("attention.key_length_mla"), u32(m.qk_head_dim()));
+  w.add(key("attention.value_length_mla"), u32(m.v_head_dim));
+  w.add(key("rope.dimension_count"), u32(m.qk_rope_head_dim));
+  w.add(key("expert_feed_forward_length"), u32(c.moe_intermediate_size));
+  w.add(key("expert_count"), u32(c.num_experts));
+  w.add(key("expert_used_count"), u32(c.num_experts_per_token));
+  w.add(key("expert_shared_count"), u32(c.shared_expert_intermediate_size / c.moe_intermediate_size));
+  w.add(key("expert_weights_scale"), static_cast<float>(g.routed_scaling_factor));
+  if (c.norm_topk_prob) w.add(key("expert_weights_norm"), true);
+  w.add(key("expert_group_count"), u32(g.n_group));
+  w.add(key("expert_group_used_count"), u32(g.topk_group));
+  w.add(key("expert_gating_func"), uint32_t{g.softmax ? 1u : 2u});  // softmax, sigmoid
+  if (c.rope.type == "yarn" && c.rope.mscale_all_dim != 0)
+    w.add(key("rope.scaling.yarn_log_multiplier"), static_cast<float>(0.1 * c.rope.mscale_all_dim));
+}
+
 // The token named in tokenizer_config.json (a string or {"content": ...}).
 std::optional<std::string> config_token(const json& config, const char* key) {
   const auto it = config.find(key);
@@ -88,10 +126,13 @@ std::string gguf_architecture(const ModelConfig& config) {
       return "qwen2moe";
     case Architecture::qwen3_moe:
       return "qwen3moe";
+    case Architecture::deepseek_v2:
+    case Architecture::deepseek_v3:
+      return "deepseek2";
     default:
       fail("architecture ", architecture_name(config.architecture),
            " cannot be written as GGUF (supported: Llama, Mistral, Mixtral, Qwen2, Qwen3, "
-           "Qwen2-MoE, Qwen3-MoE)");
+           "Qwen2-MoE, Qwen3-MoE, DeepSeek-V2, DeepSeek-V3)");
   }
 }
 
@@ -108,14 +149,18 @@ void add_model_metadata(GgufWriter& w, const ModelConfig& c, const std::string& 
   w.add(key("block_count"), static_cast<uint32_t>(c.num_layers));
   w.add(key("feed_forward_length"), static_cast<uint32_t>(c.intermediate_size));
   w.add(key("attention.head_count"), static_cast<uint32_t>(c.num_heads));
-  w.add(key("attention.head_count_kv"), static_cast<uint32_t>(c.num_kv_heads));
-  w.add(key("attention.key_length"), static_cast<uint32_t>(c.head_dim));
-  w.add(key("attention.value_length"), static_cast<uint32_t>(c.head_dim));
-  w.add(key("rope.dimension_count"), static_cast<uint32_t>(c.head_dim));
+  if (c.mla) {
+    add_deepseek(w, c);
+  } else {
+    w.add(key("attention.head_count_kv"), static_cast<uint32_t>(c.num_kv_heads));
+    w.add(key("attention.key_length"), static_cast<uint32_t>(c.head_dim));
+    w.add(key("attention.value_length"), static_cast<uint32_t>(c.head_dim));
+    w.add(key("rope.dimension_count"), static_cast<uint32_t>(c.head_dim));
+  }
   w.add(key("attention.layer_norm_rms_epsilon"), static_cast<float>(c.rms_norm_eps));
   w.add(key("vocab_size"), static_cast<uint32_t>(c.vocab_size));
   add_rope(w, arch, c.rope);
-  if (c.is_moe()) add_experts(w, arch, c);
+  if (c.is_moe() && !c.mla) add_experts(w, arch, c);
   // llama.cpp's end-of-turn id: a second end id (the chat's <|im_end|>).
   if (!c.eos_token_ids.empty())
     w.add("tokenizer.ggml.eos_token_id", static_cast<uint32_t>(c.eos_token_ids[0]));

@@ -4,12 +4,14 @@
 // gguf_tokenizer read back (the reverse of those two):
 //
 //   general.architecture   llama (Llama, Mistral, Mixtral), qwen2, qwen3,
-//                          qwen2moe, qwen3moe
+//                          qwen2moe, qwen3moe, deepseek2 (DeepSeek-V2/V3)
 //   <arch>.*               context_length, embedding_length, block_count,
 //                          feed_forward_length, attention.head_count(_kv),
 //                          key_length, value_length, rope.dimension_count,
 //                          layer_norm_rms_epsilon, vocab_size, rope.freq_base,
-//                          rope.scaling.* (linear, yarn), expert_* for MoE
+//                          rope.scaling.* (linear, yarn), expert_* for MoE;
+//                          deepseek2: MLA's attention.*lora_rank and *_mla
+//                          lengths, expert_gating_func, groups, shared count
 //   tokenizer.ggml.*       gpt2 (byte-level BPE): tokens, token_type, merges,
 //                          pre "gpt-2", bos/eos/eot/padding ids, add_bos_token
 //   tokenizer.chat_template
@@ -25,7 +27,7 @@
 namespace hive {
 
 // The GGUF architecture of `config`; throws naming the architecture and the
-// supported ones for any other (DeepSeek: MLA has no writer here).
+// supported ones for any other.
 std::string gguf_architecture(const ModelConfig& config);
 
 // general.architecture, general.name and the architecture's keys.

@@ -115,6 +115,45 @@ std::vector<std::byte> encode(const Plan& p, uint64_t nbytes) {
   return bytes;
 }
 
+// The layer N of "model.layers.N.…", or -1.
+int64_t hf_layer(const std::string& hf) {
+  constexpr std::string_view prefix = "model.layers.";
+  if (!hf.starts_with(prefix)) return -1;
+  const size_t end = hf.find('.', prefix.size());
+  if (end == std::string::npos || end == prefix.size()) return -1;
+  int64_t layer = 0;
+  for (size_t i = prefix.size(); i < end; ++i) {
+    if (hf[i] < '0' || hf[i] > '9' || layer > 1'000'000) return -1;
+    layer = layer * 10 + (hf[i] - '0');
+  }
+  return layer;
+}
+
+// DeepSeek's kv_b_proj [heads * (nope + v), rank] as the converter splits it
+// (gguf_weights.cpp joins it back): attn_k_b [heads, rank, nope], each
+// head's k rows transposed, and attn_v_b [heads, v, rank].
+void plan_kv_b(const ModelConfig& c, const Tensor& kv_b, const std::string& block,
+               std::map<std::string, Plan>& plans) {
+  const MlaConfig& m = *c.mla;
+  const int64_t heads = c.num_heads, rank = m.kv_lora_rank, nope = m.qk_nope_head_dim;
+  const int64_t v = m.v_head_dim;
+  Plan& k = plans[block + "attn_k_b.weight"];
+  k.name = block + "attn_k_b.weight";
+  k.dims = {nope, rank, heads};
+  k.sources = {kv_b};  // counted once in the report; the values are read from k.values
+  Plan& vb = plans[block + "attn_v_b.weight"];
+  vb.name = block + "attn_v_b.weight";
+  vb.dims = {rank, v, heads};
+  for (int64_t h = 0; h < heads; ++h) {
+    for (int64_t a = 0; a < rank; ++a)
+      for (int64_t d = 0; d < nope; ++d)
+        k.values.push_back(element(kv_b, (h * (nope + v) + d) * rank + a));
+    for (int64_t e = 0; e < v; ++e)
+      for (int64_t a = 0; a < rank; ++a)
+        vb.values.push_back(element(kv_b, (h * (nope + v) + nope + e) * rank + a));
+  }
+}
+
 void check_source(const std::string& name, const Tensor& t, const fs::path& dir) {
   check(t.dtype == DType::f32 || t.dtype == DType::f16 || t.dtype == DType::bf16, dir.string(),
         ": tensor '", name, "' is ", t.shape_string(),
@@ -131,10 +170,20 @@ std::vector<Plan> plan_tensors(const ModelConfig& c, const WeightStore& store,
   for (const auto& [hf, tensor] : store.tensors()) {
     if (hf.ends_with("rotary_emb.inv_freq")) continue;  // computed, not a weight
     if (c.tie_word_embeddings && hf == "lm_head.weight") continue;
+    // DeepSeek-V3's multi-token-prediction layers, which the converter leaves out.
+    if (c.mla && hf_layer(hf) >= c.num_layers) continue;
     const std::optional<GgufTensorSlot> slot = gguf_tensor_slot(hf);
     check(slot.has_value(), dir.string(), ": tensor '", hf,
           "' has no place in llama.cpp's GGUF layout");
     check_source(hf, tensor, dir);
+    if (c.mla && hf.ends_with(".self_attn.kv_b_proj.weight")) {
+      check(tensor.ndim == 2 && tensor.shape[1] == c.mla->kv_lora_rank &&
+                tensor.shape[0] == c.num_heads * (c.mla->qk_nope_head_dim + c.mla->v_head_dim),
+            dir.string(), ": tensor '", hf, "' is ", tensor.shape_string(),
+            ", expected [heads * (qk_nope_head_dim + v_head_dim), kv_lora_rank]");
+      plan_kv_b(c, tensor, slot->name.substr(0, slot->name.find("attn_kv_b")), plans);
+      continue;
+    }
     if (slot->expert) {
       stacks[slot->name][*slot->expert] = {tensor, hf};
       continue;

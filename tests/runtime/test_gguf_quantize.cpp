@@ -10,7 +10,8 @@
 //   - the bundled model's type mix is llama.cpp's (the rules themselves in
 //     test_gguf_quant_mix.cpp);
 //   - the refusals: an existing --out without --force, a missing directory,
-//     an architecture GGUF has no layout for; a failed write leaves no file.
+//     YaRN scaling deepseek2 cannot hold (mscale != mscale_all_dim); a
+//     failed write leaves no file.
 // The CLI runs in test_quantize_gguf.py (gguf-py reads every file back).
 #include <gtest/gtest.h>
 
@@ -248,7 +249,10 @@ INSTANTIATE_TEST_SUITE_P(
                       FixtureCase{"qwen3", QuantMix::q8_0}, FixtureCase{"qwen3", QuantMix::q4_0},
                       FixtureCase{"qwen2_moe", QuantMix::q8_0},
                       FixtureCase{"qwen2_moe", QuantMix::q4_k_m},
-                      FixtureCase{"qwen3_moe", QuantMix::q8_0}),
+                      FixtureCase{"qwen3_moe", QuantMix::q8_0},
+                      FixtureCase{"deepseek_v2_lite", QuantMix::q8_0},
+                      FixtureCase{"deepseek_v3", QuantMix::q8_0},
+                      FixtureCase{"deepseek_v3", QuantMix::q4_k_m}),
     [](const auto& test_info) {
       return std::string(test_info.param.model) + "_" +
              std::string(quant_mix_name(test_info.param.mix));
@@ -317,9 +321,12 @@ TEST(QuantizeErrors, NamesWhatItCannotDo) {
   };
   const std::string missing = message({kModels / "qwen3", QuantMix::q8_0, "/nonexistent/x.gguf"});
   EXPECT_NE(missing.find("does not exist"), std::string::npos) << missing;
+  // deepseek2 holds one YaRN mscale; this fixture's two differ.
   const std::string deepseek =
       message({kModels / "deepseek_v2", QuantMix::q8_0, scratch() / "d.gguf"});
-  EXPECT_NE(deepseek.find("cannot be written as GGUF"), std::string::npos) << deepseek;
+  EXPECT_NE(deepseek.find("mscale 1 and mscale_all_dim 0.8 cannot be written as GGUF"),
+            std::string::npos)
+      << deepseek;
   EXPECT_FALSE(fs::exists(scratch() / "d.gguf"));
   const std::string gguf = message(
       {quantized(kModels / "qwen3", QuantMix::q8_0), QuantMix::q8_0, scratch() / "again.gguf"});

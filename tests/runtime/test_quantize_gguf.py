@@ -36,7 +36,8 @@ BUNDLED = ROOT / "models" / "hive-moe-target"
 FIXTURES = ROOT / "tests" / "data" / "models"
 CASES = [(BUNDLED, "q8_0"), (BUNDLED, "q4_0"), (BUNDLED, "q4_k_m"),
          (FIXTURES / "llama", "q4_k_m"), (FIXTURES / "qwen2_moe", "q8_0"),
-         (FIXTURES / "mixtral", "q4_0")]
+         (FIXTURES / "mixtral", "q4_0"), (FIXTURES / "deepseek_v3", "q8_0"),
+         (FIXTURES / "deepseek_v2_lite", "q4_k_m")]
 FILE_TYPES = {"q8_0": 7, "q4_0": 2, "q4_k_m": 15}
 Q = gguf.GGMLQuantizationType
 # ||source - dequantized|| / ||source|| per tensor, trained or random weights.
