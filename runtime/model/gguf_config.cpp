@@ -21,8 +21,10 @@ struct GgufArchitecture {
 };
 
 constexpr GgufArchitecture kArchitectures[] = {
-    {"llama", "LlamaForCausalLM", false},      {"qwen2", "Qwen2ForCausalLM", false},
-    {"qwen3", "Qwen3ForCausalLM", false},      {"qwen2moe", "Qwen2MoeForCausalLM", true},
+    {"llama", "LlamaForCausalLM", false},
+    {"qwen2", "Qwen2ForCausalLM", false},
+    {"qwen3", "Qwen3ForCausalLM", false},
+    {"qwen2moe", "Qwen2MoeForCausalLM", true},
     {"qwen3moe", "Qwen3MoeForCausalLM", true},
     // DeepSeek-V2 or V3 by the router's scoring (add_deepseek).
     {"deepseek2", "DeepseekV2ForCausalLM", true},

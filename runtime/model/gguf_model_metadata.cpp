@@ -77,7 +77,8 @@ void add_deepseek(GgufWriter& w, const ModelConfig& c) {
   w.add(key("expert_feed_forward_length"), u32(c.moe_intermediate_size));
   w.add(key("expert_count"), u32(c.num_experts));
   w.add(key("expert_used_count"), u32(c.num_experts_per_token));
-  w.add(key("expert_shared_count"), u32(c.shared_expert_intermediate_size / c.moe_intermediate_size));
+  w.add(key("expert_shared_count"),
+        u32(c.shared_expert_intermediate_size / c.moe_intermediate_size));
   w.add(key("expert_weights_scale"), static_cast<float>(g.routed_scaling_factor));
   if (c.norm_topk_prob) w.add(key("expert_weights_norm"), true);
   w.add(key("expert_group_count"), u32(g.n_group));

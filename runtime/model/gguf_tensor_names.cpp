@@ -141,7 +141,8 @@ std::optional<GgufTensorSlot> gguf_tensor_slot(const std::string& hf_name) {
   else if (base.starts_with("mlp."))
     base = base.substr(4);
   std::string qwen_shared;  // DeepSeek's shared_experts.X is where Qwen's shared_expert.X goes
-  if (base.starts_with("shared_experts.")) base = qwen_shared = cat({"shared_expert.", base.substr(15)});
+  if (base.starts_with("shared_experts."))
+    base = qwen_shared = cat({"shared_expert.", base.substr(15)});
   std::string_view expert, projection;
   if (split_layer(base, "experts.", expert, projection))
     for (const ExpertNames& e : kExpertNames)

@@ -60,7 +60,7 @@ struct TinyDeepseek {
   std::string skip_key;
   std::string skip_tensor;
   std::string reshape_tensor;  // given dims {4, 4, 2}
-  bool legacy = false;  // older files: one attn_kv_b, the heads' sizes in key/value_length
+  bool legacy = false;         // older files: one attn_kv_b, the heads' sizes in key/value_length
   GgufBytes bytes() const {
     GgufBytes f;
     f.add_string("general.architecture", "deepseek2");
@@ -69,16 +69,23 @@ struct TinyDeepseek {
       f.add_u32("deepseek2.attention.value_length", 2);
       f.add_f32_tensor("blk.0.attn_kv_b.weight", {4, 8});
     }
-    const std::pair<const char*, uint32_t> keys[] = {
-        {"embedding_length", 8},          {"block_count", 1},
-        {"feed_forward_length", 16},      {"context_length", 32},
-        {"attention.head_count", 2},      {"attention.head_count_kv", 1},
-        {"attention.kv_lora_rank", 4},    {"attention.key_length", 6},
-        {"attention.value_length", 4},    {"attention.key_length_mla", 4},
-        {"attention.value_length_mla", 2}, {"rope.dimension_count", 2},
-        {"expert_count", 2},              {"expert_used_count", 1},
-        {"expert_feed_forward_length", 4}, {"expert_shared_count", 0},
-        {"leading_dense_block_count", 1}};
+    const std::pair<const char*, uint32_t> keys[] = {{"embedding_length", 8},
+                                                     {"block_count", 1},
+                                                     {"feed_forward_length", 16},
+                                                     {"context_length", 32},
+                                                     {"attention.head_count", 2},
+                                                     {"attention.head_count_kv", 1},
+                                                     {"attention.kv_lora_rank", 4},
+                                                     {"attention.key_length", 6},
+                                                     {"attention.value_length", 4},
+                                                     {"attention.key_length_mla", 4},
+                                                     {"attention.value_length_mla", 2},
+                                                     {"rope.dimension_count", 2},
+                                                     {"expert_count", 2},
+                                                     {"expert_used_count", 1},
+                                                     {"expert_feed_forward_length", 4},
+                                                     {"expert_shared_count", 0},
+                                                     {"leading_dense_block_count", 1}};
     for (const auto& [key, value] : keys)
       if (key != skip_key && !(legacy && std::string(key).starts_with("attention.key_length")) &&
           !(legacy && std::string(key).starts_with("attention.value_length")))

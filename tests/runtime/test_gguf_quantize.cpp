@@ -242,17 +242,14 @@ TEST_P(QuantizeFixture, LoadsWithTheDirectorysConfigAndRuns) {
 
 INSTANTIATE_TEST_SUITE_P(
     Families, QuantizeFixture,
-    ::testing::Values(FixtureCase{"llama", QuantMix::q8_0}, FixtureCase{"llama", QuantMix::q4_k_m},
-                      FixtureCase{"mistral", QuantMix::q8_0},
-                      FixtureCase{"mixtral", QuantMix::q8_0},
-                      FixtureCase{"mixtral", QuantMix::q4_0}, FixtureCase{"qwen2", QuantMix::q8_0},
-                      FixtureCase{"qwen3", QuantMix::q8_0}, FixtureCase{"qwen3", QuantMix::q4_0},
-                      FixtureCase{"qwen2_moe", QuantMix::q8_0},
-                      FixtureCase{"qwen2_moe", QuantMix::q4_k_m},
-                      FixtureCase{"qwen3_moe", QuantMix::q8_0},
-                      FixtureCase{"deepseek_v2_lite", QuantMix::q8_0},
-                      FixtureCase{"deepseek_v3", QuantMix::q8_0},
-                      FixtureCase{"deepseek_v3", QuantMix::q4_k_m}),
+    ::testing::Values(
+        FixtureCase{"llama", QuantMix::q8_0}, FixtureCase{"llama", QuantMix::q4_k_m},
+        FixtureCase{"mistral", QuantMix::q8_0}, FixtureCase{"mixtral", QuantMix::q8_0},
+        FixtureCase{"mixtral", QuantMix::q4_0}, FixtureCase{"qwen2", QuantMix::q8_0},
+        FixtureCase{"qwen3", QuantMix::q8_0}, FixtureCase{"qwen3", QuantMix::q4_0},
+        FixtureCase{"qwen2_moe", QuantMix::q8_0}, FixtureCase{"qwen2_moe", QuantMix::q4_k_m},
+        FixtureCase{"qwen3_moe", QuantMix::q8_0}, FixtureCase{"deepseek_v2_lite", QuantMix::q8_0},
+        FixtureCase{"deepseek_v3", QuantMix::q8_0}, FixtureCase{"deepseek_v3", QuantMix::q4_k_m}),
     [](const auto& test_info) {
       return std::string(test_info.param.model) + "_" +
              std::string(quant_mix_name(test_info.param.mix));
