@@ -43,29 +43,7 @@ void pair_column(const QuantGemmArgs& a, int64_t column, const char* row) {
   a.out[column] = fold(acc[0], acc[1]);
 }
 
-constexpr int kTileRows = 4;
 
-// Rows [first, first + Rows) of a, for each row tile: Rows is 4 but in the
-// last tile, each count its own instantiation, so a short tile does no
-// work for the rows it lacks.
-template <class Tile>
-void by_row_tiles(const QuantGemmArgs& a, Tile tile) {
-  for (int64_t first = 0; first < a.m; first += kTileRows) {
-    switch (std::min<int64_t>(kTileRows, a.m - first)) {
-      case 1:
-        tile(std::integral_constant<int, 1>(), first);
-        break;
-      case 2:
-        tile(std::integral_constant<int, 2>(), first);
-        break;
-      case 3:
-        tile(std::integral_constant<int, 3>(), first);
-        break;
-      default:
-        tile(std::integral_constant<int, kTileRows>(), first);
-    }
-  }
-}
 
 // m > 1, Q8_0 / Q4_0: an unpacked column against 4 rows at a time, each
 // row's two accumulators (even blocks, odd blocks) in registers.

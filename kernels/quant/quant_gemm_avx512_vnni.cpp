@@ -162,30 +162,8 @@ inline KRegisters load_k(const QuantGemmArgs& a, const char* row, int64_t b) {
 // A tile short of columns repeats its last one, whose repeated outputs are
 // computed and dropped; one short of rows leaves them out. No lane reads
 // another's values, so an output's bits do not depend on the tile it shares.
-constexpr int kTileRows = 4;
 static_assert(kTileColumns == 4, "the K tile's reduction puts one column in each 128-bit lane");
 
-// Rows [first, first + Rows) of a, for each row tile: Rows is 4 but in the
-// last tile, each count its own instantiation, so a short tile does no
-// work for the rows it lacks.
-template <class Tile>
-void by_row_tiles(const QuantGemmArgs& a, Tile tile) {
-  for (int64_t first = 0; first < a.m; first += kTileRows) {
-    switch (std::min<int64_t>(kTileRows, a.m - first)) {
-      case 1:
-        tile(std::integral_constant<int, 1>(), first);
-        break;
-      case 2:
-        tile(std::integral_constant<int, 2>(), first);
-        break;
-      case 3:
-        tile(std::integral_constant<int, 3>(), first);
-        break;
-      default:
-        tile(std::integral_constant<int, kTileRows>(), first);
-    }
-  }
-}
 
 // Column slot j of the tile in scratch: columns past `columns` repeat the last.
 inline int tile_slot(int j, int columns) {

@@ -9,7 +9,9 @@
 // straight into registers; from m = 2 on, the weight rows are unpacked into
 // scratch (below) once per task, kTileColumns at a time on AVX-512 and one
 // at a time on AVX2, and run as register tiles against 4 rows at a time.
+#include <algorithm>
 #include <cstdint>
+#include <type_traits>
 
 #include "kernels/quant/blocks.hpp"
 #include "kernels/quant/ggml_type.hpp"
@@ -58,8 +60,33 @@ struct alignas(64) UnpackedK {
   float d = 0, dmin = 0;
 };
 
-// Weight rows a register tile unpacks together.
+// Weight rows a register tile unpacks together, and activation rows it
+// multiplies them with.
 inline constexpr int kTileColumns = 4;
+inline constexpr int kTileRows = 4;
+
+// Rows [first, first + Rows) of a, for each row tile: Rows is kTileRows but
+// in the last tile, each count its own instantiation, so a short tile does
+// no work for the rows it lacks. Each kernel file passes its own tile, so
+// every instantiation is compiled for that file's instruction set.
+template <class Tile>
+void by_row_tiles(const QuantGemmArgs& a, Tile tile) {
+  for (int64_t first = 0; first < a.m; first += kTileRows) {
+    switch (std::min<int64_t>(kTileRows, a.m - first)) {
+      case 1:
+        tile(std::integral_constant<int, 1>(), first);
+        break;
+      case 2:
+        tile(std::integral_constant<int, 2>(), first);
+        break;
+      case 3:
+        tile(std::integral_constant<int, 3>(), first);
+        break;
+      default:
+        tile(std::integral_constant<int, kTileRows>(), first);
+    }
+  }
+}
 
 // Per thread: the unpacked weight rows (kTileColumns x k / 64 pairs, or
 // x k / 256 K blocks).
