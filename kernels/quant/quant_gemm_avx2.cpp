@@ -26,13 +26,14 @@ inline float fold(__m256 even, __m256 odd) {
 // m = 1, Q8_0 / Q4_0: a column's blocks straight into registers, the even
 // blocks' lanes in one and the odd ones' in another (no padding block: it
 // only adds zeros).
-void pair_column(const QuantGemmArgs& a, int64_t column, const char* row) {
+void pair_column(const QuantGemmArgs& a, int64_t column, const char* row, StreamAhead& ahead) {
   const bool four_bit = a.type == GgmlType::q4_0;
   const int64_t blocks = a.k / kQK, block_bytes = four_bit ? 18 : 34;
   const __m256i ones = _mm256_set1_epi16(1);
   __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
   for (int64_t b = 0; b < blocks; ++b) {
     const char* block = row + b * block_bytes;
+    ahead.upto(block + block_bytes);
     const __m256i w = block_quants(block, four_bit);
     const __m256i x = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.x_qs + b * 32));
     const __m256i pairs = _mm256_maddubs_epi16(_mm256_abs_epi8(w), _mm256_sign_epi8(x, w));
@@ -42,8 +43,6 @@ void pair_column(const QuantGemmArgs& a, int64_t column, const char* row) {
   }
   a.out[column] = fold(acc[0], acc[1]);
 }
-
-
 
 // m > 1, Q8_0 / Q4_0: an unpacked column against 4 rows at a time, each
 // row's two accumulators (even blocks, odd blocks) in registers.
@@ -137,12 +136,16 @@ void k_rows(const QuantGemmArgs& a, int64_t column, const QuantScratch& s) {
 void quant_gemm_columns_avx2(const QuantGemmArgs& args, int64_t column_begin, int64_t column_end,
                              const QuantScratch& scratch) {
   const bool k_quant = is_k_quant(args.type);
+  // Decode streams the task's rows (quant_gemm_kernels.hpp).
+  StreamAhead ahead{args.w + column_begin * args.w_row_bytes + kStreamAhead};
   for (int64_t j = column_begin; j < column_end; ++j) {
+    const char* row = args.w + j * args.w_row_bytes;
     if (args.m == 1 && !k_quant) {
-      pair_column(args, j, args.w + j * args.w_row_bytes);
+      pair_column(args, j, row, ahead);
       continue;
     }
-    unpack_row(args, args.w + j * args.w_row_bytes, scratch);
+    if (args.m == 1) ahead.upto(row + args.w_row_bytes);
+    unpack_row(args, row, scratch);
     if (!k_quant) {
       pair_rows(args, j, scratch);
     } else {

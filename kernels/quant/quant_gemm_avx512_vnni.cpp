@@ -77,8 +77,9 @@ inline KRegisters load_q4_q5_k(const char* block, const uint8_t* scales, const u
     r.q[c] = _mm512_inserti64x4(_mm512_castsi256_si512(low), high, 1);
     if (qh) {
       // Bit j of qh[l] is bit 4 of sub-block j's element l.
-      const __m512i shifts = _mm512_inserti64x4(_mm512_set1_epi16(static_cast<int16_t>(2 * c)),
-                                                _mm256_set1_epi16(static_cast<int16_t>(2 * c + 1)), 1);
+      const __m512i shifts =
+          _mm512_inserti64x4(_mm512_set1_epi16(static_cast<int16_t>(2 * c)),
+                             _mm256_set1_epi16(static_cast<int16_t>(2 * c + 1)), 1);
       const __m512i bit = _mm512_and_si512(_mm512_srlv_epi16(high_bits, shifts), one);
       r.q[c] = _mm512_or_si512(r.q[c], _mm512_slli_epi16(bit, 4));
     }
@@ -164,7 +165,6 @@ inline KRegisters load_k(const QuantGemmArgs& a, const char* row, int64_t b) {
 // another's values, so an output's bits do not depend on the tile it shares.
 static_assert(kTileColumns == 4, "the K tile's reduction puts one column in each 128-bit lane");
 
-
 // Column slot j of the tile in scratch: columns past `columns` repeat the last.
 inline int tile_slot(int j, int columns) {
   return j < columns ? j : columns - 1;
@@ -189,29 +189,24 @@ inline __m512 pair_step(const PairRegisters& w, __m512i x, __m512 x_d, __m512 ac
   return _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums), _mm512_mul_ps(w.d, x_d), acc);
 }
 
-// m = 1, Q8_0 / Q4_0: 4 columns unpacked in registers against one
-// activation register per pair, folded by fold4 (fold()'s adds).
-void pair_row(const QuantGemmArgs& a, int64_t column0, int columns) {
+// m = 1, Q8_0 / Q4_0: one column, its pairs straight into registers
+// against one activation register each, folded by fold(). One column at a
+// time is one sequential stream; four side by side read slower.
+void pair_column(const QuantGemmArgs& a, int64_t column, StreamAhead& ahead) {
   const int64_t pairs = a.x_blocks / 2;
-  const char* rows[kTileColumns];
-  for (int j = 0; j < kTileColumns; ++j)
-    rows[j] = a.w + (column0 + tile_slot(j, columns)) * a.w_row_bytes;
-  __m512 acc[kTileColumns];
-  for (__m512& v : acc) v = _mm512_setzero_ps();
+  const int64_t pair_bytes = a.type == GgmlType::q4_0 ? 36 : 68;
+  const char* row = a.w + column * a.w_row_bytes;
+  __m512 acc = _mm512_setzero_ps();
   for (int64_t c = 0; c < pairs; ++c) {
-    const __m512i x = flipped_x(a.x_qs + 64 * c);
-    const __m512 x_d = pair_x_d(a.x_d + 2 * c);
-    for (int j = 0; j < kTileColumns; ++j) acc[j] = pair_step(load_pair(a, rows[j], c), x, x_d, acc[j]);
+    ahead.upto(row + (c + 1) * pair_bytes);
+    acc = pair_step(load_pair(a, row, c), flipped_x(a.x_qs + 64 * c), pair_x_d(a.x_d + 2 * c), acc);
   }
-  alignas(16) float sums[4];
-  _mm_store_ps(sums, cpu::fold4(acc[0], acc[1], acc[2], acc[3]));
-  for (int j = 0; j < columns; ++j) a.out[column0 + j] = sums[j];
+  a.out[column] = cpu::fold(acc);
 }
 
 // Q8_0 / Q4_0: the tile's weight rows as PairQ8_0 (its |w| left unset), pair
 // c of slot j at pairs[j * pairs_per_row + c].
-void unpack_pair_tile(const QuantGemmArgs& a, int64_t column0, int columns,
-                      const QuantScratch& s) {
+void unpack_pair_tile(const QuantGemmArgs& a, int64_t column0, int columns, const QuantScratch& s) {
   const int64_t pairs = a.x_blocks / 2;
   for (int j = 0; j < columns; ++j) {
     const char* row = a.w + (column0 + j) * a.w_row_bytes;
@@ -280,17 +275,18 @@ void unpack_k_tile(const QuantGemmArgs& a, int64_t column0, int columns, const Q
   const int64_t blocks = a.k / kQKK;
   for (int j = 0; j < columns; ++j) {
     const char* row = a.w + (column0 + j) * a.w_row_bytes;
-    for (int64_t b = 0; b < blocks; ++b) store_unpacked(load_k(a, row, b), s.blocks[j * blocks + b]);
+    for (int64_t b = 0; b < blocks; ++b)
+      store_unpacked(load_k(a, row, b), s.blocks[j * blocks + b]);
   }
 }
 
 // Four rows' int32 vectors summed within each 128-bit lane: lane L of the
 // result holds [row 0, row 1, row 2, row 3]'s sums of their lane L.
 inline __m512i sum_rows(const __m512i (&p)[kTileRows]) {
-  const __m512i s01 = _mm512_add_epi32(_mm512_unpacklo_epi32(p[0], p[1]),
-                                       _mm512_unpackhi_epi32(p[0], p[1]));
-  const __m512i s23 = _mm512_add_epi32(_mm512_unpacklo_epi32(p[2], p[3]),
-                                       _mm512_unpackhi_epi32(p[2], p[3]));
+  const __m512i s01 =
+      _mm512_add_epi32(_mm512_unpacklo_epi32(p[0], p[1]), _mm512_unpackhi_epi32(p[0], p[1]));
+  const __m512i s23 =
+      _mm512_add_epi32(_mm512_unpacklo_epi32(p[2], p[3]), _mm512_unpackhi_epi32(p[2], p[3]));
   return _mm512_add_epi32(_mm512_unpacklo_epi64(s01, s23), _mm512_unpackhi_epi64(s01, s23));
 }
 
@@ -327,6 +323,11 @@ void k_row(const QuantGemmArgs& a, int64_t column0, int columns) {
   const char* rows[kTileColumns];
   for (int j = 0; j < kTileColumns; ++j)
     rows[j] = a.w + (column0 + tile_slot(j, columns)) * a.w_row_bytes;
+  // The four rows are one contiguous stream read at four points: each
+  // point asks for the lines past it, which lie in the rows of later tiles.
+  const int64_t block_bytes = a.w_row_bytes / blocks;
+  StreamAhead ahead[kTileColumns];
+  for (int j = 0; j < kTileColumns; ++j) ahead[j].next = rows[j] + kStreamAhead;
   const __m128 sign = _mm_set1_ps(-0.0f);
   __m128 acc = _mm_setzero_ps();
   for (int64_t b = 0; b < blocks; ++b) {
@@ -334,6 +335,7 @@ void k_row(const QuantGemmArgs& a, int64_t column0, int columns) {
     __m512i p[kTileColumns];
     alignas(16) float d[kTileColumns], dmin[kTileColumns];
     for (int j = 0; j < kTileColumns; ++j) {
+      ahead[j].upto(rows[j] + (b + 1) * block_bytes);
       const KRegisters u = load_k(a, rows[j], b);
       p[j] = block_sums(u.q, u.scale, u.min, x, offset_in_a);
       d[j] = u.d;
@@ -389,20 +391,21 @@ void k_tile(const QuantGemmArgs& a, int64_t column0, int columns, const QuantScr
         const __m256i min = _mm256_load_si256(reinterpret_cast<const __m256i*>(u.min));
         __m512i p[kTileRows];
         for (int r = 0; r < kTileRows; ++r)
-          p[r] = r < kRows ? block_sums(q, scale, min, x[r][b], offset_in_a)
-                           : _mm512_setzero_si512();
+          p[r] =
+              r < kRows ? block_sums(q, scale, min, x[r][b], offset_in_a) : _mm512_setzero_si512();
         column_sums[j] = sum_rows(p);
       }
       const __m512i s01 = sum_lane_pairs(column_sums[0], column_sums[1]);
       const __m512i s23 = sum_lane_pairs(column_sums[2], column_sums[3]);
       // Q6_K: every lane's sum is A's. Q4_K / Q5_K: 128-bit lanes 0-1 were
       // A's, 2-3 B's, so s01 = [A_0, B_0, A_1, B_1].
-      const __m512i sum_a = offset_in_a ? sum_lane_pairs(s01, s23)
-                                        : _mm512_shuffle_i32x4(s01, s23, 0x88);
+      const __m512i sum_a =
+          offset_in_a ? sum_lane_pairs(s01, s23) : _mm512_shuffle_i32x4(s01, s23, 0x88);
       const __m128 w_d = _mm_set_ps(slot[3][b].d, slot[2][b].d, slot[1][b].d, slot[0][b].d);
       const __m128 x_d = _mm_set_ps(x[3][b].d, x[2][b].d, x[1][b].d, x[0][b].d);
       const __m512 xd = _mm512_broadcast_f32x4(x_d);
-      const __m512 d = _mm512_mul_ps(_mm512_permutexvar_ps(by_column, _mm512_castps128_ps512(w_d)), xd);
+      const __m512 d =
+          _mm512_mul_ps(_mm512_permutexvar_ps(by_column, _mm512_castps128_ps512(w_d)), xd);
       acc = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(sum_a), acc);
       if (!offset_in_a) {
         const __m512i sum_m = _mm512_shuffle_i32x4(s01, s23, 0xdd);
@@ -426,10 +429,15 @@ void k_tile(const QuantGemmArgs& a, int64_t column0, int columns, const QuantScr
 void quant_gemm_columns_avx512_vnni(const QuantGemmArgs& args, int64_t column_begin,
                                     int64_t column_end, const QuantScratch& scratch) {
   const bool k_quant = is_k_quant(args.type);
+  if (args.m == 1 && !k_quant) {  // decode: the weights straight into registers, no scratch
+    StreamAhead ahead{args.w + column_begin * args.w_row_bytes + kStreamAhead};
+    for (int64_t j = column_begin; j < column_end; ++j) pair_column(args, j, ahead);
+    return;
+  }
   for (int64_t j = column_begin; j < column_end; j += kTileColumns) {
     const int columns = static_cast<int>(std::min<int64_t>(kTileColumns, column_end - j));
-    if (args.m == 1) {  // decode: the weights straight into registers, no scratch
-      k_quant ? k_row(args, j, columns) : pair_row(args, j, columns);
+    if (args.m == 1) {
+      k_row(args, j, columns);
     } else if (k_quant) {
       unpack_k_tile(args, j, columns, scratch);
       k_tile(args, j, columns, scratch);

@@ -88,6 +88,22 @@ void by_row_tiles(const QuantGemmArgs& a, Tile tile) {
   }
 }
 
+// Decode (m = 1) reads each weight once, front to back, and the hardware
+// prefetchers alone kept too few lines in flight for it: the kernels reached
+// about 60 % of the read bandwidth (docs/benchmarks.md). So each asks for
+// the line kStreamAhead bytes past the one it reads, into L1, one request
+// per line: `next` is the first line not yet asked for. A task's columns
+// are contiguous, so one cursor walks on from each column into the next.
+inline constexpr int64_t kStreamAhead = 4096;
+
+struct StreamAhead {
+  const char* next = nullptr;
+  // Every line before read_end + kStreamAhead asked for.
+  void upto(const char* read_end) {
+    for (; next < read_end + kStreamAhead; next += 64) __builtin_prefetch(next, 0, 3);
+  }
+};
+
 // Per thread: the unpacked weight rows (kTileColumns x k / 64 pairs, or
 // x k / 256 K blocks).
 struct QuantScratch {

@@ -103,10 +103,12 @@ struct ScratchBuffers {
   QuantScratch view() { return {pairs.data(), blocks.data()}; }
 };
 
-// Enough for every product of a group.
+// Enough for every product of a group that unpacks its weights.
 ScratchBuffers make_scratch(std::span<const QuantGemmArgs> group) {
   ScratchBuffers s;
   for (const QuantGemmArgs& a : group) {
+    // Decode on AVX-512 reads the weights straight into registers.
+    if (a.m <= 1 && quant_kernel() == QuantKernel::avx512_vnni) continue;
     if (a.x_k) {
       s.blocks.resize(std::max(s.blocks.size(), static_cast<size_t>(kTileColumns * a.k / kQKK)));
     } else {
@@ -167,8 +169,8 @@ void quant_matmul_group(std::span<const QuantMatmul> problems) {
     std::vector<QuantMatmul> rest;
     for (const QuantMatmul& p : problems) {
       if (q5(p)) {
-        quant_matmul_q5(p, kernel == QuantKernel::avx512_vnni ? Q5Kernel::avx512_vnni
-                                                              : Q5Kernel::avx2);
+        quant_matmul_q5(
+            p, kernel == QuantKernel::avx512_vnni ? Q5Kernel::avx512_vnni : Q5Kernel::avx2);
       } else {
         rest.push_back(p);
       }
