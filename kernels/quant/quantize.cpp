@@ -4,8 +4,10 @@
 #include <cmath>
 #include <cstring>
 
+#include "kernels/cpu/cpu_features.hpp"
 #include "kernels/dtype.hpp"
 #include "kernels/error.hpp"
+#include "kernels/quant/quantize_simd.hpp"
 
 namespace hive {
 
@@ -31,6 +33,9 @@ float signed_max(const float* x, int count) {
 
 void quantize_row_q8_0(const float* x, int64_t k, BlockQ8_0* out) {
   check_blocks("quantize_row_q8_0", k, kQK);
+#if defined(__x86_64__)
+  if (cpu::cpu_kernel_path() >= cpu::CpuPath::avx512) return quantize_row_q8_0_avx512(x, k, out);
+#endif
   for (int64_t b = 0; b < k / kQK; ++b, x += kQK) {
     float amax = 0.0f;
     for (int i = 0; i < kQK; ++i) amax = std::max(amax, std::fabs(x[i]));
@@ -43,6 +48,9 @@ void quantize_row_q8_0(const float* x, int64_t k, BlockQ8_0* out) {
 
 void quantize_row_q8_k(const float* x, int64_t k, BlockQ8_K* out) {
   check_blocks("quantize_row_q8_k", k, kQKK);
+#if defined(__x86_64__)
+  if (cpu::cpu_kernel_path() >= cpu::CpuPath::avx512) return quantize_row_q8_k_avx512(x, k, out);
+#endif
   for (int64_t b = 0; b < k / kQKK; ++b, x += kQKK) {
     BlockQ8_K& block = out[b];
     const float max = signed_max(x, kQKK);

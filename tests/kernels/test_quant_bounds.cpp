@@ -172,5 +172,52 @@ TEST(QuantizeActivations, AllZeroBlocksQuantizeToZero) {
     for (const int8_t q : block.qs) EXPECT_EQ(q, 0);
 }
 
+// Rows that reach every branch of the quantizers: random values; ties that
+// round away from zero (Q8_0) or to even (Q8_K); the largest magnitude twice
+// with both signs (the first one sets Q8_K's sign); a zero block; scales
+// that round to f16 subnormals; and values so small that 1 / d overflows.
+std::vector<float> quantizer_rows(std::mt19937_64& rng) {
+  std::vector<float> x = test::random_floats(rng, 8 * kQKK);
+  for (int i = 0; i < kQKK; ++i)  // block 1: max 127, so d = 1 and x * (1 / d) = x
+    x[kQKK + i] = i == 0 ? 127.0f : static_cast<float>(i % 64) - 31.5f;
+  x[2 * kQKK + 5] = -40.0f;  // block 2: -40 first, then +40
+  x[2 * kQKK + 9] = 40.0f;
+  std::fill_n(x.begin() + 3 * kQKK, kQKK, 0.0f);                                   // block 3
+  for (int i = 0; i < kQKK; ++i) x[4 * kQKK + i] *= 1e-6f;                         // block 4
+  for (int i = 0; i < kQKK; ++i) x[5 * kQKK + i] = (i % 3 - 1) * 1e-42f;           // block 5
+  for (int i = 0; i < kQKK; ++i) x[6 * kQKK + i] = static_cast<float>(i) * -3e4f;  // block 6
+  return x;
+}
+
+TEST(QuantizeActivations, EveryPathGivesTheScalarBits) {
+  test::KeptCpuSettings kept;
+  std::mt19937_64 rng(test::test_seed());
+  SCOPED_TRACE("seed " + std::to_string(test::test_seed()));
+  const std::vector<float> x = quantizer_rows(rng);
+  const int64_t k = static_cast<int64_t>(x.size());
+  cpu::set_cpu_kernel_path(cpu::CpuPath::scalar);
+  std::vector<BlockQ8_0> q8_0(static_cast<size_t>(k / kQK));
+  std::vector<BlockQ8_K> q8_k(static_cast<size_t>(k / kQKK));
+  quantize_row_q8_0(x.data(), k, q8_0.data());
+  quantize_row_q8_k(x.data(), k, q8_k.data());
+  for (const cpu::CpuPath path : cpu::supported_cpu_paths()) {
+    cpu::set_cpu_kernel_path(path);
+    SCOPED_TRACE(std::string(cpu::cpu_path_name(path)));
+    std::vector<BlockQ8_0> got_0(q8_0.size());
+    std::vector<BlockQ8_K> got_k(q8_k.size());
+    quantize_row_q8_0(x.data(), k, got_0.data());
+    quantize_row_q8_k(x.data(), k, got_k.data());
+    for (size_t b = 0; b < q8_0.size(); ++b)
+      EXPECT_EQ(std::memcmp(&got_0[b], &q8_0[b], sizeof(BlockQ8_0)), 0) << "Q8_0 block " << b;
+    for (size_t b = 0; b < q8_k.size(); ++b)
+      EXPECT_EQ(std::memcmp(&got_k[b], &q8_k[b], sizeof(BlockQ8_K)), 0) << "Q8_K block " << b;
+  }
+  // The rows reach what they are there for.
+  EXPECT_EQ(q8_0[kQKK / kQK].qs[1], -31);  // -30.5 away from zero
+  EXPECT_EQ(q8_k[1].qs[1], 30);            // -30.5 * -1 to even
+  EXPECT_EQ(q8_k[2].qs[5], -127);          // -40 came first
+  EXPECT_EQ(q8_k[2].qs[9], 127);
+}
+
 }  // namespace
 }  // namespace hive
