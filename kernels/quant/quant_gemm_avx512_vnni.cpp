@@ -260,26 +260,6 @@ void pair_tile(const QuantGemmArgs& a, int64_t column0, int columns, const Quant
   });
 }
 
-inline void store_unpacked(const KRegisters& r, UnpackedK& u) {
-  for (int c = 0; c < 4; ++c) {
-    _mm512_store_si512(u.q + 64 * c, r.q[c]);
-    _mm512_store_si512(u.pair_scale + 32 * c, r.scale[c]);
-  }
-  _mm256_store_si256(reinterpret_cast<__m256i*>(u.min), r.min);
-  u.d = r.d;
-  u.dmin = r.dmin;
-}
-
-// K-quants: the tile's weight rows, block b of slot j at blocks[j * k / 256 + b].
-void unpack_k_tile(const QuantGemmArgs& a, int64_t column0, int columns, const QuantScratch& s) {
-  const int64_t blocks = a.k / kQKK;
-  for (int j = 0; j < columns; ++j) {
-    const char* row = a.w + (column0 + j) * a.w_row_bytes;
-    for (int64_t b = 0; b < blocks; ++b)
-      store_unpacked(load_k(a, row, b), s.blocks[j * blocks + b]);
-  }
-}
-
 // Four rows' int32 vectors summed within each 128-bit lane: lane L of the
 // result holds [row 0, row 1, row 2, row 3]'s sums of their lane L.
 inline __m512i sum_rows(const __m512i (&p)[kTileRows]) {
@@ -288,12 +268,6 @@ inline __m512i sum_rows(const __m512i (&p)[kTileRows]) {
   const __m512i s23 =
       _mm512_add_epi32(_mm512_unpacklo_epi32(p[2], p[3]), _mm512_unpackhi_epi32(p[2], p[3]));
   return _mm512_add_epi32(_mm512_unpacklo_epi64(s01, s23), _mm512_unpackhi_epi64(s01, s23));
-}
-
-// 128-bit lanes (0, 1) and (2, 3) of two columns' sum_rows added:
-// [a0 + a1, a2 + a3, b0 + b1, b2 + b3].
-inline __m512i sum_lane_pairs(__m512i a, __m512i b) {
-  return _mm512_add_epi32(_mm512_shuffle_i32x4(a, b, 0x88), _mm512_shuffle_i32x4(a, b, 0xdd));
 }
 
 // One K block of one column against one row's Q8_K block, the exact sums P
@@ -361,69 +335,6 @@ void k_row(const QuantGemmArgs& a, int64_t column0, int columns) {
   for (int j = 0; j < columns; ++j) a.out[column0 + j] = sums[j];
 }
 
-// K-quants: per block, each (column, row) pair's exact sums as k_sums makes
-// them, gathered into one vector (lane 4 j + r for slot j, row r) by a
-// transposing tree of integer adds, then the block's scaling of
-// quant_matmul.hpp on all 16 outputs at once: the same fma per lane.
-void k_tile(const QuantGemmArgs& a, int64_t column0, int columns, const QuantScratch& s) {
-  const int64_t blocks = a.k / kQKK;
-  const bool offset_in_a = a.type == GgmlType::q6_k;
-  const UnpackedK* slot[kTileColumns];
-  for (int j = 0; j < kTileColumns; ++j) slot[j] = s.blocks + tile_slot(j, columns) * blocks;
-  // Lane 4 j + r takes element j (columns) or r (rows) of a 4-vector.
-  const __m512i by_column = _mm512_set_epi32(3, 3, 3, 3, 2, 2, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0);
-  const __m512 sign = _mm512_set1_ps(-0.0f);
-  by_row_tiles(a, [&](auto tile_rows, int64_t first) {
-    constexpr int kRows = decltype(tile_rows)::value;
-    // Rows past kRows repeat the last for the scales; their sums are zero.
-    const BlockQ8_K* x[kTileRows];
-    for (int r = 0; r < kTileRows; ++r) x[r] = a.x_k + (first + std::min(r, kRows - 1)) * blocks;
-    __m512 acc = _mm512_setzero_ps();
-    for (int64_t b = 0; b < blocks; ++b) {
-      __m512i column_sums[kTileColumns];
-      for (int j = 0; j < kTileColumns; ++j) {
-        const UnpackedK& u = slot[j][b];
-        __m512i q[4], scale[4];
-        for (int c = 0; c < 4; ++c) {
-          q[c] = _mm512_load_si512(u.q + 64 * c);
-          scale[c] = _mm512_load_si512(u.pair_scale + 32 * c);
-        }
-        const __m256i min = _mm256_load_si256(reinterpret_cast<const __m256i*>(u.min));
-        __m512i p[kTileRows];
-        for (int r = 0; r < kTileRows; ++r)
-          p[r] =
-              r < kRows ? block_sums(q, scale, min, x[r][b], offset_in_a) : _mm512_setzero_si512();
-        column_sums[j] = sum_rows(p);
-      }
-      const __m512i s01 = sum_lane_pairs(column_sums[0], column_sums[1]);
-      const __m512i s23 = sum_lane_pairs(column_sums[2], column_sums[3]);
-      // Q6_K: every lane's sum is A's. Q4_K / Q5_K: 128-bit lanes 0-1 were
-      // A's, 2-3 B's, so s01 = [A_0, B_0, A_1, B_1].
-      const __m512i sum_a =
-          offset_in_a ? sum_lane_pairs(s01, s23) : _mm512_shuffle_i32x4(s01, s23, 0x88);
-      const __m128 w_d = _mm_set_ps(slot[3][b].d, slot[2][b].d, slot[1][b].d, slot[0][b].d);
-      const __m128 x_d = _mm_set_ps(x[3][b].d, x[2][b].d, x[1][b].d, x[0][b].d);
-      const __m512 xd = _mm512_broadcast_f32x4(x_d);
-      const __m512 d =
-          _mm512_mul_ps(_mm512_permutexvar_ps(by_column, _mm512_castps128_ps512(w_d)), xd);
-      acc = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(sum_a), acc);
-      if (!offset_in_a) {
-        const __m512i sum_m = _mm512_shuffle_i32x4(s01, s23, 0xdd);
-        const __m128 w_dmin =
-            _mm_set_ps(slot[3][b].dmin, slot[2][b].dmin, slot[1][b].dmin, slot[0][b].dmin);
-        const __m512 dmin = _mm512_xor_ps(
-            _mm512_mul_ps(_mm512_permutexvar_ps(by_column, _mm512_castps128_ps512(w_dmin)), xd),
-            sign);
-        acc = _mm512_fmadd_ps(dmin, _mm512_cvtepi32_ps(sum_m), acc);
-      }
-    }
-    alignas(64) float sums[16];
-    _mm512_store_ps(sums, acc);
-    for (int j = 0; j < columns; ++j)
-      for (int r = 0; r < kRows; ++r) a.out[(first + r) * a.n + column0 + j] = sums[4 * j + r];
-  });
-}
-
 }  // namespace
 
 void quant_gemm_columns_avx512_vnni(const QuantGemmArgs& args, int64_t column_begin,
@@ -434,13 +345,12 @@ void quant_gemm_columns_avx512_vnni(const QuantGemmArgs& args, int64_t column_be
     for (int64_t j = column_begin; j < column_end; ++j) pair_column(args, j, ahead);
     return;
   }
+  if (args.m > 1 && k_quant)  // lanes as columns, quant_gemm_k_avx512.cpp
+    return quant_gemm_k_columns_avx512_vnni(args, column_begin, column_end, scratch);
   for (int64_t j = column_begin; j < column_end; j += kTileColumns) {
     const int columns = static_cast<int>(std::min<int64_t>(kTileColumns, column_end - j));
     if (args.m == 1) {
       k_row(args, j, columns);
-    } else if (k_quant) {
-      unpack_k_tile(args, j, columns, scratch);
-      k_tile(args, j, columns, scratch);
     } else {
       unpack_pair_tile(args, j, columns, scratch);
       pair_tile(args, j, columns, scratch);

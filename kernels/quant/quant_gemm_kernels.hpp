@@ -60,6 +60,28 @@ struct alignas(64) UnpackedK {
   float d = 0, dmin = 0;
 };
 
+// K-quants from m = 2 on, AVX-512 (quant_gemm_k_avx512.cpp): a K block of
+// kKColumns weight rows with a vector's lanes as the columns. q[t] holds
+// the quants (unsigned) of elements 4 t .. 4 t + 3 of the block, column c's
+// at bytes 4 c .. 4 c + 3, so one vpdpbusd against an activation dword
+// broadcast adds a group of 4 to all 16 columns' sums:
+//
+//   q[t]:  | c0: e4t e4t+1 e4t+2 e4t+3 | c1: ... | ... | c15: ... |
+//
+// scale[g]: each column's scale of group g of 32 (Q4_K, Q5_K; g < 8) or
+// 16 (Q6_K), as int32. min[p]: int16 pairs that multiply the activation's
+// bsums 2 p, 2 p + 1 (vpdpwssd): the min of sub-block p twice (Q4_K, Q5_K:
+// B), or -32 times the scales of groups 2 p, 2 p + 1 (Q6_K: A's offset).
+inline constexpr int kKColumns = 16;
+struct alignas(64) ColumnBlockK {
+  uint8_t q[kQKK / 4][64];
+  int32_t scale[16][16];
+  int16_t min[8][32];
+  float d[16], dmin[16];
+};
+// Activation rows a ColumnBlockK tile multiplies at once.
+inline constexpr int kKRows = 8;
+
 // Weight rows a register tile unpacks together, and activation rows it
 // multiplies them with.
 inline constexpr int kTileColumns = 4;
@@ -109,6 +131,7 @@ struct StreamAhead {
 struct QuantScratch {
   PairQ8_0* pairs = nullptr;
   UnpackedK* blocks = nullptr;
+  ColumnBlockK* k_columns = nullptr;  // k / 256, AVX-512 K-quants
 };
 
 // Output columns [column_begin, column_end) of every row in args.
@@ -116,5 +139,8 @@ void quant_gemm_columns_avx2(const QuantGemmArgs& args, int64_t column_begin, in
                              const QuantScratch& scratch);
 void quant_gemm_columns_avx512_vnni(const QuantGemmArgs& args, int64_t column_begin,
                                     int64_t column_end, const QuantScratch& scratch);
+// K-quants, m >= 2 (quant_gemm_columns_avx512_vnni's).
+void quant_gemm_k_columns_avx512_vnni(const QuantGemmArgs& args, int64_t column_begin,
+                                      int64_t column_end, const QuantScratch& scratch);
 
 }  // namespace hive

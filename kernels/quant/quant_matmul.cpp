@@ -100,7 +100,8 @@ void quantize_row(const float* x, const QuantGemmArgs& a, int64_t i, Activations
 struct ScratchBuffers {
   std::vector<PairQ8_0> pairs;
   std::vector<UnpackedK> blocks;
-  QuantScratch view() { return {pairs.data(), blocks.data()}; }
+  std::vector<ColumnBlockK> k_columns;
+  QuantScratch view() { return {pairs.data(), blocks.data(), k_columns.data()}; }
 };
 
 // Enough for every product of a group that unpacks its weights.
@@ -109,7 +110,9 @@ ScratchBuffers make_scratch(std::span<const QuantGemmArgs> group) {
   for (const QuantGemmArgs& a : group) {
     // Decode on AVX-512 reads the weights straight into registers.
     if (a.m <= 1 && quant_kernel() == QuantKernel::avx512_vnni) continue;
-    if (a.x_k) {
+    if (a.x_k && quant_kernel() == QuantKernel::avx512_vnni) {
+      s.k_columns.resize(std::max(s.k_columns.size(), static_cast<size_t>(a.k / kQKK)));
+    } else if (a.x_k) {
       s.blocks.resize(std::max(s.blocks.size(), static_cast<size_t>(kTileColumns * a.k / kQKK)));
     } else {
       s.pairs.resize(std::max(s.pairs.size(), static_cast<size_t>(kTileColumns * a.x_blocks / 2)));
