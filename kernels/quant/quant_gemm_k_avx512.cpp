@@ -26,6 +26,13 @@
 namespace hive {
 namespace {
 
+// The 16 columns' blocks: slot c's at base + offset lane c.
+struct Columns {
+  const char* block[kKColumns];
+  const char* base;
+  __m512i offset;
+};
+
 // 16 vectors of 16 dwords transposed: out[t] lane c = in[c] lane t.
 inline void transpose16(const __m512i (&in)[16], __m512i (&out)[16]) {
   __m512i a[16], b[16];
@@ -55,9 +62,9 @@ inline void transpose16(const __m512i (&in)[16], __m512i (&out)[16]) {
 
 // Each column's 64 bytes at offset `at` of its block, transposed: lane c
 // of out[v] is column c's dword v.
-inline void load_transposed(const char* const (&block)[kKColumns], size_t at, __m512i (&out)[16]) {
+inline void load_transposed(const Columns& w, size_t at, __m512i (&out)[16]) {
   __m512i in[kKColumns];
-  for (int c = 0; c < kKColumns; ++c) in[c] = _mm512_loadu_si512(block[c] + at);
+  for (int c = 0; c < kKColumns; ++c) in[c] = _mm512_loadu_si512(w.block[c] + at);
   transpose16(in, out);
 }
 
@@ -66,30 +73,54 @@ inline __m512i word_pairs(__m512i lo, __m512i hi) {
   return _mm512_mask_blend_epi16(0xaaaaaaaa, lo, _mm512_slli_epi32(hi, 16));
 }
 
-inline void store_d(const char* const (&block)[kKColumns], size_t d_at, size_t dmin_at,
-                    ColumnBlockK& out) {
-  for (int c = 0; c < kKColumns; ++c) {
-    out.d[c] = half_at(block[c] + d_at);
-    out.dmin[c] = dmin_at ? half_at(block[c] + dmin_at) : 0.0f;
-  }
+// Each column's dword at byte `at` of its block, column c in lane c.
+inline __m512i gather(const Columns& w, size_t at) {
+  return _mm512_i32gather_epi32(w.offset, w.base + at, 1);
+}
+
+// Lane c: the f16 in the low (high) word of lane c, as f32; F16C's
+// conversion, as half_at's.
+inline __m512 low_halves(__m512i v) {
+  return _mm512_cvtph_ps(_mm512_cvtepi32_epi16(v));
+}
+
+inline __m512 high_halves(__m512i v) {
+  return low_halves(_mm512_srli_epi32(v, 16));
+}
+
+// Byte i of each lane, unsigned or signed, as int32.
+inline __m512i byte_u(__m512i v, int i) {
+  return _mm512_and_si512(_mm512_srli_epi32(v, 8 * i), _mm512_set1_epi32(255));
+}
+
+inline __m512i byte_s(__m512i v, int i) {
+  return _mm512_srai_epi32(_mm512_slli_epi32(v, 24 - 8 * i), 24);
 }
 
 // Q4_K and Q5_K: qs byte 32 i + 4 u + e (dword 8 i + u) holds element
 // 64 i + 4 u + e in its low nibble (group of 4: 16 i + u) and element
 // 64 i + 32 + 4 u + e in its high one (16 i + 8 + u); bit j of qh byte
 // 4 u + e is bit 4 of element 32 j + 4 u + e (group 8 j + u).
-void unpack_q4_q5_k(const char* const (&block)[kKColumns], bool five_bit, ColumnBlockK& out) {
+void unpack_q4_q5_k(const Columns& w, bool five_bit, ColumnBlockK& out) {
   const size_t scales_at = offsetof(BlockQ4_K, scales);
   const size_t qs_at = five_bit ? offsetof(BlockQ5_K, qs) : offsetof(BlockQ4_K, qs);
-  __m512i qs[2][16], qh[16], sm[16];
-  load_transposed(block, qs_at, qs[0]);
-  load_transposed(block, qs_at + 64, qs[1]);
-  if (five_bit) load_transposed(block, offsetof(BlockQ5_K, qh), qh);  // dwords 8-15 unused
-  __m512i in[kKColumns];
-  for (int c = 0; c < kKColumns; ++c)
-    in[c] = _mm512_cvtepu8_epi32(
-        k_scales_mins(reinterpret_cast<const uint8_t*>(block[c] + scales_at)));
-  transpose16(in, sm);  // scales of sub-blocks 0-7, then their mins
+  __m512i qs[2][16], qh[16];
+  load_transposed(w, qs_at, qs[0]);
+  load_transposed(w, qs_at + 64, qs[1]);
+  if (five_bit) load_transposed(w, offsetof(BlockQ5_K, qh), qh);  // dwords 8-15 unused
+  // k_scales_mins on 16 columns at once: bytes 0-3 of scales_mins[0] are
+  // the scales of sub-blocks 0-3, of [1] 4-7; [2] and [3] hold the mins.
+  const __m512i u0 = gather(w, scales_at), u1 = gather(w, scales_at + 4),
+                u2 = gather(w, scales_at + 8);
+  const __m512i low6 = _mm512_set1_epi32(0x3f3f3f3f), low4 = _mm512_set1_epi32(0x0f0f0f0f),
+                top2 = _mm512_set1_epi32(0x30303030);
+  const __m512i scales_mins[4] = {
+      _mm512_and_si512(u0, low6),
+      _mm512_or_si512(_mm512_and_si512(u2, low4),
+                      _mm512_and_si512(_mm512_srli_epi32(u0, 2), top2)),
+      _mm512_and_si512(u1, low6),
+      _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(u2, 4), low4),
+                      _mm512_and_si512(_mm512_srli_epi32(u1, 2), top2))};
   const __m512i nibble = _mm512_set1_epi8(15), one = _mm512_set1_epi8(1);
   for (int i = 0; i < 4; ++i) {
     for (int u = 0; u < 8; ++u) {
@@ -107,26 +138,28 @@ void unpack_q4_q5_k(const char* const (&block)[kKColumns], bool five_bit, Column
     }
   }
   for (int j = 0; j < 8; ++j) {
-    _mm512_store_si512(out.scale[j], sm[j]);
+    _mm512_store_si512(out.scale[j], byte_u(scales_mins[j / 4], j % 4));
     // Groups 2 j and 2 j + 1 share sub-block j's min.
-    _mm512_store_si512(out.min[j], word_pairs(sm[8 + j], sm[8 + j]));
+    const __m512i min = byte_u(scales_mins[2 + j / 4], j % 4);
+    _mm512_store_si512(out.min[j], word_pairs(min, min));
   }
-  store_d(block, offsetof(BlockQ4_K, d), offsetof(BlockQ4_K, dmin), out);
+  const __m512i d = gather(w, offsetof(BlockQ4_K, d));  // d, dmin
+  _mm512_store_ps(out.d, low_halves(d));
+  _mm512_store_ps(out.dmin, high_halves(d));
 }
 
 // Q6_K: element 128 h + 32 k + 4 u + e (group of 4: 32 h + 8 k + u) has
 // its low 4 bits in ql byte 64 h + 32 (k % 2) + 4 u + e, low nibble for
 // k < 2, and its high 2 in bits 2 k, 2 k + 1 of qh byte 32 h + 4 u + e.
-void unpack_q6_k(const char* const (&block)[kKColumns], ColumnBlockK& out) {
-  __m512i ql[2][16], qh[16], scales[16];
-  load_transposed(block, offsetof(BlockQ6_K, ql), ql[0]);
-  load_transposed(block, offsetof(BlockQ6_K, ql) + 64, ql[1]);
-  load_transposed(block, offsetof(BlockQ6_K, qh), qh);
-  __m512i in[kKColumns];
-  for (int c = 0; c < kKColumns; ++c)
-    in[c] = _mm512_cvtepi8_epi32(
-        _mm_loadu_si128(reinterpret_cast<const __m128i*>(block[c] + offsetof(BlockQ6_K, scales))));
-  transpose16(in, scales);
+void unpack_q6_k(const Columns& w, ColumnBlockK& out) {
+  __m512i ql[2][16], qh[16];
+  load_transposed(w, offsetof(BlockQ6_K, ql), ql[0]);
+  load_transposed(w, offsetof(BlockQ6_K, ql) + 64, ql[1]);
+  load_transposed(w, offsetof(BlockQ6_K, qh), qh);
+  __m512i packed[4];
+  for (int i = 0; i < 4; ++i) packed[i] = gather(w, offsetof(BlockQ6_K, scales) + 4 * i);
+  __m512i scales[16];
+  for (int g = 0; g < 16; ++g) scales[g] = byte_s(packed[g / 4], g % 4);
   const __m512i nibble = _mm512_set1_epi8(15), two_bits = _mm512_set1_epi8(3);
   for (int h = 0; h < 2; ++h) {
     for (int k = 0; k < 4; ++k) {
@@ -148,21 +181,28 @@ void unpack_q6_k(const char* const (&block)[kKColumns], ColumnBlockK& out) {
     const __m512i hi = _mm512_sub_epi32(zero, _mm512_slli_epi32(scales[2 * p + 1], 5));
     _mm512_store_si512(out.min[p], word_pairs(lo, hi));
   }
-  store_d(block, offsetof(BlockQ6_K, d), 0, out);
+  // d in the high word of the dword that ends the block (scales 14, 15, d).
+  _mm512_store_ps(out.d, high_halves(gather(w, offsetof(BlockQ6_K, d) - 2)));
+  _mm512_store_ps(out.dmin, _mm512_setzero_ps());
 }
 
 // Columns [column0, column0 + columns) into blocks[0 .. k / 256); slots
 // past `columns` repeat the last column, their lanes computed and dropped.
 void unpack_columns(const QuantGemmArgs& a, int64_t column0, int columns, ColumnBlockK* blocks) {
   const int64_t block_bytes = ggml_type_info(a.type).block_bytes;
+  alignas(64) int32_t slot_row[kKColumns];
+  for (int c = 0; c < kKColumns; ++c)
+    slot_row[c] = static_cast<int32_t>(std::min(c, columns - 1) * a.w_row_bytes);
+  const __m512i offsets = _mm512_load_si512(slot_row);
   for (int64_t b = 0; b < a.k / kQKK; ++b) {
-    const char* block[kKColumns];
-    for (int c = 0; c < kKColumns; ++c)
-      block[c] = a.w + (column0 + std::min(c, columns - 1)) * a.w_row_bytes + b * block_bytes;
+    Columns w;
+    w.base = a.w + column0 * a.w_row_bytes + b * block_bytes;
+    for (int c = 0; c < kKColumns; ++c) w.block[c] = w.base + slot_row[c];
+    w.offset = offsets;
     if (a.type == GgmlType::q6_k) {
-      unpack_q6_k(block, blocks[b]);
+      unpack_q6_k(w, blocks[b]);
     } else {
-      unpack_q4_q5_k(block, a.type == GgmlType::q5_k, blocks[b]);
+      unpack_q4_q5_k(w, a.type == GgmlType::q5_k, blocks[b]);
     }
   }
 }
