@@ -26,7 +26,8 @@
 namespace hive {
 namespace {
 
-// The 16 columns' blocks: slot c's at base + offset lane c.
+// The 16 columns' blocks: slot c's at base + offset lane c (int32, as
+// vpgatherdd takes it: 15 weight rows are far below 2 GB).
 struct Columns {
   const char* block[kKColumns];
   const char* base;

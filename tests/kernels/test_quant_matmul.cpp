@@ -69,12 +69,13 @@ class QuantMatmulTest : public ::testing::TestWithParam<GgmlType> {
 TEST_P(QuantMatmulTest, EveryPathEqualsTheReferenceBitForBit) {
   SCOPED_TRACE(seed_);
   // Odd and even block counts, rows across a task's row block (64) and
-  // whole and partial register tiles (4 rows), columns not a multiple of a
-  // task's 16 nor of a tile's 4.
+  // whole and partial register tiles (4 rows; 8 for the K-quants on
+  // AVX-512), alone and after whole ones in a task (13), columns not a
+  // multiple of a task's 16 nor of a tile's 4.
   for (const int64_t blocks : {1, 3, 8}) {
     const int64_t k = blocks * block_, n = 37;
     const test::QuantWeights w = test::random_quant_weights(rng_, GetParam(), n, k);
-    for (const int64_t m : {1, 2, 4, 5, 16, 67}) {
+    for (const int64_t m : {1, 2, 4, 5, 13, 16, 67}) {
       const std::vector<float> x = test::random_floats(rng_, static_cast<size_t>(m * k));
       const std::vector<float> expected = run(x, w, m, /*reference=*/true);
       ASSERT_TRUE(guards_intact(expected));
