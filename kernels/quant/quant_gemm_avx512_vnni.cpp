@@ -153,6 +153,7 @@ inline KRegisters load_k(const QuantGemmArgs& a, const char* row, int64_t b) {
 
 // ---- Register tiles for m > 1 -------------------------------------------
 //
+// (Q8_0 / Q4_0; the K-quants' tiles are quant_gemm_k_avx512.cpp's.)
 // A tile is kTileColumns output columns by kTileRows rows. Its columns'
 // weight rows are unpacked once into scratch (in registers, then stored),
 // and every row tile of the task reads them from there: the unpacking is
@@ -163,7 +164,7 @@ inline KRegisters load_k(const QuantGemmArgs& a, const char* row, int64_t b) {
 // A tile short of columns repeats its last one, whose repeated outputs are
 // computed and dropped; one short of rows leaves them out. No lane reads
 // another's values, so an output's bits do not depend on the tile it shares.
-static_assert(kTileColumns == 4, "the K tile's reduction puts one column in each 128-bit lane");
+static_assert(kTileColumns == 4, "k_row's reduction puts one column in each 128-bit lane");
 
 // Column slot j of the tile in scratch: columns past `columns` repeat the last.
 inline int tile_slot(int j, int columns) {

@@ -8,7 +8,9 @@
 // stream from memory once per task, whatever m: at m = 1 a column at a time
 // straight into registers; from m = 2 on, the weight rows are unpacked into
 // scratch (below) once per task, kTileColumns at a time on AVX-512 and one
-// at a time on AVX2, and run as register tiles against 4 rows at a time.
+// at a time on AVX2, and run as register tiles against 4 rows at a time;
+// the K-quants on AVX-512 all 16 columns of a task at once (ColumnBlockK),
+// against 8 rows at a time.
 #include <algorithm>
 #include <cstdint>
 #include <type_traits>
@@ -49,7 +51,7 @@ struct alignas(64) PairQ8_0 {
   float d[16];
 };
 
-// A K-quant block unpacked: quants 0..63 in element order, the scale of
+// A K-quant block unpacked for AVX2: quants 0..63 in element order, the scale of
 // each pair of elements (2t, 2t + 1) for an int16 multiply-add after
 // maddubs, and per group of 16 what multiplies the activation's bsums: the
 // min (Q4_K, Q5_K) or 32 * the scale (Q6_K, whose quants are offset by 32).
@@ -127,7 +129,7 @@ struct StreamAhead {
 };
 
 // Per thread: the unpacked weight rows (kTileColumns x k / 64 pairs, or
-// x k / 256 K blocks).
+// x k / 256 K blocks; k / 256 ColumnBlockK on AVX-512).
 struct QuantScratch {
   PairQ8_0* pairs = nullptr;
   UnpackedK* blocks = nullptr;
