@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "kernels/cpu/cpu_features.hpp"
+#include "kernels/cpu/intrinsics.hpp"
 #include "kernels/dtype.hpp"
 #include "kernels/error.hpp"
 #include "kernels/quant/quantize_simd.hpp"
@@ -27,6 +28,17 @@ float signed_max(const float* x, int count) {
       max = x[i];
     }
   return max;
+}
+
+// std::lrint: to nearest, ties to even, under the default rounding mode.
+// On x86-64 the instruction that lrint is, where the call to libm per
+// element was a fifth of a K-quant matmul's time at 64 rows.
+long lrint_inline(float v) {
+#if defined(__x86_64__)
+  return _mm_cvtss_si64(_mm_set_ss(v));
+#else
+  return std::lrint(v);
+#endif
 }
 
 }  // namespace
@@ -60,7 +72,7 @@ void quantize_row_q8_k(const float* x, int64_t k, BlockQ8_K* out) {
     }
     const float inverse = -127.0f / max;
     for (int i = 0; i < kQKK; ++i)
-      block.qs[i] = static_cast<int8_t>(std::min(127L, std::lrint(inverse * x[i])));
+      block.qs[i] = static_cast<int8_t>(std::min(127L, lrint_inline(inverse * x[i])));
     for (int g = 0; g < kQKK / 16; ++g) {
       int sum = 0;
       for (int i = 0; i < 16; ++i) sum += block.qs[16 * g + i];

@@ -160,6 +160,19 @@ TEST(QuantizeActivations, Q8KNeverHoldsMinus128AndItsSumsAreExact) {
   }
 }
 
+TEST(QuantizeActivations, Q8KRoundsHalvesToEven) {
+  // The extreme -127 makes the scale 1: each value is its own quant.
+  std::vector<float> x(kQKK, 0.0f);
+  x[0] = -127.0f;
+  const float halves[] = {0.5f, 1.5f, 2.5f, -2.5f, -3.5f, 126.5f, 2.4999998f};
+  const int expected[] = {0, 2, 2, -2, -4, 126, 2};
+  for (int i = 0; i < 7; ++i) x[static_cast<size_t>(i + 1)] = halves[i];
+  std::vector<BlockQ8_K> blocks(1);
+  quantize_row_q8_k(x.data(), kQKK, blocks.data());
+  EXPECT_EQ(blocks[0].d, 1.0f);
+  for (int i = 0; i < 7; ++i) EXPECT_EQ(blocks[0].qs[i + 1], expected[i]) << halves[i];
+}
+
 TEST(QuantizeActivations, AllZeroBlocksQuantizeToZero) {
   const std::vector<float> x(kQKK, 0.0f);
   std::vector<BlockQ8_K> k_blocks(1);
