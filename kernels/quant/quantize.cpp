@@ -31,8 +31,8 @@ float signed_max(const float* x, int count) {
 }
 
 // std::lrint: to nearest, ties to even, under the default rounding mode.
-// On x86-64 the instruction that lrint is, where the call to libm per
-// element was a fifth of a K-quant matmul's time at 64 rows.
+// On x86-64 the one instruction lrint stands for, inline: the call into
+// libm per element weighed on every K-quant matmul.
 long lrint_inline(float v) {
 #if defined(__x86_64__)
   return _mm_cvtss_si64(_mm_set_ss(v));
