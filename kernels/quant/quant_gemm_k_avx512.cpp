@@ -11,12 +11,13 @@
 // multiplies by the scales, 8 vpdpwssd for the mins against the bsums. The
 // unpacked block (5.8 KB) comes from L2 once per row tile and the
 // activations' dwords from L1, so from a few rows on the bound is the
-// vpdpbusd rate.
+// vector ports: the vpdpbusd, and beside them the multiplies by the
+// scales. Unpacking (a transpose of the packed quants per block) is paid
+// once per task.
 #if defined(__x86_64__)
 #include <algorithm>
 #include <cstddef>
 #include <cstring>
-#include <type_traits>
 #include <utility>
 
 #include "kernels/cpu/intrinsics.hpp"
