@@ -5,80 +5,93 @@
 // (|x| <= 127) for Q8_0 / Q4_0, and quants <= 63 times x for the K-quants.
 #if defined(__x86_64__)
 #include <algorithm>
+#include <cmath>
 #include <type_traits>
 
 #include "kernels/cpu/intrinsics.hpp"
+#include "kernels/quant/quant_block_sums.hpp"
 #include "kernels/quant/quant_gemm_kernels.hpp"
 #include "kernels/quant/quant_unpack.hpp"
 
 namespace hive {
 namespace {
 
-// l + 8 onto l (even blocks' lanes plus odd blocks'), then + 4, + 2, + 1.
-inline float fold(__m256 even, __m256 odd) {
-  const __m256 s8 = _mm256_add_ps(even, odd);
-  const __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(s8), _mm256_extractf128_ps(s8, 1));
-  const __m128 s2 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
-  const __m128 s1 = _mm_add_ss(s2, _mm_shuffle_ps(s2, s2, 1));
-  return _mm_cvtss_f32(s1);
+// A Q8_0 / Q4_0 block's 8 sums of 4 products w x: |w| times sign(w) x in
+// int16 pairs, then the pairs added.
+inline __m256i group_sums(__m256i w, __m256i abs_w, __m256i x) {
+  return _mm256_madd_epi16(_mm256_maddubs_epi16(abs_w, _mm256_sign_epi8(x, w)),
+                           _mm256_set1_epi16(1));
 }
 
-// m = 1, Q8_0 / Q4_0: a column's blocks straight into registers, the even
-// blocks' lanes in one and the odd ones' in another (no padding block: it
-// only adds zeros).
-void pair_column(const QuantGemmArgs& a, int64_t column, const char* row, StreamAhead& ahead) {
+// m = 1, Q8_0 / Q4_0: a column's blocks straight into registers, 8 at a
+// time: their exact sums through block_totals, then their fmas in turn.
+void q8_column(const QuantGemmArgs& a, int64_t column, const char* row, StreamAhead& ahead) {
   const bool four_bit = a.type == GgmlType::q4_0;
   const int64_t blocks = a.k / kQK, block_bytes = four_bit ? 18 : 34;
-  const __m256i ones = _mm256_set1_epi16(1);
-  __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
-  for (int64_t b = 0; b < blocks; ++b) {
-    const char* block = row + b * block_bytes;
-    ahead.upto(block + block_bytes);
-    const __m256i w = block_quants(block, four_bit);
+  const auto sums_of = [&](int64_t b) {
+    const __m256i w = block_quants(row + b * block_bytes, four_bit);
     const __m256i x = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.x_qs + b * 32));
-    const __m256i pairs = _mm256_maddubs_epi16(_mm256_abs_epi8(w), _mm256_sign_epi8(x, w));
-    const __m256i sums = _mm256_madd_epi16(pairs, ones);
-    const __m256 d = _mm256_mul_ps(_mm256_set1_ps(half_at(block)), _mm256_broadcast_ss(a.x_d + b));
-    acc[b % 2] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums), d, acc[b % 2]);
-  }
-  a.out[column] = fold(acc[0], acc[1]);
-}
-
-// m > 1, Q8_0 / Q4_0: an unpacked column against 4 rows at a time, each
-// row's two accumulators (even blocks, odd blocks) in registers.
-void pair_rows(const QuantGemmArgs& a, int64_t column, const QuantScratch& s) {
-  const int64_t blocks = a.x_blocks;
-  const __m256i ones = _mm256_set1_epi16(1);
-  by_row_tiles(a, [&](auto tile_rows, int64_t first) {
-    constexpr int kRows = decltype(tile_rows)::value;
-    const int8_t* x_qs = a.x_qs + first * blocks * 32;
-    const float* x_d = a.x_d + first * blocks;
-    __m256 acc[kRows][2];
-    for (auto& row : acc) row[0] = row[1] = _mm256_setzero_ps();
-    for (int64_t b = 0; b < blocks; ++b) {
-      const PairQ8_0& pair = s.pairs[b / 2];
-      const int half = static_cast<int>(b % 2);
-      const __m256i w = _mm256_load_si256(reinterpret_cast<const __m256i*>(pair.w + 32 * half));
-      const __m256i abs_w =
-          _mm256_load_si256(reinterpret_cast<const __m256i*>(pair.abs_w + 32 * half));
-      const __m256 w_d = _mm256_load_ps(pair.d + 8 * half);
-      for (int r = 0; r < kRows; ++r) {
-        const __m256i x =
-            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x_qs + (r * blocks + b) * 32));
-        const __m256i sums =
-            _mm256_madd_epi16(_mm256_maddubs_epi16(abs_w, _mm256_sign_epi8(x, w)), ones);
-        const __m256 d = _mm256_mul_ps(w_d, _mm256_broadcast_ss(x_d + r * blocks + b));
-        acc[r][half] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums), d, acc[r][half]);
-      }
+    return group_sums(w, _mm256_abs_epi8(w), x);
+  };
+  float s = 0;
+  int64_t b = 0;
+  for (; b + 8 <= blocks; b += 8) {
+    ahead.upto(row + (b + 8) * block_bytes);
+    __m256i sums[8];
+    alignas(32) float w_d[8];
+    for (int t = 0; t < 8; ++t) {
+      sums[t] = sums_of(b + t);
+      w_d[t] = half_at(row + (b + t) * block_bytes);
     }
-    for (int r = 0; r < kRows; ++r) a.out[(first + r) * a.n + column] = fold(acc[r][0], acc[r][1]);
-  });
+    const __m256 d = _mm256_mul_ps(_mm256_load_ps(w_d), _mm256_loadu_ps(a.x_d + b));
+    s = fma_in_order(_mm256_cvtepi32_ps(block_totals(sums)), d, s);
+  }
+  for (; b < blocks; ++b) {
+    ahead.upto(row + (b + 1) * block_bytes);
+    const float d = half_at(row + b * block_bytes) * a.x_d[b];
+    s = std::fma(static_cast<float>(lane_total(sums_of(b))), d, s);
+  }
+  a.out[column] = s;
 }
 
 // Four rows' int32 vectors summed: lane r of the result is row r's sum.
 inline __m128i sum_rows(__m256i v0, __m256i v1, __m256i v2, __m256i v3) {
   const __m256i s = _mm256_hadd_epi32(_mm256_hadd_epi32(v0, v1), _mm256_hadd_epi32(v2, v3));
   return _mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
+}
+
+// m > 1, Q8_0 / Q4_0: an unpacked column against 4 rows at a time; per
+// block the rows' exact sums gathered by one tree, then each row's fma on
+// its lane.
+void q8_rows(const QuantGemmArgs& a, int64_t column, const QuantScratch& s) {
+  const int64_t blocks = a.x_blocks;
+  by_row_tiles(a, [&](auto tile_rows, int64_t first) {
+    constexpr int kRows = decltype(tile_rows)::value;
+    const int8_t* x_qs = a.x_qs + first * blocks * 32;
+    const float* x_d = a.x_d + first * blocks;
+    __m128 acc = _mm_setzero_ps();
+    for (int64_t b = 0; b < blocks; ++b) {
+      const UnpackedQ8_0& u = s.q8[b];
+      const __m256i w = _mm256_load_si256(reinterpret_cast<const __m256i*>(u.w));
+      const __m256i abs_w = _mm256_load_si256(reinterpret_cast<const __m256i*>(u.abs_w));
+      __m256i sums[kTileRows];
+      alignas(16) float xd[kTileRows] = {};
+      for (int r = 0; r < kTileRows; ++r) {
+        sums[r] = _mm256_setzero_si256();
+        if (r >= kRows) continue;  // zero sums for the rows the tile lacks
+        const __m256i x =
+            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x_qs + (r * blocks + b) * 32));
+        sums[r] = group_sums(w, abs_w, x);
+        xd[r] = x_d[r * blocks + b];
+      }
+      const __m128i total = sum_rows(sums[0], sums[1], sums[2], sums[3]);
+      const __m128 d = _mm_mul_ps(_mm_set1_ps(u.d), _mm_load_ps(xd));
+      acc = _mm_fmadd_ps(_mm_cvtepi32_ps(total), d, acc);
+    }
+    alignas(16) float out[kTileRows];
+    _mm_store_ps(out, acc);
+    for (int r = 0; r < kRows; ++r) a.out[(first + r) * a.n + column] = out[r];
+  });
 }
 
 // K-quants: an unpacked column against 4 rows at a time. Per
@@ -141,13 +154,13 @@ void quant_gemm_columns_avx2(const QuantGemmArgs& args, int64_t column_begin, in
   for (int64_t j = column_begin; j < column_end; ++j) {
     const char* row = args.w + j * args.w_row_bytes;
     if (args.m == 1 && !k_quant) {
-      pair_column(args, j, row, ahead);
+      q8_column(args, j, row, ahead);
       continue;
     }
     if (args.m == 1) ahead.upto(row + args.w_row_bytes);
     unpack_row(args, row, scratch);
     if (!k_quant) {
-      pair_rows(args, j, scratch);
+      q8_rows(args, j, scratch);
     } else {
       k_rows(args, j, scratch);
     }

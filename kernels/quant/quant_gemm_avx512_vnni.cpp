@@ -6,44 +6,18 @@
 // multiply-adds (64 per vpdpbusd).
 #if defined(__x86_64__)
 #include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <cstring>
 #include <type_traits>
 
-#include "kernels/cpu/avx512_fold.hpp"
 #include "kernels/cpu/intrinsics.hpp"
+#include "kernels/quant/quant_block_sums.hpp"
 #include "kernels/quant/quant_gemm_kernels.hpp"
 #include "kernels/quant/quant_unpack.hpp"
 
 namespace hive {
 namespace {
-
-// A pair of Q8_0 or Q4_0 blocks (2c, 2c + 1; zero past the row) in
-// registers: quant_unpack.hpp's PairQ8_0 less the |w| only AVX2 reads. At
-// m = 1 made where it is used; from 2 rows on stored into scratch once per
-// task (unpack_pair_tile) and read back by every row tile.
-struct PairRegisters {
-  __m512i w, offset;
-  __m512 d;
-};
-
-inline PairRegisters load_pair(const QuantGemmArgs& a, const char* row, int64_t c) {
-  const bool four_bit = a.type == GgmlType::q4_0;
-  const int64_t blocks = a.k / kQK, block_bytes = four_bit ? 18 : 34;
-  const char* first = row + 2 * c * block_bytes;
-  const bool second = 2 * c + 1 < blocks;
-  const __m256i w0 = block_quants(first, four_bit);
-  const __m256i w1 = second ? block_quants(first + block_bytes, four_bit) : _mm256_setzero_si256();
-  PairRegisters p;
-  p.w = _mm512_inserti64x4(_mm512_castsi256_si512(w0), w1, 1);
-  // -128 * the sum of each group of 4: 1 * w summed by vpdpbusd.
-  const __m512i zero = _mm512_setzero_si512();
-  const __m512i sums = _mm512_dpbusd_epi32(zero, _mm512_set1_epi8(1), p.w);
-  p.offset = _mm512_sub_epi32(zero, _mm512_slli_epi32(sums, 7));
-  const float d1 = second ? half_at(first + block_bytes) : 0.0f;
-  p.d = _mm512_insertf32x8(_mm512_set1_ps(half_at(first)), _mm256_set1_ps(d1), 1);
-  return p;
-}
 
 // A K block as block_sums reads it: quants in element order (64 per register),
 // each pair's scale, each group of 16's min (or 32 * scale for Q6_K).
@@ -171,94 +145,155 @@ inline int tile_slot(int j, int columns) {
   return j < columns ? j : columns - 1;
 }
 
-// Q8_0 / Q4_0: lanes 0-7 of an output's accumulator take even blocks and
-// 8-15 odd ones: a pair of blocks is one 64-byte load of x, multiplied as
-// (x + 128) . w - 128 sum(w) since vpdpbusd wants its first factor unsigned.
-inline __m512i flipped_x(const int8_t* x_qs) {
-  return _mm512_xor_si512(_mm512_loadu_si512(x_qs), _mm512_set1_epi8(-128));
+// ---- Q8_0 / Q4_0 ----------------------------------------------------------
+//
+// vpdpbusd wants its first factor unsigned: it multiplies w + 128 by x,
+// starting from x_offset = -128 * the block's sum of x, so each block's sum
+// is exact in int32 (quant_gemm_kernels.hpp).
+
+inline __m256i flipped_quants(const char* block, bool four_bit) {
+  return _mm256_xor_si256(block_quants(block, four_bit), _mm256_set1_epi8(-128));
 }
 
-// The pair's two activation scales, each over its 8 lanes.
-inline __m512 pair_x_d(const float* x_d) {
-  const __m512i halves = _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
-  const __m128d d2 = _mm_load_sd(reinterpret_cast<const double*>(x_d));
-  return _mm512_permutexvar_ps(halves, _mm512_castps128_ps512(_mm_castpd_ps(d2)));
+inline int32_t dword_at(const int8_t* p) {
+  int32_t v = 0;
+  std::memcpy(&v, p, 4);
+  return v;
 }
 
-inline __m512 pair_step(const PairRegisters& w, __m512i x, __m512 x_d, __m512 acc) {
-  const __m512i sums = _mm512_dpbusd_epi32(w.offset, x, w.w);
-  return _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums), _mm512_mul_ps(w.d, x_d), acc);
-}
-
-// m = 1, Q8_0 / Q4_0: one column, its pairs straight into registers
-// against one activation register each, folded by fold(). One column at a
-// time is one sequential stream; four side by side read slower.
-void pair_column(const QuantGemmArgs& a, int64_t column, StreamAhead& ahead) {
-  const int64_t pairs = a.x_blocks / 2;
-  const int64_t pair_bytes = a.type == GgmlType::q4_0 ? 36 : 68;
+// m = 1: one column, its blocks straight into registers 8 at a time, their
+// exact sums through block_totals, then their fmas in turn. One column at a
+// time is one sequential stream; several side by side read slower.
+void q8_column(const QuantGemmArgs& a, int64_t column, StreamAhead& ahead) {
+  const bool four_bit = a.type == GgmlType::q4_0;
+  const int64_t blocks = a.x_blocks, block_bytes = four_bit ? 18 : 34;
   const char* row = a.w + column * a.w_row_bytes;
-  __m512 acc = _mm512_setzero_ps();
-  for (int64_t c = 0; c < pairs; ++c) {
-    ahead.upto(row + (c + 1) * pair_bytes);
-    acc = pair_step(load_pair(a, row, c), flipped_x(a.x_qs + 64 * c), pair_x_d(a.x_d + 2 * c), acc);
+  const auto sums_of = [&](int64_t b) {
+    const __m256i x = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.x_qs + 32 * b));
+    return _mm256_dpbusd_epi32(_mm256_setzero_si256(),
+                               flipped_quants(row + b * block_bytes, four_bit), x);
+  };
+  float s = 0;
+  int64_t b = 0;
+  for (; b + 8 <= blocks; b += 8) {
+    ahead.upto(row + (b + 8) * block_bytes);
+    __m256i sums[8];
+    alignas(16) uint16_t w_d[8];
+    for (int t = 0; t < 8; ++t) {
+      sums[t] = sums_of(b + t);
+      std::memcpy(&w_d[t], row + (b + t) * block_bytes, 2);
+    }
+    const __m256i exact = _mm256_add_epi32(
+        block_totals(sums), _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.x_offset + b)));
+    const __m256 d = _mm256_mul_ps(_mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<__m128i*>(w_d))),
+                                   _mm256_loadu_ps(a.x_d + b));
+    s = fma_in_order(_mm256_cvtepi32_ps(exact), d, s);
   }
-  a.out[column] = cpu::fold(acc);
+  for (; b < blocks; ++b) {
+    ahead.upto(row + (b + 1) * block_bytes);
+    const float d = half_at(row + b * block_bytes) * a.x_d[b];
+    s = std::fma(static_cast<float>(lane_total(sums_of(b)) + a.x_offset[b]), d, s);
+  }
+  a.out[column] = s;
 }
 
-// Q8_0 / Q4_0: the tile's weight rows as PairQ8_0 (its |w| left unset), pair
-// c of slot j at pairs[j * pairs_per_row + c].
-void unpack_pair_tile(const QuantGemmArgs& a, int64_t column0, int columns, const QuantScratch& s) {
-  const int64_t pairs = a.x_blocks / 2;
-  for (int j = 0; j < columns; ++j) {
-    const char* row = a.w + (column0 + j) * a.w_row_bytes;
-    for (int64_t c = 0; c < pairs; ++c) {
-      const PairRegisters w = load_pair(a, row, c);
-      PairQ8_0& out = s.pairs[j * pairs + c];
-      _mm512_store_si512(out.w, w.w);
-      _mm512_store_si512(out.offset, w.offset);
-      _mm512_store_ps(out.d, w.d);
+// Columns [column0, column0 + columns) as LaneBlockQ8_0s, block b at
+// out[b]: each block's 16 rows of 8 dwords transposed to 8 registers.
+void unpack_lane_blocks(const QuantGemmArgs& a, int64_t column0, int columns, LaneBlockQ8_0* out) {
+  const bool four_bit = a.type == GgmlType::q4_0;
+  const int64_t block_bytes = four_bit ? 18 : 34;
+  const __m512i low_lanes = _mm512_set_epi64(13, 12, 5, 4, 9, 8, 1, 0);
+  const __m512i high_lanes = _mm512_set_epi64(15, 14, 7, 6, 11, 10, 3, 2);
+  for (int64_t b = 0; b < a.x_blocks; ++b) {
+    __m256i q[kLaneColumns];
+    alignas(32) uint16_t d[kLaneColumns] = {};
+    for (int j = 0; j < kLaneColumns; ++j) {
+      q[j] = _mm256_set1_epi8(-128);  // zero weights past the columns
+      if (j >= columns) continue;
+      const char* block = a.w + (column0 + j) * a.w_row_bytes + b * block_bytes;
+      q[j] = flipped_quants(block, four_bit);
+      std::memcpy(&d[j], block, 2);
     }
+    // z[j]: columns j and j + 8; 128-bit lanes [j's dwords 0-3, 4-7, j + 8's 0-3, 4-7].
+    __m512i z[8], t[8], u[8];
+    for (int j = 0; j < 8; ++j)
+      z[j] = _mm512_inserti64x4(_mm512_castsi256_si512(q[j]), q[j + 8], 1);
+    for (int j = 0; j < 8; j += 2) {
+      t[j] = _mm512_unpacklo_epi32(z[j], z[j + 1]);
+      t[j + 1] = _mm512_unpackhi_epi32(z[j], z[j + 1]);
+    }
+    // u[h + c]: 128-bit lanes [columns h .. h + 3's dwords c, c + 4, columns
+    // h + 8 .. h + 11's dwords c, c + 4].
+    for (int h = 0; h < 8; h += 4) {
+      u[h + 0] = _mm512_unpacklo_epi64(t[h], t[h + 2]);
+      u[h + 1] = _mm512_unpackhi_epi64(t[h], t[h + 2]);
+      u[h + 2] = _mm512_unpacklo_epi64(t[h + 1], t[h + 3]);
+      u[h + 3] = _mm512_unpackhi_epi64(t[h + 1], t[h + 3]);
+    }
+    LaneBlockQ8_0& o = out[b];
+    for (int c = 0; c < 4; ++c) {
+      _mm512_store_si512(o.w[c], _mm512_permutex2var_epi64(u[c], low_lanes, u[c + 4]));
+      _mm512_store_si512(o.w[c + 4], _mm512_permutex2var_epi64(u[c], high_lanes, u[c + 4]));
+    }
+    _mm512_store_ps(o.d, _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<__m256i*>(d))));
   }
 }
 
-// Q8_0 / Q4_0: per pair, kTileRows activation registers against each of the
-// tile's weight pairs; 16 accumulators of 16 lanes, each output's lanes as
-// pair_step makes them, folded as fold() does.
-void pair_tile(const QuantGemmArgs& a, int64_t column0, int columns, const QuantScratch& s) {
-  const int64_t pairs = a.x_blocks / 2;
-  const PairQ8_0* slot[kTileColumns];
-  for (int j = 0; j < kTileColumns; ++j) slot[j] = s.pairs + tile_slot(j, columns) * pairs;
-  by_row_tiles(a, [&](auto tile_rows, int64_t first) {
-    constexpr int kRows = decltype(tile_rows)::value;
-    const int8_t* x_qs = a.x_qs + first * pairs * 64;
-    const float* x_d = a.x_d + first * pairs * 2;
-    __m512 acc[kTileColumns][kRows];
-    for (auto& column : acc)
-      for (__m512& v : column) v = _mm512_setzero_ps();
-    for (int64_t c = 0; c < pairs; ++c) {
-      __m512i x[kRows];
-      __m512 xd[kRows];
-      for (int r = 0; r < kRows; ++r) {
-        x[r] = flipped_x(x_qs + (r * pairs + c) * 64);
-        xd[r] = pair_x_d(x_d + (r * pairs + c) * 2);
-      }
-      for (int j = 0; j < kTileColumns; ++j) {
-        const PairQ8_0& unpacked = slot[j][c];
-        PairRegisters w;
-        w.w = _mm512_load_si512(unpacked.w);
-        w.offset = _mm512_load_si512(unpacked.offset);
-        w.d = _mm512_load_ps(unpacked.d);
-        for (int r = 0; r < kRows; ++r) acc[j][r] = pair_step(w, x[r], xd[r], acc[j][r]);
-      }
-    }
-    for (int j = 0; j < columns; ++j) {
-      // Rows past kRows fold a repeat of the last, dropped.
-      const auto row = [&](int r) { return acc[j][std::min(r, kRows - 1)]; };
-      alignas(16) float folded[4];
-      _mm_store_ps(folded, cpu::fold4(row(0), row(1), row(2), row(3)));
-      for (int r = 0; r < kRows; ++r) a.out[(first + r) * a.n + column0 + j] = folded[r];
-    }
-  });
+// Rows per Q8_0 / Q4_0 register tile: kLaneRows accumulators of each kind
+// beside the block's 8 weight registers and its scales.
+constexpr int kLaneRows = 8;
+
+// Rows [first, first + Rows) against the unpacked block columns: per block
+// and row one int32 accumulator from x_offset through 8 vpdpbusd (each
+// broadcasting one dword of x), then that row's fma on all 16 columns.
+template <int Rows>
+void lane_tile(const QuantGemmArgs& a, const LaneBlockQ8_0* u, int64_t column0, int columns,
+               int64_t first) {
+  const int64_t blocks = a.x_blocks;
+  const int8_t* x_qs = a.x_qs + first * blocks * 32;
+  const float* x_d = a.x_d + first * blocks;
+  const int32_t* x_offset = a.x_offset + first * blocks;
+  __m512 acc[Rows];
+  for (__m512& v : acc) v = _mm512_setzero_ps();
+  for (int64_t b = 0; b < blocks; ++b) {
+    __m512i w[8];
+    for (int g = 0; g < 8; ++g) w[g] = _mm512_load_si512(u[b].w[g]);
+    const __m512 w_d = _mm512_load_ps(u[b].d);
+    __m512i sums[Rows];
+    for (int r = 0; r < Rows; ++r) sums[r] = _mm512_set1_epi32(x_offset[r * blocks + b]);
+    for (int g = 0; g < 8; ++g)
+      for (int r = 0; r < Rows; ++r)
+        sums[r] = _mm512_dpbusd_epi32(
+            sums[r], w[g], _mm512_set1_epi32(dword_at(x_qs + (r * blocks + b) * 32 + 4 * g)));
+    for (int r = 0; r < Rows; ++r)
+      acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums[r]),
+                               _mm512_mul_ps(w_d, _mm512_set1_ps(x_d[r * blocks + b])), acc[r]);
+  }
+  const auto mask = static_cast<__mmask16>((1u << columns) - 1);
+  for (int r = 0; r < Rows; ++r)
+    _mm512_mask_storeu_ps(a.out + (first + r) * a.n + column0, mask, acc[r]);
+}
+
+// Rows past a whole tile: one instantiation per count.
+template <int Rows>
+void lane_tile_rows(const QuantGemmArgs& a, const LaneBlockQ8_0* u, int64_t column0, int columns,
+                    int64_t first, int rows) {
+  if constexpr (Rows > 1)
+    if (rows < Rows) return lane_tile_rows<Rows - 1>(a, u, column0, columns, first, rows);
+  lane_tile<Rows>(a, u, column0, columns, first);
+}
+
+// m > 1: the task's columns kLaneColumns at a time, unpacked once, against
+// every row tile.
+void q8_lanes(const QuantGemmArgs& a, int64_t column_begin, int64_t column_end,
+              const QuantScratch& s) {
+  for (int64_t j = column_begin; j < column_end; j += kLaneColumns) {
+    const int columns = static_cast<int>(std::min<int64_t>(kLaneColumns, column_end - j));
+    unpack_lane_blocks(a, j, columns, s.q8_lanes);
+    for (int64_t first = 0; first < a.m; first += kLaneRows)
+      lane_tile_rows<kLaneRows>(a, s.q8_lanes, j, columns, first,
+                                static_cast<int>(std::min<int64_t>(kLaneRows, a.m - first)));
+  }
 }
 
 // Four rows' int32 vectors summed within each 128-bit lane: lane L of the
@@ -343,20 +378,14 @@ void quant_gemm_columns_avx512_vnni(const QuantGemmArgs& args, int64_t column_be
   const bool k_quant = is_k_quant(args.type);
   if (args.m == 1 && !k_quant) {  // decode: the weights straight into registers, no scratch
     StreamAhead ahead{args.w + column_begin * args.w_row_bytes + kStreamAhead};
-    for (int64_t j = column_begin; j < column_end; ++j) pair_column(args, j, ahead);
+    for (int64_t j = column_begin; j < column_end; ++j) q8_column(args, j, ahead);
     return;
   }
-  if (args.m > 1 && k_quant)  // lanes as columns, quant_gemm_k_avx512.cpp
+  if (!k_quant) return q8_lanes(args, column_begin, column_end, scratch);
+  if (args.m > 1)  // lanes as columns, quant_gemm_k_avx512.cpp
     return quant_gemm_k_columns_avx512_vnni(args, column_begin, column_end, scratch);
-  for (int64_t j = column_begin; j < column_end; j += kTileColumns) {
-    const int columns = static_cast<int>(std::min<int64_t>(kTileColumns, column_end - j));
-    if (args.m == 1) {
-      k_row(args, j, columns);
-    } else {
-      unpack_pair_tile(args, j, columns, scratch);
-      pair_tile(args, j, columns, scratch);
-    }
-  }
+  for (int64_t j = column_begin; j < column_end; j += kTileColumns)
+    k_row(args, j, static_cast<int>(std::min<int64_t>(kTileColumns, column_end - j)));
 }
 
 }  // namespace hive

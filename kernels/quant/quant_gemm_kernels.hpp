@@ -7,10 +7,10 @@
 // A task takes a block of output columns for a block of rows. The weights
 // stream from memory once per task, whatever m: at m = 1 a column at a time
 // straight into registers; from m = 2 on, the weight rows are unpacked into
-// scratch (below) once per task, kTileColumns at a time on AVX-512 and one
-// at a time on AVX2, and run as register tiles against 4 rows at a time;
-// the K-quants on AVX-512 all 16 columns of a task at once (ColumnBlockK),
-// against 8 rows at a time.
+// scratch (below) once per task and run as register tiles against several
+// rows at a time: on AVX-512 the Q8_0 / Q4_0 ones kLaneColumns at a time
+// (a column per lane) and the K-quants all 16 columns of a task at once
+// (ColumnBlockK), against 8 rows at a time; on AVX2 one at a time.
 #include <algorithm>
 #include <cstdint>
 #include <type_traits>
@@ -29,26 +29,37 @@ struct QuantGemmArgs {
   const char* w = nullptr;  // weight row j at w + j * w_row_bytes
   int64_t w_row_bytes = 0;
   int64_t m = 0, k = 0, n = 0;
-  // Q8_0 / Q4_0: row i's Q8_0 activations with quants and scales apart,
-  // x_qs[i * 32 x_blocks + 32 b + t] and x_d[i * x_blocks + b] (f32), the
-  // blocks padded to an even count with a zero block.
+  // Q8_0 / Q4_0: row i's Q8_0 activations with quants, scales and sums
+  // apart, x_qs[i * 32 x_blocks + 32 b + t], x_d[i * x_blocks + b] (f32)
+  // and x_offset[i * x_blocks + b] = -128 * the block's sum of quants (what
+  // vpdpbusd's w + 128 adds); x_blocks = k / 32.
   const int8_t* x_qs = nullptr;
   const float* x_d = nullptr;
+  const int32_t* x_offset = nullptr;
   int64_t x_blocks = 0;
   // K-quants: row i's Q8_K blocks at x_k[i * k / 256].
   const BlockQ8_K* x_k = nullptr;
   float* out = nullptr;  // row i at out + i * n
 };
 
-// Q8_0 / Q4_0 weight blocks 2c and 2c + 1 unpacked (zero past the row):
-// the signed quants, their magnitudes (AVX2 multiplies |w| by sign(w) * x),
-// -128 * the sum of each group of 4 (VNNI multiplies x + 128 by w), and the
-// blocks' scales spread over their 8 lanes each.
-struct alignas(64) PairQ8_0 {
-  int8_t w[64];
-  uint8_t abs_w[64];
-  int32_t offset[16];
-  float d[16];
+// A Q8_0 / Q4_0 weight block unpacked for AVX2: the signed quants, their
+// magnitudes (vpmaddubsw multiplies |w| by sign(w) * x) and the scale.
+struct alignas(32) UnpackedQ8_0 {
+  int8_t w[32];
+  uint8_t abs_w[32];
+  float d = 0;
+};
+
+// Output columns of one Q8_0 / Q4_0 register tile on AVX-512: one per lane.
+inline constexpr int kLaneColumns = 16;
+
+// Block b of kLaneColumns weight rows, a column per 32-bit lane: w[g] holds
+// each column's quants 4g .. 4g + 3 (column j at bytes 4j ..) as w + 128,
+// the unsigned factor of vpdpbusd, and d their scales (zero past the
+// columns a task has).
+struct alignas(64) LaneBlockQ8_0 {
+  uint8_t w[8][64];
+  float d[kLaneColumns];
 };
 
 // A K-quant block unpacked for AVX2: quants 0..63 in element order, the scale of
@@ -128,10 +139,12 @@ struct StreamAhead {
   }
 };
 
-// Per thread: the unpacked weight rows (kTileColumns x k / 64 pairs, or
-// x k / 256 K blocks; k / 256 ColumnBlockK on AVX-512).
+// Per thread: the unpacked weight rows, k / 32 blocks (q8: one row, AVX2;
+// q8_lanes: kLaneColumns rows, AVX-512), kTileColumns x k / 256 K blocks
+// (AVX2) or k / 256 ColumnBlockK (AVX-512).
 struct QuantScratch {
-  PairQ8_0* pairs = nullptr;
+  UnpackedQ8_0* q8 = nullptr;
+  LaneBlockQ8_0* q8_lanes = nullptr;
   UnpackedK* blocks = nullptr;
   ColumnBlockK* k_columns = nullptr;  // k / 256, AVX-512 K-quants
 };

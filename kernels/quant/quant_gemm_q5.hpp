@@ -1,12 +1,12 @@
 #pragma once
 // Q5_0 and Q5_1 weights on the CPU (quant_matmul.cpp routes them here): the
 // activations as Q8_0 blocks, each output in quant_matmul.hpp's Q8_0 order
-// (16 lanes, one per group of 4 of a block pair; Q5_1 adds its minimum per
-// group). The AVX-512 VNNI kernel (quant_gemm_q5.cpp, its own -m flags)
-// multiplies the unsigned quants 0..31 by the activations with vpdpbusd,
-// the AVX2 one (quant_gemm_q5_avx2.cpp) with vpmaddubsw, and both take the
-// offset of Q5_0 (16 * the group's activation sum) in integers. The scalar
-// path runs quant_matmul_reference.
+// (one fma per block in turn; Q5_1 adds its minimum per block). The AVX-512
+// VNNI kernel (quant_gemm_q5.cpp, its own -m flags) multiplies the unsigned
+// quants 0..31 by the activations with vpdpbusd, the AVX2 one
+// (quant_gemm_q5_avx2.cpp) with vpmaddubsw, and both take the offset of
+// Q5_0 (16 * the block's activation sum) in integers. The scalar path runs
+// quant_matmul_reference.
 #include <cstdint>
 
 #include "kernels/quant/ggml_type.hpp"
@@ -21,34 +21,33 @@ enum class Q5Kernel { avx2, avx512_vnni };
 // `kernel`, which the CPU must have.
 void quant_matmul_q5(const QuantMatmul& problem, Q5Kernel kernel);
 
-// The activations: row i's Q8_0 blocks, padded to an even count with zero
-// blocks, as quants, scales and group sums apart.
+// The activations: row i's Q8_0 blocks as quants, scales and block sums
+// (of the 32 quants) apart.
 struct Q5GemmArgs {
   GgmlType type = GgmlType::q5_0;
   const char* w = nullptr;  // weight row j at w + j * w_row_bytes
   int64_t w_row_bytes = 0;
   int64_t blocks = 0;  // per row, k / 32
   int64_t m = 0, n = 0;
-  const int8_t* x_qs = nullptr;     // row i's at x_qs + i * 32 * x_blocks
-  const float* x_d = nullptr;       // row i's at x_d + i * 8 * x_blocks
-  const int32_t* x_sums = nullptr;  // row i's at x_sums + i * 8 * x_blocks
-  int64_t x_blocks = 0;             // blocks rounded up to even
+  const int8_t* x_qs = nullptr;     // row i's at x_qs + i * 32 * blocks
+  const float* x_d = nullptr;       // row i's at x_d + i * blocks
+  const int32_t* x_sums = nullptr;  // row i's at x_sums + i * blocks
   float* out = nullptr;             // row i at out + i * n
 };
 
-// A weight row unpacked per block pair: the quants 0..31, and each block's
-// scale and minimum (0 for Q5_0) spread over its 8 lanes.
-struct alignas(64) Q5Pair {
-  uint8_t q[64];
-  float d[16];
-  float m[16];
+// A weight row unpacked, block b's quants 0..31 at q + 32 b, its scale and
+// minimum (0 for Q5_0) at d[b] and m[b]; each array k / 32 blocks long.
+struct Q5Row {
+  uint8_t* q = nullptr;
+  float* d = nullptr;
+  float* m = nullptr;
 };
 
-// Output columns [column_begin, column_end) of every row; `pairs` holds
-// x_blocks / 2 entries, each weight row unpacked there in turn.
+// Output columns [column_begin, column_end) of every row, each weight row
+// unpacked into `row` in turn.
 void quant_gemm_q5_avx512_vnni(const Q5GemmArgs& args, int64_t column_begin, int64_t column_end,
-                               Q5Pair* pairs);
+                               const Q5Row& row);
 void quant_gemm_q5_avx2(const Q5GemmArgs& args, int64_t column_begin, int64_t column_end,
-                        Q5Pair* pairs);
+                        const Q5Row& row);
 
 }  // namespace hive

@@ -1,24 +1,25 @@
 // The AVX2 kernel for Q5_0 / Q5_1 weights (quant_gemm_q5.hpp): one ymm per
 // block, whose 8 int32 lanes (vpmaddubsw of the unsigned quants 0..31 with
 // the activations, then vpmaddwd by ones; no int16 sum passes 2 x 31 x 127)
-// are the block's 8 groups of 4: even blocks accumulate in one register,
-// odd ones in another, the order's lanes 0-7 and 8-15. Built with its own
-// -m flags and called only on the avx2 path without VNNI.
+// are the block's 8 groups of 4. Built with its own -m flags and called
+// only on the avx2 path without VNNI.
+#include <cmath>
 #include <cstring>
 #include <type_traits>
 
 #include "kernels/cpu/intrinsics.hpp"
 #include "kernels/quant/dequantize.hpp"
+#include "kernels/quant/quant_block_sums.hpp"
 #include "kernels/quant/quant_gemm_q5.hpp"
 
 namespace hive {
 
 namespace {
 
-// Weight row into pairs, as unpack_q5_row: the fifth bits from qh spread
+// Weight row into out, as unpack_q5_row: the fifth bits from qh spread
 // over the 32 bytes with a shuffle and a bit test.
 template <class Block>
-void unpack_row(const char* row, int64_t blocks, Q5Pair* pairs) {
+void unpack_row(const char* row, int64_t blocks, const Q5Row& out) {
   const __m128i low_bits = _mm_set1_epi8(15);
   // Byte i takes qh byte i / 8 and tests its bit i % 8.
   const __m256i spread = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2,
@@ -27,8 +28,6 @@ void unpack_row(const char* row, int64_t blocks, Q5Pair* pairs) {
   for (int64_t b = 0; b < blocks; ++b) {
     Block block;
     std::memcpy(&block, row + b * static_cast<int64_t>(sizeof(Block)), sizeof(Block));
-    Q5Pair& pair = pairs[b / 2];
-    const int h = static_cast<int>(b % 2);
     const __m128i qs = _mm_loadu_si128(reinterpret_cast<const __m128i*>(block.qs));
     const __m256i nibbles = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(qs, 4), low_bits),
                                              _mm_and_si128(qs, low_bits));
@@ -37,76 +36,77 @@ void unpack_row(const char* row, int64_t blocks, Q5Pair* pairs) {
     const __m256i bytes = _mm256_shuffle_epi8(_mm256_set1_epi32(static_cast<int>(qh)), spread);
     const __m256i set = _mm256_cmpeq_epi8(_mm256_and_si256(bytes, bit), bit);
     const __m256i q = _mm256_or_si256(nibbles, _mm256_and_si256(set, _mm256_set1_epi8(16)));
-    _mm256_store_si256(reinterpret_cast<__m256i*>(pair.q + 32 * h), q);
-    _mm256_store_ps(pair.d + 8 * h, _mm256_set1_ps(half_bits_to_f32(block.d)));
-    float m = 0;
-    if constexpr (std::is_same_v<Block, BlockQ5_1>) m = half_bits_to_f32(block.m);
-    _mm256_store_ps(pair.m + 8 * h, _mm256_set1_ps(m));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out.q + 32 * b), q);
+    out.d[b] = half_bits_to_f32(block.d);
+    out.m[b] = 0;
+    if constexpr (std::is_same_v<Block, BlockQ5_1>) out.m[b] = half_bits_to_f32(block.m);
   }
 }
 
-// Lanes l + 8 (the odd blocks) onto l, then + 4, + 2, + 1.
-float fold(__m256 even, __m256 odd) {
-  const __m256 eight = _mm256_add_ps(even, odd);
-  const __m128 four = _mm_add_ps(_mm256_castps256_ps128(eight), _mm256_extractf128_ps(eight, 1));
-  const __m128 two = _mm_add_ps(four, _mm_movehl_ps(four, four));
-  return _mm_cvtss_f32(_mm_add_ss(two, _mm_shuffle_ps(two, two, 1)));
+// A block's 8 sums of 4 products q x (q unsigned, x signed).
+inline __m256i block_products(const uint8_t* q, const int8_t* x) {
+  const __m256i pairs =
+      _mm256_maddubs_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(q)),
+                           _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x)));
+  return _mm256_madd_epi16(pairs, _mm256_set1_epi16(1));
 }
 
-// Block b's 8 groups added to acc (its half h of the pair).
+// One row's output against the unpacked column: per 8 blocks their exact
+// sums (Q5_0 less 16 * the activation sums) through block_totals, then the
+// blocks' fmas in turn; the blocks past the last 8 one at a time.
 template <bool kMin>
-__m256 add_block(__m256 acc, const Q5Pair& pair, int h, const int8_t* x, const float* x_d,
-                 const int32_t* sums) {
-  const __m256i q = _mm256_load_si256(reinterpret_cast<const __m256i*>(pair.q + 32 * h));
-  const __m256i pairs16 =
-      _mm256_maddubs_epi16(q, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x)));
-  const __m256i products = _mm256_madd_epi16(pairs16, _mm256_set1_epi16(1));
-  const __m256i group_sums = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(sums));
-  const __m256 dx = _mm256_loadu_ps(x_d);
-  const __m256 d = _mm256_mul_ps(_mm256_load_ps(pair.d + 8 * h), dx);
-  if constexpr (kMin) {
-    acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(products), d, acc);
-    const __m256 m = _mm256_mul_ps(_mm256_load_ps(pair.m + 8 * h), dx);
-    return _mm256_fmadd_ps(_mm256_cvtepi32_ps(group_sums), m, acc);
+float row_sum(const Q5GemmArgs& a, const Q5Row& w, const int8_t* x, const float* x_d,
+              const int32_t* x_sums) {
+  float s = 0;
+  int64_t b = 0;
+  for (; b + 8 <= a.blocks; b += 8) {
+    __m256i products[8];
+    for (int t = 0; t < 8; ++t) products[t] = block_products(w.q + 32 * (b + t), x + 32 * (b + t));
+    const __m256i totals = block_totals(products);
+    const __m256i block_x = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x_sums + b));
+    const __m256 dx = _mm256_loadu_ps(x_d + b);
+    const __m256 d = _mm256_mul_ps(_mm256_loadu_ps(w.d + b), dx);
+    if constexpr (kMin) {
+      const __m256 m = _mm256_mul_ps(_mm256_loadu_ps(w.m + b), dx);
+      s = fma_in_order(_mm256_cvtepi32_ps(totals), d, _mm256_cvtepi32_ps(block_x), m, s);
+    } else {
+      const __m256i exact = _mm256_sub_epi32(totals, _mm256_slli_epi32(block_x, 4));
+      s = fma_in_order(_mm256_cvtepi32_ps(exact), d, s);
+    }
   }
-  const __m256i offset = _mm256_sub_epi32(products, _mm256_slli_epi32(group_sums, 4));
-  return _mm256_fmadd_ps(_mm256_cvtepi32_ps(offset), d, acc);
+  for (; b < a.blocks; ++b) {
+    const int32_t total = lane_total(block_products(w.q + 32 * b, x + 32 * b));
+    if constexpr (kMin) {
+      s = std::fma(static_cast<float>(total), w.d[b] * x_d[b], s);
+      s = std::fma(static_cast<float>(x_sums[b]), w.m[b] * x_d[b], s);
+    } else {
+      s = std::fma(static_cast<float>(total - 16 * x_sums[b]), w.d[b] * x_d[b], s);
+    }
+  }
+  return s;
 }
 
 template <bool kMin>
-void columns(const Q5GemmArgs& a, int64_t column_begin, int64_t column_end, Q5Pair* pairs) {
+void columns(const Q5GemmArgs& a, int64_t column_begin, int64_t column_end, const Q5Row& w) {
   for (int64_t j = column_begin; j < column_end; ++j) {
     const char* row = a.w + j * a.w_row_bytes;
     if constexpr (kMin) {
-      unpack_row<BlockQ5_1>(row, a.blocks, pairs);
+      unpack_row<BlockQ5_1>(row, a.blocks, w);
     } else {
-      unpack_row<BlockQ5_0>(row, a.blocks, pairs);
+      unpack_row<BlockQ5_0>(row, a.blocks, w);
     }
-    for (int64_t i = 0; i < a.m; ++i) {
-      const int8_t* x = a.x_qs + i * 32 * a.x_blocks;
-      const float* x_d = a.x_d + i * 8 * a.x_blocks;
-      const int32_t* sums = a.x_sums + i * 8 * a.x_blocks;
-      __m256 even = _mm256_setzero_ps(), odd = _mm256_setzero_ps();
-      for (int64_t b = 0; b + 1 < a.blocks; b += 2) {
-        const Q5Pair& pair = pairs[b / 2];
-        even = add_block<kMin>(even, pair, 0, x + 32 * b, x_d + 8 * b, sums + 8 * b);
-        odd = add_block<kMin>(odd, pair, 1, x + 32 * b + 32, x_d + 8 * b + 8, sums + 8 * b + 8);
-      }
-      if (a.blocks % 2 != 0) {
-        const int64_t b = a.blocks - 1;
-        even = add_block<kMin>(even, pairs[b / 2], 0, x + 32 * b, x_d + 8 * b, sums + 8 * b);
-      }
-      a.out[i * a.n + j] = fold(even, odd);
-    }
+    for (int64_t i = 0; i < a.m; ++i)
+      a.out[i * a.n + j] = row_sum<kMin>(a, w, a.x_qs + i * 32 * a.blocks, a.x_d + i * a.blocks,
+                                         a.x_sums + i * a.blocks);
   }
 }
 
 }  // namespace
 
 void quant_gemm_q5_avx2(const Q5GemmArgs& args, int64_t column_begin, int64_t column_end,
-                        Q5Pair* pairs) {
-  if (args.type == GgmlType::q5_1) return columns<true>(args, column_begin, column_end, pairs);
-  columns<false>(args, column_begin, column_end, pairs);
+                        const Q5Row& row) {
+  if (args.type == GgmlType::q5_1) return columns<true>(args, column_begin, column_end, row);
+  columns<false>(args, column_begin, column_end, row);
 }
 
 }  // namespace hive

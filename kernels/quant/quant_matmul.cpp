@@ -49,6 +49,7 @@ bool k_quant(GgmlType type) {
 struct Activations {
   std::vector<int8_t> qs;
   std::vector<float> d;
+  std::vector<int32_t> offset;
   std::vector<BlockQ8_K> k_blocks;
 };
 
@@ -68,16 +69,19 @@ QuantGemmArgs prepare(const QuantMatmul& p, Activations& staged, const QuantGemm
     a.x_k = same_x->x_k;
     a.x_qs = same_x->x_qs;
     a.x_d = same_x->x_d;
+    a.x_offset = same_x->x_offset;
     a.x_blocks = same_x->x_blocks;
   } else if (k_quant(p.type)) {
     staged.k_blocks.resize(static_cast<size_t>(p.m * p.k / kQKK));
     a.x_k = staged.k_blocks.data();
   } else {
-    a.x_blocks = (p.k / kQK + 1) / 2 * 2;
-    staged.qs.assign(static_cast<size_t>(p.m * a.x_blocks * kQK), 0);
-    staged.d.assign(static_cast<size_t>(p.m * a.x_blocks), 0.0f);
+    a.x_blocks = p.k / kQK;
+    staged.qs.resize(static_cast<size_t>(p.m * a.x_blocks * kQK));
+    staged.d.resize(static_cast<size_t>(p.m * a.x_blocks));
+    staged.offset.resize(static_cast<size_t>(p.m * a.x_blocks));
     a.x_qs = staged.qs.data();
     a.x_d = staged.d.data();
+    a.x_offset = staged.offset.data();
   }
   return a;
 }
@@ -93,15 +97,19 @@ void quantize_row(const float* x, const QuantGemmArgs& a, int64_t i, Activations
     const int64_t at = i * a.x_blocks + static_cast<int64_t>(b);
     std::copy_n(blocks[b].qs, kQK, staged.qs.data() + at * kQK);
     staged.d[static_cast<size_t>(at)] = half_bits_to_f32(blocks[b].d);
+    int32_t sum = 0;
+    for (const int8_t q : blocks[b].qs) sum += q;
+    staged.offset[static_cast<size_t>(at)] = -128 * sum;
   }
 }
 
 // A thread's scratch for the kernels.
 struct ScratchBuffers {
-  std::vector<PairQ8_0> pairs;
+  std::vector<UnpackedQ8_0> q8;
+  std::vector<LaneBlockQ8_0> q8_lanes;
   std::vector<UnpackedK> blocks;
   std::vector<ColumnBlockK> k_columns;
-  QuantScratch view() { return {pairs.data(), blocks.data(), k_columns.data()}; }
+  QuantScratch view() { return {q8.data(), q8_lanes.data(), blocks.data(), k_columns.data()}; }
 };
 
 // Enough for every product of a group that unpacks its weights.
@@ -115,7 +123,12 @@ ScratchBuffers make_scratch(std::span<const QuantGemmArgs> group) {
     } else if (a.x_k) {
       s.blocks.resize(std::max(s.blocks.size(), static_cast<size_t>(kTileColumns * a.k / kQKK)));
     } else {
-      s.pairs.resize(std::max(s.pairs.size(), static_cast<size_t>(kTileColumns * a.x_blocks / 2)));
+      const auto q8_blocks = static_cast<size_t>(a.x_blocks);
+      if (quant_kernel() == QuantKernel::avx512_vnni) {
+        s.q8_lanes.resize(std::max(s.q8_lanes.size(), q8_blocks));
+      } else {
+        s.q8.resize(std::max(s.q8.size(), q8_blocks));
+      }
     }
   }
   return s;
@@ -134,6 +147,7 @@ void run_task(const QuantGemmArgs& all, QuantKernel kernel, int64_t task, int64_
   if (a.x_qs) {
     a.x_qs += first_row * all.x_blocks * kQK;
     a.x_d += first_row * all.x_blocks;
+    a.x_offset += first_row * all.x_blocks;
   }
 #if defined(__x86_64__)
   if (kernel == QuantKernel::avx512_vnni)

@@ -9,17 +9,16 @@
 // not depend on m, on the thread count or on the kernel path: the paths
 // equal the scalar reference (quant_matmul_reference) bit for bit.
 //
-// The one order, per output (i, j), with fma(a, b, c) one rounding:
-//   Q8_0 / Q4_0: 16 f32 lanes, zero at the start. Block b (weights w,
-//     activations a, d = f32(d_w) * f32(d_a)) adds its 8 groups of 4:
-//     lane 8 (b % 2) + g = fma(float(sum_{t<4} w[4g+t] a[4g+t]), d, lane).
-//     Then lanes are folded in halves: l + 8 onto l, + 4, + 2, + 1.
+// The one order, per output (i, j), with fma(a, b, c) one rounding: one
+// f32 sum s over the blocks in order, zero at the start.
+//   Q8_0 / Q4_0: with S_b the exact int32 sum of block b's 32 products w a,
+//     s = fma(float(S_b), f32(d_w) * f32(d_a), s).
 //   Q5_0: as Q8_0, its weights q - 16 (-16..15).
-//   Q5_1: as Q8_0 with its weights q (0..31), each group then adding its
-//     minimum: lane = fma(float(sum_{t<4} a[4g+t]), f32(m_w) * f32(d_a), lane).
-//   K-quants: one f32 sum s over the blocks in order. With S_g the exact sum
-//     of q * a over element group g of 16 (q unsigned: 0..15, 0..31, 0..63),
-//     sc_g and m_g the group's scale and min, bsum_g the activation's sums:
+//   Q5_1: as Q8_0 with its weights q (0..31), each block then adding its
+//     minimum: s = fma(float(sum_t a[t]), f32(m_w) * f32(d_a), s).
+//   K-quants: with S_g the exact sum of q * a over element group g of 16
+//     (q unsigned: 0..15, 0..31, 0..63), sc_g and m_g the group's scale and
+//     min, bsum_g the activation's sums:
 //       Q4_K, Q5_K: A = sum sc_g S_g, B = sum m_g bsum_g;
 //                   s = fma(d_w * d_a, float(A), s);
 //                   s = fma(-(dmin_w * d_a), float(B), s)

@@ -19,6 +19,17 @@ constexpr int64_t kColumnsPerTask = 16;
 constexpr int64_t kRowsPerTask = 64;
 constexpr int64_t kQuantizeCost = 8;
 
+// A thread's Q5Row.
+struct Q5RowBuffers {
+  std::vector<uint8_t> q;
+  std::vector<float> d, m;
+  explicit Q5RowBuffers(int64_t blocks)
+      : q(static_cast<size_t>(blocks * kQK)),
+        d(static_cast<size_t>(blocks)),
+        m(static_cast<size_t>(blocks)) {}
+  Q5Row view() { return {q.data(), d.data(), m.data()}; }
+};
+
 }  // namespace
 
 void quant_matmul_q5(const QuantMatmul& p, Q5Kernel kernel) {
@@ -35,7 +46,6 @@ void quant_matmul_q5(const QuantMatmul& p, Q5Kernel kernel) {
   a.m = p.m;
   a.n = p.n;
   a.out = p.out;
-  a.x_blocks = (a.blocks + 1) / 2 * 2;
   // The calling thread's, kept between calls.
   thread_local std::vector<int8_t> kept_qs;
   thread_local std::vector<float> kept_d;
@@ -43,9 +53,9 @@ void quant_matmul_q5(const QuantMatmul& p, Q5Kernel kernel) {
   std::vector<int8_t>& qs = kept_qs;
   std::vector<float>& d = kept_d;
   std::vector<int32_t>& sums = kept_sums;
-  qs.assign(static_cast<size_t>(p.m * a.x_blocks * kQK), 0);
-  d.assign(static_cast<size_t>(p.m * a.x_blocks * 8), 0.0f);
-  sums.assign(static_cast<size_t>(p.m * a.x_blocks * 8), 0);
+  qs.resize(static_cast<size_t>(p.m * a.blocks * kQK));
+  d.resize(static_cast<size_t>(p.m * a.blocks));
+  sums.resize(static_cast<size_t>(p.m * a.blocks));
   a.x_qs = qs.data();
   a.x_d = d.data();
   a.x_sums = sums.data();
@@ -56,40 +66,38 @@ void quant_matmul_q5(const QuantMatmul& p, Q5Kernel kernel) {
         quantize_row_q8_0(p.x + i * p.k, p.k, blocks.data());
         for (int64_t b = 0; b < a.blocks; ++b) {
           const BlockQ8_0& block = blocks[static_cast<size_t>(b)];
-          const int64_t row_block = i * a.x_blocks + b;
-          std::copy_n(block.qs, kQK, qs.data() + row_block * kQK);
-          // Block b's lanes: 8 (b % 2) .. + 7 of its pair's 16.
-          const int64_t lane0 = i * 8 * a.x_blocks + 16 * (b / 2) + 8 * (b % 2);
-          std::fill_n(d.data() + lane0, 8, half_bits_to_f32(block.d));
-          for (int g = 0; g < 8; ++g)
-            sums[static_cast<size_t>(lane0 + g)] =
-                block.qs[4 * g] + block.qs[4 * g + 1] + block.qs[4 * g + 2] + block.qs[4 * g + 3];
+          const auto at = static_cast<size_t>(i * a.blocks + b);
+          std::copy_n(block.qs, kQK, qs.data() + at * kQK);
+          d[at] = half_bits_to_f32(block.d);
+          int32_t sum = 0;
+          for (const int8_t q : block.qs) sum += q;
+          sums[at] = sum;
         }
       });
   const int64_t column_tasks = (p.n + kColumnsPerTask - 1) / kColumnsPerTask;
   const int64_t row_tasks = (p.m + kRowsPerTask - 1) / kRowsPerTask;
   cpu::for_each_task(
-      column_tasks * row_tasks, p.m * p.n * p.k,
-      [&] { return std::vector<Q5Pair>(static_cast<size_t>(a.x_blocks / 2)); },
-      [&](int64_t task, std::vector<Q5Pair>& pairs) {
+      column_tasks * row_tasks, p.m * p.n * p.k, [&] { return Q5RowBuffers(a.blocks); },
+      [&](int64_t task, Q5RowBuffers& buffers) {
         const int64_t begin = task % column_tasks * kColumnsPerTask;
         const int64_t end = std::min(p.n, begin + kColumnsPerTask);
         const int64_t first_row = task / column_tasks * kRowsPerTask;
         Q5GemmArgs rows = a;
         rows.m = std::min(kRowsPerTask, p.m - first_row);
         rows.out += first_row * p.n;
-        rows.x_qs += first_row * 32 * a.x_blocks;
-        rows.x_d += first_row * 8 * a.x_blocks;
-        rows.x_sums += first_row * 8 * a.x_blocks;
+        rows.x_qs += first_row * 32 * a.blocks;
+        rows.x_d += first_row * a.blocks;
+        rows.x_sums += first_row * a.blocks;
 #if defined(__x86_64__)
         if (kernel == Q5Kernel::avx512_vnni)
-          return quant_gemm_q5_avx512_vnni(rows, begin, end, pairs.data());
-        quant_gemm_q5_avx2(rows, begin, end, pairs.data());
+          return quant_gemm_q5_avx512_vnni(rows, begin, end, buffers.view());
+        quant_gemm_q5_avx2(rows, begin, end, buffers.view());
 #else
         (void)kernel;  // off x86-64 quant_matmul runs the reference, never this
         (void)rows;
         (void)begin;
         (void)end;
+        (void)buffers;
 #endif
       });
 }

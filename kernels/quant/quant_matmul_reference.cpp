@@ -45,26 +45,19 @@ int weight(const BlockQ5_1& block, int e) {
 template <class Block>
 float dot_q8_0(const void* w_row, const BlockQ8_0* x, int64_t blocks) {
   constexpr bool kMin = std::is_same_v<Block, BlockQ5_1>;
-  float lanes[16] = {};
+  float sum = 0;
   for (int64_t b = 0; b < blocks; ++b) {
     const Block w = block_at<Block>(w_row, b);
     const float d_x = half_bits_to_f32(x[b].d);
-    const float d = half_bits_to_f32(w.d) * d_x;
-    for (int g = 0; g < 8; ++g) {
-      int sum = 0, x_sum = 0;
-      for (int t = 0; t < 4; ++t) {
-        sum += weight(w, 4 * g + t) * x[b].qs[4 * g + t];
-        x_sum += x[b].qs[4 * g + t];
-      }
-      float& lane = lanes[8 * (b % 2) + g];
-      lane = std::fma(static_cast<float>(sum), d, lane);
-      if constexpr (kMin)
-        lane = std::fma(static_cast<float>(x_sum), half_bits_to_f32(w.m) * d_x, lane);
+    int32_t products = 0, x_sum = 0;
+    for (int e = 0; e < kQK; ++e) {
+      products += weight(w, e) * x[b].qs[e];
+      x_sum += x[b].qs[e];
     }
+    sum = std::fma(static_cast<float>(products), half_bits_to_f32(w.d) * d_x, sum);
+    if constexpr (kMin) sum = std::fma(static_cast<float>(x_sum), half_bits_to_f32(w.m) * d_x, sum);
   }
-  for (int width = 8; width >= 1; width /= 2)
-    for (int l = 0; l < width; ++l) lanes[l] = lanes[l] + lanes[l + width];
-  return lanes[0];
+  return sum;
 }
 
 // A K-quant block as the order reads it: the unsigned quants, and per group

@@ -31,25 +31,15 @@ inline __m256i block_quants(const char* block, bool four_bit) {
   return _mm256_sub_epi8(_mm256_set_m128i(high, low), _mm256_set1_epi8(8));
 }
 
-// Q8_0 / Q4_0: pairs of blocks (zero past the row), offsets included.
-inline void unpack_pairs(const char* row, int64_t blocks, bool four_bit, PairQ8_0* pairs) {
+// Q8_0 / Q4_0: a row's blocks for the AVX2 kernel.
+inline void unpack_q8_blocks(const char* row, int64_t blocks, bool four_bit, UnpackedQ8_0* out) {
   const int64_t block_bytes = four_bit ? 18 : 34;
-  const __m256i ones = _mm256_set1_epi8(1);
-  for (int64_t c = 0; c < (blocks + 1) / 2; ++c) {
-    PairQ8_0& pair = pairs[c];
-    for (int h = 0; h < 2; ++h) {
-      const bool present = 2 * c + h < blocks;
-      const char* block = row + (2 * c + h) * block_bytes;
-      const __m256i w = present ? block_quants(block, four_bit) : _mm256_setzero_si256();
-      _mm256_store_si256(reinterpret_cast<__m256i*>(pair.w + 32 * h), w);
-      _mm256_store_si256(reinterpret_cast<__m256i*>(pair.abs_w + 32 * h), _mm256_abs_epi8(w));
-      // -128 * each group of 4's sum: |w| . sign(1, w) summed in pairs, then twice.
-      const __m256i sums =
-          _mm256_madd_epi16(_mm256_maddubs_epi16(ones, w), _mm256_set1_epi16(1));
-      _mm256_store_si256(reinterpret_cast<__m256i*>(pair.offset + 8 * h),
-                         _mm256_slli_epi32(_mm256_sub_epi32(_mm256_setzero_si256(), sums), 7));
-      _mm256_store_ps(pair.d + 8 * h, _mm256_set1_ps(present ? half_at(block) : 0.0f));
-    }
+  for (int64_t b = 0; b < blocks; ++b) {
+    const char* block = row + b * block_bytes;
+    const __m256i w = block_quants(block, four_bit);
+    _mm256_store_si256(reinterpret_cast<__m256i*>(out[b].w), w);
+    _mm256_store_si256(reinterpret_cast<__m256i*>(out[b].abs_w), _mm256_abs_epi8(w));
+    out[b].d = half_at(block);
   }
 }
 
@@ -147,7 +137,7 @@ inline bool is_k_quant(GgmlType type) {
 // Weight row `row` of args' type into scratch.
 inline void unpack_row(const QuantGemmArgs& args, const char* row, const QuantScratch& scratch) {
   if (!is_k_quant(args.type))
-    return unpack_pairs(row, args.k / kQK, args.type == GgmlType::q4_0, scratch.pairs);
+    return unpack_q8_blocks(row, args.k / kQK, args.type == GgmlType::q4_0, scratch.q8);
   const int64_t block_bytes = ggml_type_info(args.type).block_bytes;
   for (int64_t b = 0; b < args.k / kQKK; ++b)
     unpack_k(args.type, row + b * block_bytes, scratch.blocks[b]);
