@@ -155,6 +155,16 @@ inline __m256i flipped_quants(const char* block, bool four_bit) {
   return _mm256_xor_si256(block_quants(block, four_bit), _mm256_set1_epi8(-128));
 }
 
+// Decode's unsigned factor: w + 128 for Q8_0, and for Q4_0 its nibbles as
+// they are, w + 8, with x_offset / 16 = -8 * the sum of x to start from.
+inline __m256i unsigned_quants(const char* block, bool four_bit) {
+  if (!four_bit) return flipped_quants(block, false);
+  const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(block + 2));
+  const __m128i low = _mm_and_si128(bytes, _mm_set1_epi8(15));
+  const __m128i high = _mm_and_si128(_mm_srli_epi16(bytes, 4), _mm_set1_epi8(15));
+  return _mm256_set_m128i(high, low);
+}
+
 inline int32_t dword_at(const int8_t* p) {
   int32_t v = 0;
   std::memcpy(&v, p, 4);
@@ -168,10 +178,11 @@ void q8_column(const QuantGemmArgs& a, int64_t column, StreamAhead& ahead) {
   const bool four_bit = a.type == GgmlType::q4_0;
   const int64_t blocks = a.x_blocks, block_bytes = four_bit ? 18 : 34;
   const char* row = a.w + column * a.w_row_bytes;
+  const int offset_shift = four_bit ? 4 : 0;
   const auto sums_of = [&](int64_t b) {
     const __m256i x = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.x_qs + 32 * b));
     return _mm256_dpbusd_epi32(_mm256_setzero_si256(),
-                               flipped_quants(row + b * block_bytes, four_bit), x);
+                               unsigned_quants(row + b * block_bytes, four_bit), x);
   };
   float s = 0;
   int64_t b = 0;
@@ -183,8 +194,10 @@ void q8_column(const QuantGemmArgs& a, int64_t column, StreamAhead& ahead) {
       sums[t] = sums_of(b + t);
       std::memcpy(&w_d[t], row + (b + t) * block_bytes, 2);
     }
-    const __m256i exact = _mm256_add_epi32(
-        block_totals(sums), _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.x_offset + b)));
+    const __m256i offsets =
+        _mm256_sra_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.x_offset + b)),
+                         _mm_cvtsi32_si128(offset_shift));
+    const __m256i exact = _mm256_add_epi32(block_totals(sums), offsets);
     const __m256 d = _mm256_mul_ps(_mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<__m128i*>(w_d))),
                                    _mm256_loadu_ps(a.x_d + b));
     s = fma_in_order(_mm256_cvtepi32_ps(exact), d, s);
@@ -192,7 +205,8 @@ void q8_column(const QuantGemmArgs& a, int64_t column, StreamAhead& ahead) {
   for (; b < blocks; ++b) {
     ahead.upto(row + (b + 1) * block_bytes);
     const float d = half_at(row + b * block_bytes) * a.x_d[b];
-    s = std::fma(static_cast<float>(lane_total(sums_of(b)) + a.x_offset[b]), d, s);
+    const int32_t offset = a.x_offset[b] / (1 << offset_shift);
+    s = std::fma(static_cast<float>(lane_total(sums_of(b)) + offset), d, s);
   }
   a.out[column] = s;
 }

@@ -1,11 +1,13 @@
 // quant_matmul (kernels/quant/quant_matmul.hpp) on every CPU kernel path
 // this machine runs, for every block type: bit for bit the scalar
 // reference's outputs, a row's bits the same alone or in a batch and on 1
-// or 2 threads, and k that is not whole blocks refused. Seeded random
+// or 2 threads, k that is not whole blocks refused, and the Q8_0 family's
+// order of quant_matmul.hpp written out once more. Seeded random
 // inputs, the seed printed on failure (HIVE_TEST_SEED replays it); outputs
 // poisoned before the run and guarded after.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -13,7 +15,10 @@
 #include "kernels/cpu/cpu_features.hpp"
 #include "kernels/cpu/thread_pool.hpp"
 #include "kernels/error.hpp"
+#include "kernels/quant/blocks.hpp"
+#include "kernels/quant/dequantize.hpp"
 #include "kernels/quant/quant_matmul.hpp"
+#include "kernels/quant/quantize.hpp"
 #include "tests/common/cpu_settings.hpp"
 #include "tests/common/random.hpp"
 #include "tests/kernels/quant_test_data.hpp"
@@ -135,6 +140,104 @@ TEST_P(QuantMatmulTest, KNotWholeBlocksIsAnError) {
 
 INSTANTIATE_TEST_SUITE_P(Types, QuantMatmulTest, ::testing::ValuesIn(test::kQuantMatmulTypes),
                          [](const auto& param) { return test::type_name(param.param); });
+
+// Block b of row j as the order reads it: the 32 integer weights, d_w and
+// Q5_1's m_w (0 otherwise).
+struct OrderBlock {
+  int w[kQK];
+  float d = 0, m = 0;
+};
+
+OrderBlock order_block(const test::QuantWeights& weights, int64_t j, int64_t b) {
+  const GgmlTypeInfo info = ggml_type_info(weights.type);
+  const uint8_t* p = weights.bytes.data() + (j * weights.k / kQK + b) * info.block_bytes;
+  OrderBlock o;
+  if (weights.type == GgmlType::q8_0) {
+    BlockQ8_0 block;
+    std::memcpy(&block, p, sizeof(block));
+    for (int e = 0; e < kQK; ++e) o.w[e] = block.qs[e];
+    o.d = half_bits_to_f32(block.d);
+  } else if (weights.type == GgmlType::q4_0) {
+    BlockQ4_0 block;
+    std::memcpy(&block, p, sizeof(block));
+    for (int e = 0; e < kQK / 2; ++e) {
+      o.w[e] = (block.qs[e] & 15) - 8;
+      o.w[e + kQK / 2] = (block.qs[e] >> 4) - 8;
+    }
+    o.d = half_bits_to_f32(block.d);
+  } else {
+    BlockQ5_1 block;
+    std::memcpy(&block, p, sizeof(block));
+    for (int e = 0; e < kQK; ++e) o.w[e] = q5_quant(block, e);
+    o.d = half_bits_to_f32(block.d);
+    o.m = half_bits_to_f32(block.m);
+  }
+  return o;
+}
+
+// Output (i, j) in the header's order (sequential), or in the order before
+// it (16 lanes, an fma per group of 4, folded): the second shows that the
+// data tells the orders apart.
+float order_sum(const test::QuantWeights& weights, const std::vector<BlockQ8_0>& x, int64_t j,
+                bool sequential) {
+  float s = 0, lanes[16] = {};
+  for (int64_t b = 0; b < weights.k / kQK; ++b) {
+    const OrderBlock w = order_block(weights, j, b);
+    const float d_x = half_bits_to_f32(x[static_cast<size_t>(b)].d);
+    int32_t products = 0, x_sum = 0;
+    for (int g = 0; g < 8; ++g) {
+      int32_t group = 0, group_x = 0;
+      for (int t = 0; t < 4; ++t) {
+        group += w.w[4 * g + t] * x[static_cast<size_t>(b)].qs[4 * g + t];
+        group_x += x[static_cast<size_t>(b)].qs[4 * g + t];
+      }
+      products += group;
+      x_sum += group_x;
+      float& lane = lanes[8 * (b % 2) + g];
+      lane = std::fma(static_cast<float>(group), w.d * d_x, lane);
+      if (w.m != 0) lane = std::fma(static_cast<float>(group_x), w.m * d_x, lane);
+    }
+    s = std::fma(static_cast<float>(products), w.d * d_x, s);
+    if (w.m != 0) s = std::fma(static_cast<float>(x_sum), w.m * d_x, s);
+  }
+  for (int width = 8; width >= 1; width /= 2)
+    for (int l = 0; l < width; ++l) lanes[l] = lanes[l] + lanes[l + width];
+  return sequential ? s : lanes[0];
+}
+
+TEST(QuantMatmul, TheQ8_0FamilySumsItsBlocksOneAfterAnother) {
+  test::KeptCpuSettings kept;
+  std::mt19937_64 rng(test::test_seed());
+  SCOPED_TRACE("seed " + std::to_string(test::test_seed()));
+  // 27 blocks: 8 at a time and 3 alone; m 3 and 9 take the register tiles.
+  const int64_t k = 27 * kQK, n = 21;
+  for (const GgmlType type : {GgmlType::q8_0, GgmlType::q4_0, GgmlType::q5_1}) {
+    const test::QuantWeights w = test::random_quant_weights(rng, type, n, k);
+    for (const int64_t m : {1, 3, 9}) {
+      const std::vector<float> x = test::random_floats(rng, static_cast<size_t>(m * k));
+      std::vector<float> expected(static_cast<size_t>(m * n));
+      int64_t old_order_differs = 0;
+      for (int64_t i = 0; i < m; ++i) {
+        std::vector<BlockQ8_0> xq(static_cast<size_t>(k / kQK));
+        quantize_row_q8_0(x.data() + i * k, k, xq.data());
+        for (int64_t j = 0; j < n; ++j) {
+          const float s = order_sum(w, xq, j, /*sequential=*/true);
+          expected[static_cast<size_t>(i * n + j)] = s;
+          old_order_differs += s != order_sum(w, xq, j, /*sequential=*/false);
+        }
+      }
+      SCOPED_TRACE(test::type_name(type) + ", m " + std::to_string(m));
+      ASSERT_GT(old_order_differs, 0);
+      EXPECT_TRUE(
+          same_bits(run(x, w, m, /*reference=*/true).data() + kGuard, expected.data(), m * n));
+      for (const cpu::CpuPath path : cpu::supported_cpu_paths()) {
+        cpu::set_cpu_kernel_path(path);
+        SCOPED_TRACE(std::string(quant_matmul_kernel_name()) + " kernel");
+        EXPECT_TRUE(same_bits(run(x, w, m).data() + kGuard, expected.data(), m * n));
+      }
+    }
+  }
+}
 
 TEST(QuantMatmul, RefusesATypeItDoesNotTake) {
   const std::vector<float> x(32, 1.0f), w(64, 1.0f);
