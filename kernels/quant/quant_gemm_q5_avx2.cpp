@@ -3,6 +3,7 @@
 // the activations, then vpmaddwd by ones; no int16 sum passes 2 x 31 x 127)
 // are the block's 8 groups of 4. Built with its own -m flags and called
 // only on the avx2 path without VNNI.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <type_traits>
@@ -86,6 +87,43 @@ float row_sum(const Q5GemmArgs& a, const Q5Row& w, const int8_t* x, const float*
   return s;
 }
 
+// From 2 rows on: up to 8 rows at once, lane r of each block's tree row
+// first + r's exact sum, each lane's fmas those of its row.
+template <bool kMin>
+void rows_sum(const Q5GemmArgs& a, const Q5Row& w, int64_t column, int64_t first, int rows) {
+  const int8_t* x = a.x_qs + first * 32 * a.blocks;
+  const float* x_d = a.x_d + first * a.blocks;
+  const int32_t* x_sums = a.x_sums + first * a.blocks;
+  __m256 s = _mm256_setzero_ps();
+  for (int64_t b = 0; b < a.blocks; ++b) {
+    __m256i products[8];
+    alignas(32) float dx[8] = {};
+    alignas(32) int32_t block_x[8] = {};
+    for (int r = 0; r < 8; ++r) {
+      products[r] = _mm256_setzero_si256();  // zero sums for the rows the tile lacks
+      if (r >= rows) continue;
+      products[r] = block_products(w.q + 32 * b, x + (r * a.blocks + b) * 32);
+      dx[r] = x_d[r * a.blocks + b];
+      block_x[r] = x_sums[r * a.blocks + b];
+    }
+    const __m256i totals = block_totals(products);
+    const __m256i sums_x = _mm256_load_si256(reinterpret_cast<const __m256i*>(block_x));
+    const __m256 xd = _mm256_load_ps(dx);
+    const __m256 d = _mm256_mul_ps(_mm256_set1_ps(w.d[b]), xd);
+    if constexpr (kMin) {
+      s = _mm256_fmadd_ps(_mm256_cvtepi32_ps(totals), d, s);
+      const __m256 m = _mm256_mul_ps(_mm256_set1_ps(w.m[b]), xd);
+      s = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums_x), m, s);
+    } else {
+      const __m256i exact = _mm256_sub_epi32(totals, _mm256_slli_epi32(sums_x, 4));
+      s = _mm256_fmadd_ps(_mm256_cvtepi32_ps(exact), d, s);
+    }
+  }
+  alignas(32) float out[8];
+  _mm256_store_ps(out, s);
+  for (int r = 0; r < rows; ++r) a.out[(first + r) * a.n + column] = out[r];
+}
+
 template <bool kMin>
 void columns(const Q5GemmArgs& a, int64_t column_begin, int64_t column_end, const Q5Row& w) {
   for (int64_t j = column_begin; j < column_end; ++j) {
@@ -95,9 +133,12 @@ void columns(const Q5GemmArgs& a, int64_t column_begin, int64_t column_end, cons
     } else {
       unpack_row<BlockQ5_0>(row, a.blocks, w);
     }
-    for (int64_t i = 0; i < a.m; ++i)
-      a.out[i * a.n + j] = row_sum<kMin>(a, w, a.x_qs + i * 32 * a.blocks, a.x_d + i * a.blocks,
-                                         a.x_sums + i * a.blocks);
+    if (a.m == 1) {
+      a.out[j] = row_sum<kMin>(a, w, a.x_qs, a.x_d, a.x_sums);
+      continue;
+    }
+    for (int64_t first = 0; first < a.m; first += 8)
+      rows_sum<kMin>(a, w, j, first, static_cast<int>(std::min<int64_t>(8, a.m - first)));
   }
 }
 
