@@ -171,44 +171,84 @@ inline int32_t dword_at(const int8_t* p) {
   return v;
 }
 
-// m = 1: one column, its blocks straight into registers 8 at a time, their
-// exact sums through block_totals, then their fmas in turn. One column at a
-// time is one sequential stream; several side by side read slower.
-void q8_column(const QuantGemmArgs& a, int64_t column, StreamAhead& ahead) {
+// Four vectors of two blocks' 8 lanes each (lanes 0-7 and 8-15): the 8
+// blocks' totals, the first blocks of the 4 vectors in lanes 0-3 and the
+// second ones in 4-7 (integer adds: exact in any order).
+inline __m256i pair_totals(const __m512i (&v)[4]) {
+  const __m512i s01 =
+      _mm512_add_epi32(_mm512_unpacklo_epi32(v[0], v[1]), _mm512_unpackhi_epi32(v[0], v[1]));
+  const __m512i s23 =
+      _mm512_add_epi32(_mm512_unpacklo_epi32(v[2], v[3]), _mm512_unpackhi_epi32(v[2], v[3]));
+  // 128-bit lane L: [v0, v1, v2, v3]'s sums of their lane L.
+  const __m512i s =
+      _mm512_add_epi32(_mm512_unpacklo_epi64(s01, s23), _mm512_unpackhi_epi64(s01, s23));
+  // Lanes 0 + 1 (first blocks), 2 + 3 (second blocks).
+  const __m512i halves =
+      _mm512_add_epi32(_mm512_shuffle_i32x4(s, s, 0x88), _mm512_shuffle_i32x4(s, s, 0xdd));
+  return _mm512_castsi512_si256(halves);
+}
+
+// m = 1: kColumns columns side by side, their blocks straight into
+// registers 8 at a time, the exact sums through pair_totals, then each
+// column's fmas in turn. Each column's fmas are one dependent chain; two
+// columns' chains overlap, where more streams would read slower (each
+// column is a stream, asking for its lines kStreamAhead ahead).
+template <int kColumns>
+void q8_columns(const QuantGemmArgs& a, int64_t column0) {
   const bool four_bit = a.type == GgmlType::q4_0;
   const int64_t blocks = a.x_blocks, block_bytes = four_bit ? 18 : 34;
-  const char* row = a.w + column * a.w_row_bytes;
   const int offset_shift = four_bit ? 4 : 0;
-  const auto sums_of = [&](int64_t b) {
-    const __m256i x = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.x_qs + 32 * b));
-    return _mm256_dpbusd_epi32(_mm256_setzero_si256(),
-                               unsigned_quants(row + b * block_bytes, four_bit), x);
-  };
-  float s = 0;
+  const char* rows[kColumns];
+  StreamAhead ahead[kColumns];
+  for (int c = 0; c < kColumns; ++c) {
+    rows[c] = a.w + (column0 + c) * a.w_row_bytes;
+    ahead[c].next = rows[c] + kStreamAhead;
+  }
+  // Block order from pair_totals' first blocks then second ones.
+  const __m256i in_order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+  float s[kColumns] = {};
   int64_t b = 0;
   for (; b + 8 <= blocks; b += 8) {
-    ahead.upto(row + (b + 8) * block_bytes);
-    __m256i sums[8];
-    alignas(16) uint16_t w_d[8];
-    for (int t = 0; t < 8; ++t) {
-      sums[t] = sums_of(b + t);
-      std::memcpy(&w_d[t], row + (b + t) * block_bytes, 2);
-    }
+    __m512i x[4];
+    for (int t = 0; t < 4; ++t) x[t] = _mm512_loadu_si512(a.x_qs + 32 * (b + 2 * t));
     const __m256i offsets =
         _mm256_sra_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.x_offset + b)),
                          _mm_cvtsi32_si128(offset_shift));
-    const __m256i exact = _mm256_add_epi32(block_totals(sums), offsets);
-    const __m256 d = _mm256_mul_ps(_mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<__m128i*>(w_d))),
-                                   _mm256_loadu_ps(a.x_d + b));
-    s = fma_in_order(_mm256_cvtepi32_ps(exact), d, s);
+    const __m256 x_d = _mm256_loadu_ps(a.x_d + b);
+    __m256 exact[kColumns], d[kColumns];
+    for (int c = 0; c < kColumns; ++c) {
+      const char* row = rows[c];
+      ahead[c].upto(row + (b + 8) * block_bytes);
+      __m512i sums[4];
+      alignas(16) uint16_t w_d[8];
+      for (int t = 0; t < 4; ++t) {
+        const int64_t first = b + 2 * t;
+        const __m512i w = _mm512_inserti64x4(
+            _mm512_castsi256_si512(unsigned_quants(row + first * block_bytes, four_bit)),
+            unsigned_quants(row + (first + 1) * block_bytes, four_bit), 1);
+        sums[t] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w, x[t]);
+        std::memcpy(&w_d[2 * t], row + first * block_bytes, 2);
+        std::memcpy(&w_d[2 * t + 1], row + (first + 1) * block_bytes, 2);
+      }
+      const __m256i totals = _mm256_permutevar8x32_epi32(pair_totals(sums), in_order);
+      exact[c] = _mm256_cvtepi32_ps(_mm256_add_epi32(totals, offsets));
+      d[c] = _mm256_mul_ps(_mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<__m128i*>(w_d))), x_d);
+    }
+    for (int c = 0; c < kColumns; ++c) s[c] = fma_in_order(exact[c], d[c], s[c]);
   }
   for (; b < blocks; ++b) {
-    ahead.upto(row + (b + 1) * block_bytes);
-    const float d = half_at(row + b * block_bytes) * a.x_d[b];
+    const __m256i x = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.x_qs + 32 * b));
     const int32_t offset = a.x_offset[b] / (1 << offset_shift);
-    s = std::fma(static_cast<float>(lane_total(sums_of(b)) + offset), d, s);
+    for (int c = 0; c < kColumns; ++c) {
+      const char* block = rows[c] + b * block_bytes;
+      ahead[c].upto(block + block_bytes);
+      const __m256i sums =
+          _mm256_dpbusd_epi32(_mm256_setzero_si256(), unsigned_quants(block, four_bit), x);
+      s[c] =
+          std::fma(static_cast<float>(lane_total(sums) + offset), half_at(block) * a.x_d[b], s[c]);
+    }
   }
-  a.out[column] = s;
+  for (int c = 0; c < kColumns; ++c) a.out[column0 + c] = s[c];
 }
 
 // Columns [column0, column0 + columns) as LaneBlockQ8_0s, block b at
@@ -391,8 +431,9 @@ void quant_gemm_columns_avx512_vnni(const QuantGemmArgs& args, int64_t column_be
                                     int64_t column_end, const QuantScratch& scratch) {
   const bool k_quant = is_k_quant(args.type);
   if (args.m == 1 && !k_quant) {  // decode: the weights straight into registers, no scratch
-    StreamAhead ahead{args.w + column_begin * args.w_row_bytes + kStreamAhead};
-    for (int64_t j = column_begin; j < column_end; ++j) q8_column(args, j, ahead);
+    int64_t j = column_begin;
+    for (; j + 2 <= column_end; j += 2) q8_columns<2>(args, j);
+    if (j < column_end) q8_columns<1>(args, j);
     return;
   }
   if (!k_quant) return q8_lanes(args, column_begin, column_end, scratch);
