@@ -190,9 +190,10 @@ inline __m256i pair_totals(const __m512i (&v)[4]) {
 
 // m = 1: kColumns columns side by side, their blocks straight into
 // registers 8 at a time, the exact sums through pair_totals, then each
-// column's fmas in turn. Each column's fmas are one dependent chain; two
-// columns' chains overlap, where more streams would read slower (each
-// column is a stream, asking for its lines kStreamAhead ahead).
+// column's fmas in turn. Each column's fmas are one dependent chain, which
+// the other columns' chains overlap; each column is a stream, asking for
+// its lines kStreamAhead ahead. Q8_0 takes 2 (more streams read slower),
+// Q4_0, bound by its work per byte rather than by reading, 4.
 template <int kColumns>
 void q8_columns(const QuantGemmArgs& a, int64_t column0) {
   const bool four_bit = a.type == GgmlType::q4_0;
@@ -432,6 +433,8 @@ void quant_gemm_columns_avx512_vnni(const QuantGemmArgs& args, int64_t column_be
   const bool k_quant = is_k_quant(args.type);
   if (args.m == 1 && !k_quant) {  // decode: the weights straight into registers, no scratch
     int64_t j = column_begin;
+    if (args.type == GgmlType::q4_0)  // four chains: Q4_0 unpacks more per byte read
+      for (; j + 4 <= column_end; j += 4) q8_columns<4>(args, j);
     for (; j + 2 <= column_end; j += 2) q8_columns<2>(args, j);
     if (j < column_end) q8_columns<1>(args, j);
     return;
