@@ -209,8 +209,9 @@ TEST(QuantMatmul, TheQ8_0FamilySumsItsBlocksOneAfterAnother) {
   test::KeptCpuSettings kept;
   std::mt19937_64 rng(test::test_seed());
   SCOPED_TRACE("seed " + std::to_string(test::test_seed()));
-  // 27 blocks: 8 at a time and 3 alone; m 3 and 9 take the register tiles.
-  const int64_t k = 27 * kQK, n = 21;
+  // 27 blocks: 8 at a time and 3 alone; m 3 and 9 take the register tiles;
+  // 23 columns, a task of 16 and one of 7: decode's 4, 2 and 1 side by side.
+  const int64_t k = 27 * kQK, n = 23;
   for (const GgmlType type : {GgmlType::q8_0, GgmlType::q4_0, GgmlType::q5_1}) {
     const test::QuantWeights w = test::random_quant_weights(rng, type, n, k);
     for (const int64_t m : {1, 3, 9}) {
