@@ -165,6 +165,24 @@ inline __m256i unsigned_quants(const char* block, bool four_bit) {
   return _mm256_set_m128i(high, low);
 }
 
+// The f16 scales of the 8 blocks from `block` on, in registers (inserted
+// one by one: 8 narrow stores read back as one vector would wait on them).
+inline __m128i block_scales(const char* block, int64_t block_bytes) {
+  const auto half = [&](int t) {
+    uint16_t bits = 0;
+    std::memcpy(&bits, block + t * block_bytes, 2);
+    return bits;
+  };
+  __m128i v = _mm_cvtsi32_si128(half(0));
+  v = _mm_insert_epi16(v, half(1), 1);
+  v = _mm_insert_epi16(v, half(2), 2);
+  v = _mm_insert_epi16(v, half(3), 3);
+  v = _mm_insert_epi16(v, half(4), 4);
+  v = _mm_insert_epi16(v, half(5), 5);
+  v = _mm_insert_epi16(v, half(6), 6);
+  return _mm_insert_epi16(v, half(7), 7);
+}
+
 inline int32_t dword_at(const int8_t* p) {
   int32_t v = 0;
   std::memcpy(&v, p, 4);
@@ -221,19 +239,16 @@ void q8_columns(const QuantGemmArgs& a, int64_t column0) {
       const char* row = rows[c];
       ahead[c].upto(row + (b + 8) * block_bytes);
       __m512i sums[4];
-      alignas(16) uint16_t w_d[8];
       for (int t = 0; t < 4; ++t) {
         const int64_t first = b + 2 * t;
         const __m512i w = _mm512_inserti64x4(
             _mm512_castsi256_si512(unsigned_quants(row + first * block_bytes, four_bit)),
             unsigned_quants(row + (first + 1) * block_bytes, four_bit), 1);
         sums[t] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w, x[t]);
-        std::memcpy(&w_d[2 * t], row + first * block_bytes, 2);
-        std::memcpy(&w_d[2 * t + 1], row + (first + 1) * block_bytes, 2);
       }
       const __m256i totals = _mm256_permutevar8x32_epi32(pair_totals(sums), in_order);
       exact[c] = _mm256_cvtepi32_ps(_mm256_add_epi32(totals, offsets));
-      d[c] = _mm256_mul_ps(_mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<__m128i*>(w_d))), x_d);
+      d[c] = _mm256_mul_ps(_mm256_cvtph_ps(block_scales(row + b * block_bytes, block_bytes)), x_d);
     }
     for (int c = 0; c < kColumns; ++c) s[c] = fma_in_order(exact[c], d[c], s[c]);
   }
