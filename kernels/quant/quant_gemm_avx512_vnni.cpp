@@ -151,18 +151,62 @@ inline int tile_slot(int j, int columns) {
 // starting from x_offset = -128 * the block's sum of x, so each block's sum
 // is exact in int32 (quant_gemm_kernels.hpp).
 
-inline __m256i flipped_quants(const char* block, bool four_bit) {
-  return _mm256_xor_si256(block_quants(block, four_bit), _mm256_set1_epi8(-128));
+// Block bytes of a 32-block type, and where its scale's partner, Q5_1's
+// minimum, sits (none elsewhere).
+inline int64_t block_bytes_of(GgmlType type) {
+  switch (type) {
+    case GgmlType::q4_0:
+      return 18;
+    case GgmlType::q5_0:
+      return 22;
+    case GgmlType::q5_1:
+      return 24;
+    default:
+      return 34;
+  }
 }
 
-// Decode's unsigned factor: w + 128 for Q8_0, and for Q4_0 its nibbles as
-// they are, w + 8, with x_offset / 16 = -8 * the sum of x to start from.
-inline __m256i unsigned_quants(const char* block, bool four_bit) {
-  if (!four_bit) return flipped_quants(block, false);
+// Q5_0 / Q5_1's quants 0..31: the nibbles of qs, 16 added where bit i of
+// qh is set.
+inline __m256i q5_quants(const char* block, bool with_min) {
+  const char* qh = block + (with_min ? 4 : 2);
+  const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qh + 4));
+  const __m128i low = _mm_and_si128(bytes, _mm_set1_epi8(15));
+  const __m128i high = _mm_and_si128(_mm_srli_epi16(bytes, 4), _mm_set1_epi8(15));
+  uint32_t bits = 0;
+  std::memcpy(&bits, qh, 4);
+  return _mm256_or_si256(_mm256_set_m128i(high, low),
+                         _mm256_maskz_mov_epi8(bits, _mm256_set1_epi8(16)));
+}
+
+// The signed values the order multiplies: Q8_0's quants, Q4_0's nibbles
+// less 8, Q5_0's quants less 16, Q5_1's quants as they are.
+inline __m256i signed_quants(const char* block, GgmlType type) {
+  if (type == GgmlType::q5_0) return _mm256_sub_epi8(q5_quants(block, false), _mm256_set1_epi8(16));
+  if (type == GgmlType::q5_1) return q5_quants(block, true);
+  return block_quants(block, type == GgmlType::q4_0);
+}
+
+inline __m256i flipped_quants(const char* block, GgmlType type) {
+  return _mm256_xor_si256(signed_quants(block, type), _mm256_set1_epi8(-128));
+}
+
+// Decode's unsigned factor: w + 128 for Q8_0, and for the 4- and 5-bit
+// types their quants as they are, w + 8 (Q4_0), w + 16 (Q5_0) or w (Q5_1),
+// with x_offset >> offset_shift(type) to start from (none for Q5_1).
+inline __m256i unsigned_quants(const char* block, GgmlType type) {
+  if (type == GgmlType::q5_0 || type == GgmlType::q5_1)
+    return q5_quants(block, type == GgmlType::q5_1);
+  if (type != GgmlType::q4_0) return flipped_quants(block, type);
   const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(block + 2));
   const __m128i low = _mm_and_si128(bytes, _mm_set1_epi8(15));
   const __m128i high = _mm_and_si128(_mm_srli_epi16(bytes, 4), _mm_set1_epi8(15));
   return _mm256_set_m128i(high, low);
+}
+
+// x_offset = -128 * the sum of x, shifted to -8 (Q4_0) or -16 (Q5_0) times it.
+inline int offset_shift(GgmlType type) {
+  return type == GgmlType::q4_0 ? 4 : type == GgmlType::q5_0 ? 3 : 0;
 }
 
 // The f16 scales of the 8 blocks from `block` on, in registers (inserted
@@ -214,9 +258,10 @@ inline __m256i pair_totals(const __m512i (&v)[4]) {
 // Q4_0, bound by its work per byte rather than by reading, 4.
 template <int kColumns>
 void q8_columns(const QuantGemmArgs& a, int64_t column0) {
-  const bool four_bit = a.type == GgmlType::q4_0;
-  const int64_t blocks = a.x_blocks, block_bytes = four_bit ? 18 : 34;
-  const int offset_shift = four_bit ? 4 : 0;
+  const GgmlType type = a.type;
+  const bool with_min = type == GgmlType::q5_1;
+  const int64_t blocks = a.x_blocks, block_bytes = block_bytes_of(type);
+  const int shift = offset_shift(type);
   const char* rows[kColumns];
   StreamAhead ahead[kColumns];
   for (int c = 0; c < kColumns; ++c) {
@@ -230,11 +275,14 @@ void q8_columns(const QuantGemmArgs& a, int64_t column0) {
   for (; b + 8 <= blocks; b += 8) {
     __m512i x[4];
     for (int t = 0; t < 4; ++t) x[t] = _mm512_loadu_si512(a.x_qs + 32 * (b + 2 * t));
+    const __m256i x_offset = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.x_offset + b));
+    // Q5_1 starts from zero and adds its minimum times the sum of x.
     const __m256i offsets =
-        _mm256_sra_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.x_offset + b)),
-                         _mm_cvtsi32_si128(offset_shift));
+        with_min ? _mm256_setzero_si256() : _mm256_sra_epi32(x_offset, _mm_cvtsi32_si128(shift));
+    const __m256 x_sums = _mm256_cvtepi32_ps(
+        _mm256_srai_epi32(_mm256_sub_epi32(_mm256_setzero_si256(), x_offset), 7));
     const __m256 x_d = _mm256_loadu_ps(a.x_d + b);
-    __m256 exact[kColumns], d[kColumns];
+    __m256 exact[kColumns], d[kColumns], m[kColumns];
     for (int c = 0; c < kColumns; ++c) {
       const char* row = rows[c];
       ahead[c].upto(row + (b + 8) * block_bytes);
@@ -242,26 +290,34 @@ void q8_columns(const QuantGemmArgs& a, int64_t column0) {
       for (int t = 0; t < 4; ++t) {
         const int64_t first = b + 2 * t;
         const __m512i w = _mm512_inserti64x4(
-            _mm512_castsi256_si512(unsigned_quants(row + first * block_bytes, four_bit)),
-            unsigned_quants(row + (first + 1) * block_bytes, four_bit), 1);
+            _mm512_castsi256_si512(unsigned_quants(row + first * block_bytes, type)),
+            unsigned_quants(row + (first + 1) * block_bytes, type), 1);
         sums[t] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w, x[t]);
       }
       const __m256i totals = _mm256_permutevar8x32_epi32(pair_totals(sums), in_order);
       exact[c] = _mm256_cvtepi32_ps(_mm256_add_epi32(totals, offsets));
       d[c] = _mm256_mul_ps(_mm256_cvtph_ps(block_scales(row + b * block_bytes, block_bytes)), x_d);
+      if (with_min)
+        m[c] = _mm256_mul_ps(_mm256_cvtph_ps(block_scales(row + b * block_bytes + 2, block_bytes)),
+                             x_d);
     }
-    for (int c = 0; c < kColumns; ++c) s[c] = fma_in_order(exact[c], d[c], s[c]);
+    for (int c = 0; c < kColumns; ++c)
+      s[c] = with_min ? fma_in_order(exact[c], d[c], x_sums, m[c], s[c])
+                      : fma_in_order(exact[c], d[c], s[c]);
   }
   for (; b < blocks; ++b) {
     const __m256i x = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.x_qs + 32 * b));
-    const int32_t offset = a.x_offset[b] / (1 << offset_shift);
+    const int32_t offset = with_min ? 0 : a.x_offset[b] / (1 << shift);
     for (int c = 0; c < kColumns; ++c) {
       const char* block = rows[c] + b * block_bytes;
       ahead[c].upto(block + block_bytes);
       const __m256i sums =
-          _mm256_dpbusd_epi32(_mm256_setzero_si256(), unsigned_quants(block, four_bit), x);
+          _mm256_dpbusd_epi32(_mm256_setzero_si256(), unsigned_quants(block, type), x);
       s[c] =
           std::fma(static_cast<float>(lane_total(sums) + offset), half_at(block) * a.x_d[b], s[c]);
+      if (with_min)
+        s[c] =
+            std::fma(static_cast<float>(-a.x_offset[b] / 128), half_at(block + 2) * a.x_d[b], s[c]);
     }
   }
   for (int c = 0; c < kColumns; ++c) a.out[column0 + c] = s[c];
@@ -270,19 +326,20 @@ void q8_columns(const QuantGemmArgs& a, int64_t column0) {
 // Columns [column0, column0 + columns) as LaneBlockQ8_0s, block b at
 // out[b]: each block's 16 rows of 8 dwords transposed to 8 registers.
 void unpack_lane_blocks(const QuantGemmArgs& a, int64_t column0, int columns, LaneBlockQ8_0* out) {
-  const bool four_bit = a.type == GgmlType::q4_0;
-  const int64_t block_bytes = four_bit ? 18 : 34;
+  const int64_t block_bytes = block_bytes_of(a.type);
+  const bool with_min = a.type == GgmlType::q5_1;
   const __m512i low_lanes = _mm512_set_epi64(13, 12, 5, 4, 9, 8, 1, 0);
   const __m512i high_lanes = _mm512_set_epi64(15, 14, 7, 6, 11, 10, 3, 2);
   for (int64_t b = 0; b < a.x_blocks; ++b) {
     __m256i q[kLaneColumns];
-    alignas(32) uint16_t d[kLaneColumns] = {};
+    alignas(32) uint16_t d[kLaneColumns] = {}, m[kLaneColumns] = {};
     for (int j = 0; j < kLaneColumns; ++j) {
       q[j] = _mm256_set1_epi8(-128);  // zero weights past the columns
       if (j >= columns) continue;
       const char* block = a.w + (column0 + j) * a.w_row_bytes + b * block_bytes;
-      q[j] = flipped_quants(block, four_bit);
+      q[j] = flipped_quants(block, a.type);
       std::memcpy(&d[j], block, 2);
+      if (with_min) std::memcpy(&m[j], block + 2, 2);
     }
     // z[j]: columns j and j + 8; 128-bit lanes [j's dwords 0-3, 4-7, j + 8's 0-3, 4-7].
     __m512i z[8], t[8], u[8];
@@ -306,6 +363,7 @@ void unpack_lane_blocks(const QuantGemmArgs& a, int64_t column0, int columns, La
       _mm512_store_si512(o.w[c + 4], _mm512_permutex2var_epi64(u[c], high_lanes, u[c + 4]));
     }
     _mm512_store_ps(o.d, _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<__m256i*>(d))));
+    _mm512_store_ps(o.m, _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<__m256i*>(m))));
   }
 }
 
@@ -338,6 +396,13 @@ void lane_tile(const QuantGemmArgs& a, const LaneBlockQ8_0* u, int64_t column0, 
     for (int r = 0; r < Rows; ++r)
       acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums[r]),
                                _mm512_mul_ps(w_d, _mm512_set1_ps(x_d[r * blocks + b])), acc[r]);
+    if (a.type == GgmlType::q5_1) {  // its minimum times the sum of x, after each block
+      const __m512 w_m = _mm512_load_ps(u[b].m);
+      for (int r = 0; r < Rows; ++r)
+        acc[r] =
+            _mm512_fmadd_ps(_mm512_set1_ps(static_cast<float>(-x_offset[r * blocks + b] / 128)),
+                            _mm512_mul_ps(w_m, _mm512_set1_ps(x_d[r * blocks + b])), acc[r]);
+    }
   }
   const auto mask = static_cast<__mmask16>((1u << columns) - 1);
   for (int r = 0; r < Rows; ++r)
@@ -448,7 +513,7 @@ void quant_gemm_columns_avx512_vnni(const QuantGemmArgs& args, int64_t column_be
   const bool k_quant = is_k_quant(args.type);
   if (args.m == 1 && !k_quant) {  // decode: the weights straight into registers, no scratch
     int64_t j = column_begin;
-    if (args.type == GgmlType::q4_0)  // four chains: Q4_0 unpacks more per byte read
+    if (args.type != GgmlType::q8_0)  // four chains: 4- and 5-bit types unpack more per byte read
       for (; j + 4 <= column_end; j += 4) q8_columns<4>(args, j);
     for (; j + 2 <= column_end; j += 2) q8_columns<2>(args, j);
     if (j < column_end) q8_columns<1>(args, j);

@@ -50,7 +50,8 @@ struct alignas(32) UnpackedQ8_0 {
   float d = 0;
 };
 
-// Output columns of one Q8_0 / Q4_0 register tile on AVX-512: one per lane.
+// Output columns of one 32-block (Q8_0, Q4_0, Q5_0, Q5_1) register tile on
+// AVX-512: one per lane.
 inline constexpr int kLaneColumns = 16;
 
 // Block b of kLaneColumns weight rows, a column per 32-bit lane: w[g] holds
@@ -60,6 +61,7 @@ inline constexpr int kLaneColumns = 16;
 struct alignas(64) LaneBlockQ8_0 {
   uint8_t w[8][64];
   float d[kLaneColumns];
+  float m[kLaneColumns];  // Q5_1's minimums
 };
 
 // A K-quant block unpacked for AVX2: quants 0..63 in element order, the scale of

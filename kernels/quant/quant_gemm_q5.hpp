@@ -1,11 +1,11 @@
 #pragma once
-// Q5_0 and Q5_1 weights on the CPU (quant_matmul.cpp routes them here): the
-// activations as Q8_0 blocks, each output in quant_matmul.hpp's Q8_0 order
-// (one fma per block in turn; Q5_1 adds its minimum per block). The AVX-512
-// VNNI kernel (quant_gemm_q5.cpp, its own -m flags) multiplies the unsigned
-// quants 0..31 by the activations with vpdpbusd, the AVX2 one
-// (quant_gemm_q5_avx2.cpp) with vpmaddubsw, and both take the offset of
-// Q5_0 (16 * the block's activation sum) in integers. The scalar path runs
+// Q5_0 and Q5_1 weights on the AVX2 path (quant_matmul.cpp routes them
+// here): the activations as Q8_0 blocks, each output in quant_matmul.hpp's
+// Q8_0 order (one fma per block in turn; Q5_1 adds its minimum per block).
+// The kernel (quant_gemm_q5_avx2.cpp) multiplies the unsigned quants 0..31
+// by the activations with vpmaddubsw and takes the offset of Q5_0 (16 * the
+// block's activation sum) in integers. AVX-512 VNNI runs them with the
+// other 32-blocks (quant_gemm_avx512_vnni.cpp), the scalar path with
 // quant_matmul_reference.
 #include <cstdint>
 
@@ -15,11 +15,9 @@ namespace hive {
 
 struct QuantMatmul;
 
-enum class Q5Kernel { avx2, avx512_vnni };
-
-// Runs one Q5_0 / Q5_1 product on the pool (checked by the caller) with
-// `kernel`, which the CPU must have.
-void quant_matmul_q5(const QuantMatmul& problem, Q5Kernel kernel);
+// Runs one Q5_0 / Q5_1 product on the pool (checked by the caller); the
+// CPU must have AVX2.
+void quant_matmul_q5(const QuantMatmul& problem);
 
 // The activations: row i's Q8_0 blocks as quants, scales and block sums
 // (of the 32 quants) apart.
@@ -45,8 +43,6 @@ struct Q5Row {
 
 // Output columns [column_begin, column_end) of every row, each weight row
 // unpacked into `row` in turn.
-void quant_gemm_q5_avx512_vnni(const Q5GemmArgs& args, int64_t column_begin, int64_t column_end,
-                               const Q5Row& row);
 void quant_gemm_q5_avx2(const Q5GemmArgs& args, int64_t column_begin, int64_t column_end,
                         const Q5Row& row);
 

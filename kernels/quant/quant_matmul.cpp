@@ -178,16 +178,16 @@ void quant_matmul(const QuantMatmul& p) {
 void quant_matmul_group(std::span<const QuantMatmul> problems) {
   for (const QuantMatmul& p : problems) check_quant_matmul(p);
   const QuantKernel kernel = quant_kernel();
-  // Q5_0 / Q5_1: their own kernel (quant_gemm_q5.hpp), one product at a time.
+  // Q5_0 / Q5_1 on AVX2: their own kernel (quant_gemm_q5.hpp), one product
+  // at a time. AVX-512 runs them with the other 32-blocks.
   const auto q5 = [](const QuantMatmul& p) {
     return p.type == GgmlType::q5_0 || p.type == GgmlType::q5_1;
   };
-  if (kernel != QuantKernel::scalar && std::any_of(problems.begin(), problems.end(), q5)) {
+  if (kernel == QuantKernel::avx2 && std::any_of(problems.begin(), problems.end(), q5)) {
     std::vector<QuantMatmul> rest;
     for (const QuantMatmul& p : problems) {
       if (q5(p)) {
-        quant_matmul_q5(
-            p, kernel == QuantKernel::avx512_vnni ? Q5Kernel::avx512_vnni : Q5Kernel::avx2);
+        quant_matmul_q5(p);
       } else {
         rest.push_back(p);
       }

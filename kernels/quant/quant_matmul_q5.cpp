@@ -32,7 +32,7 @@ struct Q5RowBuffers {
 
 }  // namespace
 
-void quant_matmul_q5(const QuantMatmul& p, Q5Kernel kernel) {
+void quant_matmul_q5(const QuantMatmul& p) {
   if (p.m == 0 || p.n == 0) return;
   if (p.k == 0) {  // empty sums, as the reference's
     std::fill_n(p.out, p.m * p.n, 0.0f);
@@ -89,11 +89,9 @@ void quant_matmul_q5(const QuantMatmul& p, Q5Kernel kernel) {
         rows.x_d += first_row * a.blocks;
         rows.x_sums += first_row * a.blocks;
 #if defined(__x86_64__)
-        if (kernel == Q5Kernel::avx512_vnni)
-          return quant_gemm_q5_avx512_vnni(rows, begin, end, buffers.view());
         quant_gemm_q5_avx2(rows, begin, end, buffers.view());
 #else
-        (void)kernel;  // off x86-64 quant_matmul runs the reference, never this
+        // off x86-64 quant_matmul runs the reference, never this
         (void)rows;
         (void)begin;
         (void)end;
