@@ -153,7 +153,7 @@ inline int tile_slot(int j, int columns) {
 
 // Block bytes of a 32-block type, and where its scale's partner, Q5_1's
 // minimum, sits (none elsewhere).
-inline int64_t block_bytes_of(GgmlType type) {
+constexpr int64_t block_bytes_of(GgmlType type) {
   switch (type) {
     case GgmlType::q4_0:
       return 18;
@@ -325,9 +325,11 @@ void q8_columns(const QuantGemmArgs& a, int64_t column0) {
 
 // Columns [column0, column0 + columns) as LaneBlockQ8_0s, block b at
 // out[b]: each block's 16 rows of 8 dwords transposed to 8 registers.
+// One instantiation per type, so that no type test sits in the loop.
+template <GgmlType kType>
 void unpack_lane_blocks(const QuantGemmArgs& a, int64_t column0, int columns, LaneBlockQ8_0* out) {
-  const int64_t block_bytes = block_bytes_of(a.type);
-  const bool with_min = a.type == GgmlType::q5_1;
+  const int64_t block_bytes = block_bytes_of(kType);
+  constexpr bool with_min = kType == GgmlType::q5_1;
   const __m512i low_lanes = _mm512_set_epi64(13, 12, 5, 4, 9, 8, 1, 0);
   const __m512i high_lanes = _mm512_set_epi64(15, 14, 7, 6, 11, 10, 3, 2);
   for (int64_t b = 0; b < a.x_blocks; ++b) {
@@ -337,9 +339,9 @@ void unpack_lane_blocks(const QuantGemmArgs& a, int64_t column0, int columns, La
       q[j] = _mm256_set1_epi8(-128);  // zero weights past the columns
       if (j >= columns) continue;
       const char* block = a.w + (column0 + j) * a.w_row_bytes + b * block_bytes;
-      q[j] = flipped_quants(block, a.type);
+      q[j] = flipped_quants(block, kType);
       std::memcpy(&d[j], block, 2);
-      if (with_min) std::memcpy(&m[j], block + 2, 2);
+      if constexpr (with_min) std::memcpy(&m[j], block + 2, 2);
     }
     // z[j]: columns j and j + 8; 128-bit lanes [j's dwords 0-3, 4-7, j + 8's 0-3, 4-7].
     __m512i z[8], t[8], u[8];
@@ -363,7 +365,8 @@ void unpack_lane_blocks(const QuantGemmArgs& a, int64_t column0, int columns, La
       _mm512_store_si512(o.w[c + 4], _mm512_permutex2var_epi64(u[c], high_lanes, u[c + 4]));
     }
     _mm512_store_ps(o.d, _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<__m256i*>(d))));
-    _mm512_store_ps(o.m, _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<__m256i*>(m))));
+    if constexpr (with_min)
+      _mm512_store_ps(o.m, _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<__m256i*>(m))));
   }
 }
 
@@ -374,7 +377,7 @@ constexpr int kLaneRows = 8;
 // Rows [first, first + Rows) against the unpacked block columns: per block
 // and row one int32 accumulator from x_offset through 8 vpdpbusd (each
 // broadcasting one dword of x), then that row's fma on all 16 columns.
-template <int Rows>
+template <int Rows, bool kMin>
 void lane_tile(const QuantGemmArgs& a, const LaneBlockQ8_0* u, int64_t column0, int columns,
                int64_t first) {
   const int64_t blocks = a.x_blocks;
@@ -396,7 +399,7 @@ void lane_tile(const QuantGemmArgs& a, const LaneBlockQ8_0* u, int64_t column0, 
     for (int r = 0; r < Rows; ++r)
       acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums[r]),
                                _mm512_mul_ps(w_d, _mm512_set1_ps(x_d[r * blocks + b])), acc[r]);
-    if (a.type == GgmlType::q5_1) {  // its minimum times the sum of x, after each block
+    if constexpr (kMin) {  // Q5_1: its minimum times the sum of x, after each block
       const __m512 w_m = _mm512_load_ps(u[b].m);
       for (int r = 0; r < Rows; ++r)
         acc[r] =
@@ -410,12 +413,12 @@ void lane_tile(const QuantGemmArgs& a, const LaneBlockQ8_0* u, int64_t column0, 
 }
 
 // Rows past a whole tile: one instantiation per count.
-template <int Rows>
+template <int Rows, bool kMin>
 void lane_tile_rows(const QuantGemmArgs& a, const LaneBlockQ8_0* u, int64_t column0, int columns,
                     int64_t first, int rows) {
   if constexpr (Rows > 1)
-    if (rows < Rows) return lane_tile_rows<Rows - 1>(a, u, column0, columns, first, rows);
-  lane_tile<Rows>(a, u, column0, columns, first);
+    if (rows < Rows) return lane_tile_rows<Rows - 1, kMin>(a, u, column0, columns, first, rows);
+  lane_tile<Rows, kMin>(a, u, column0, columns, first);
 }
 
 // m > 1: the task's columns kLaneColumns at a time, unpacked once, against
@@ -424,10 +427,27 @@ void q8_lanes(const QuantGemmArgs& a, int64_t column_begin, int64_t column_end,
               const QuantScratch& s) {
   for (int64_t j = column_begin; j < column_end; j += kLaneColumns) {
     const int columns = static_cast<int>(std::min<int64_t>(kLaneColumns, column_end - j));
-    unpack_lane_blocks(a, j, columns, s.q8_lanes);
-    for (int64_t first = 0; first < a.m; first += kLaneRows)
-      lane_tile_rows<kLaneRows>(a, s.q8_lanes, j, columns, first,
-                                static_cast<int>(std::min<int64_t>(kLaneRows, a.m - first)));
+    switch (a.type) {
+      case GgmlType::q4_0:
+        unpack_lane_blocks<GgmlType::q4_0>(a, j, columns, s.q8_lanes);
+        break;
+      case GgmlType::q5_0:
+        unpack_lane_blocks<GgmlType::q5_0>(a, j, columns, s.q8_lanes);
+        break;
+      case GgmlType::q5_1:
+        unpack_lane_blocks<GgmlType::q5_1>(a, j, columns, s.q8_lanes);
+        break;
+      default:
+        unpack_lane_blocks<GgmlType::q8_0>(a, j, columns, s.q8_lanes);
+    }
+    for (int64_t first = 0; first < a.m; first += kLaneRows) {
+      const int rows = static_cast<int>(std::min<int64_t>(kLaneRows, a.m - first));
+      if (a.type == GgmlType::q5_1) {
+        lane_tile_rows<kLaneRows, true>(a, s.q8_lanes, j, columns, first, rows);
+      } else {
+        lane_tile_rows<kLaneRows, false>(a, s.q8_lanes, j, columns, first, rows);
+      }
+    }
   }
 }
 
