@@ -78,8 +78,11 @@ void quantize_row_q8_k_avx512(const float* x, int64_t k, BlockQ8_K* out) {
       // lrint under the default rounding mode: to nearest even.
       const __m512i q =
           _mm512_min_epi32(_mm512_cvtps_epi32(_mm512_mul_ps(scale, v[g])), _mm512_set1_epi32(127));
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(block.qs + 16 * g), _mm512_cvtepi32_epi8(q));
-      block.bsums[g] = static_cast<int16_t>(_mm512_reduce_add_epi32(q));
+      // The sums of the stored int8 quants, as the scalar code's: an
+      // overflowing 1 / d leaves INT_MIN in q, which narrows to 0.
+      const __m128i stored = _mm512_cvtepi32_epi8(q);
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(block.qs + 16 * g), stored);
+      block.bsums[g] = static_cast<int16_t>(_mm512_reduce_add_epi32(_mm512_cvtepi8_epi32(stored)));
     }
     block.d = 1.0f / inverse;
   }
