@@ -151,21 +151,6 @@ inline int tile_slot(int j, int columns) {
 // starting from x_offset = -128 * the block's sum of x, so each block's sum
 // is exact in int32 (quant_gemm_kernels.hpp).
 
-// Block bytes of a 32-block type, and where its scale's partner, Q5_1's
-// minimum, sits (none elsewhere).
-constexpr int64_t block_bytes_of(GgmlType type) {
-  switch (type) {
-    case GgmlType::q4_0:
-      return 18;
-    case GgmlType::q5_0:
-      return 22;
-    case GgmlType::q5_1:
-      return 24;
-    default:
-      return 34;
-  }
-}
-
 // Q5_0 / Q5_1's quants 0..31: the nibbles of qs, 16 added where bit i of
 // qh is set.
 inline __m256i q5_quants(const char* block, bool with_min) {
@@ -260,7 +245,7 @@ template <int kColumns>
 void q8_columns(const QuantGemmArgs& a, int64_t column0) {
   const GgmlType type = a.type;
   const bool with_min = type == GgmlType::q5_1;
-  const int64_t blocks = a.x_blocks, block_bytes = block_bytes_of(type);
+  const int64_t blocks = a.x_blocks, block_bytes = ggml_type_info(type).block_bytes;
   const int shift = offset_shift(type);
   const char* rows[kColumns];
   StreamAhead ahead[kColumns];
@@ -328,7 +313,7 @@ void q8_columns(const QuantGemmArgs& a, int64_t column0) {
 // One instantiation per type, so that no type test sits in the loop.
 template <GgmlType kType>
 void unpack_lane_blocks(const QuantGemmArgs& a, int64_t column0, int columns, LaneBlockQ8_0* out) {
-  const int64_t block_bytes = block_bytes_of(kType);
+  const int64_t block_bytes = ggml_type_info(kType).block_bytes;
   constexpr bool with_min = kType == GgmlType::q5_1;
   const __m512i low_lanes = _mm512_set_epi64(13, 12, 5, 4, 9, 8, 1, 0);
   const __m512i high_lanes = _mm512_set_epi64(15, 14, 7, 6, 11, 10, 3, 2);

@@ -29,6 +29,7 @@
 #include "kernels/cpu/thread_pool.hpp"
 #include "kernels/error.hpp"
 #include "kernels/quant/quant_matmul.hpp"
+#include "tools/bench/random_blocks.hpp"
 #include "tools/bench/roofline.hpp"
 
 namespace {
@@ -48,22 +49,6 @@ hive::GgmlType type_named(const std::string& name) {
   if (name == "q4_k") return hive::GgmlType::q4_k;
   if (name == "q6_k") return hive::GgmlType::q6_k;
   hive::fail("bench_quant_layers: --type ", name, " is not q8_0, q4_0, q4_k or q6_k");
-}
-
-// Random blocks with finite f16 scales where each format keeps them.
-std::vector<uint8_t> random_blocks(std::mt19937_64& rng, hive::GgmlType type, int64_t n,
-                                   int64_t k) {
-  const hive::GgmlTypeInfo info = hive::ggml_type_info(type);
-  std::vector<uint8_t> bytes(static_cast<size_t>(n * k / info.block_size * info.block_bytes));
-  std::uniform_int_distribution<int> byte(0, 255);
-  for (uint8_t& b : bytes) b = static_cast<uint8_t>(byte(rng));
-  const uint16_t scale = hive::f32_to_f16(1e-3f);
-  const size_t at = type == hive::GgmlType::q6_k ? info.block_bytes - 2 : 0;
-  for (size_t b = 0; b < bytes.size(); b += info.block_bytes) {
-    std::memcpy(&bytes[b + at], &scale, 2);
-    if (type == hive::GgmlType::q4_k) std::memcpy(&bytes[b + 2], &scale, 2);
-  }
-  return bytes;
 }
 
 std::vector<uint8_t> random_bf16(std::mt19937_64& rng, int64_t n, int64_t k) {
@@ -96,7 +81,7 @@ Stack make_stack(std::mt19937_64& rng, bool bf16, hive::GgmlType type, int64_t l
                  int64_t hidden, int64_t intermediate, int64_t kv) {
   Stack s;
   const auto projection = [&](int64_t n, int64_t k) {
-    Projection p{bf16 ? random_bf16(rng, n, k) : random_blocks(rng, type, n, k), n, k};
+    Projection p{bf16 ? random_bf16(rng, n, k) : hive::bench::random_blocks(rng, type, n, k), n, k};
     s.bytes += static_cast<double>(p.w.size());
     return p;
   };

@@ -29,6 +29,7 @@
 #include "kernels/cpu/thread_pool.hpp"
 #include "kernels/error.hpp"
 #include "kernels/quant/quant_matmul.hpp"
+#include "tools/bench/random_blocks.hpp"
 #include "tools/bench/roofline.hpp"
 
 namespace {
@@ -55,24 +56,6 @@ struct WeightCopies {
   const uint8_t* at(size_t call) const { return copies[call % copies.size()].data(); }
   double bytes() const { return static_cast<double>(copies[0].size()); }
 };
-
-// Random blocks with finite f16 scales at the offsets each format keeps them.
-std::vector<uint8_t> random_weight(std::mt19937_64& rng, hive::GgmlType type) {
-  const hive::GgmlTypeInfo info = hive::ggml_type_info(type);
-  std::vector<uint8_t> bytes(
-      static_cast<size_t>(kRows * kCols / info.block_size * info.block_bytes));
-  std::uniform_int_distribution<int> byte(0, 255);
-  for (uint8_t& b : bytes) b = static_cast<uint8_t>(byte(rng));
-  const uint16_t scale = hive::f32_to_f16(1e-3f);
-  const size_t at = type == hive::GgmlType::q6_k ? info.block_bytes - 2 : 0;
-  for (size_t b = 0; b < bytes.size(); b += info.block_bytes) {
-    std::memcpy(&bytes[b + at], &scale, 2);
-    if (type == hive::GgmlType::q4_k || type == hive::GgmlType::q5_k ||
-        type == hive::GgmlType::q5_1)
-      std::memcpy(&bytes[b + 2], &scale, 2);
-  }
-  return bytes;
-}
 
 struct Variant {
   std::string name;
@@ -179,7 +162,7 @@ int main(int argc, char** argv) try {
     for (const hive::GgmlType type :
          {hive::GgmlType::q8_0, hive::GgmlType::q4_0, hive::GgmlType::q5_0, hive::GgmlType::q5_1,
           hive::GgmlType::q4_k, hive::GgmlType::q5_k, hive::GgmlType::q6_k}) {
-      const WeightCopies weights(random_weight(rng, type));
+      const WeightCopies weights(hive::bench::random_blocks(rng, type, kRows, kCols));
       std::vector<Variant> variants;
       std::vector<std::string> kernels;
       for (const cpu::CpuPath path : cpu::supported_cpu_paths()) {
