@@ -407,6 +407,9 @@ TEST_F(BatchedPagedAttention, Bf16ModeIsCloseAndKeepsTheInvariants) {
     if (path > cpu::best_cpu_path()) continue;
     cpu::set_cpu_kernel_path(path);
     SCOPED_TRACE(cpu::cpu_path_name(path));
+    // Over the whole path, not per step: a step whose every query sees one
+    // key gives that key's bf16 value exactly, whatever q's rounding.
+    double largest_error = 0;
     for (const int64_t group : {1, 2, 4, 8})
       for (const int64_t head_dim : {32, 64, 128})
         for (const int64_t window : {0, 37}) {
@@ -420,9 +423,10 @@ TEST_F(BatchedPagedAttention, Bf16ModeIsCloseAndKeepsTheInvariants) {
           ASSERT_TRUE(got.intact());
           const double error = test::nmse(got.data(), expected.data(), got.size);
           EXPECT_LE(error, test::kBf16AttentionNmse);
-          EXPECT_GT(error, 1e-11) << "the bf16 mode did not round: did it run?";
+          largest_error = std::max(largest_error, error);
           expect_same_bits_every_way(step);
         }
+    EXPECT_GT(largest_error, 1e-11) << "the bf16 mode did not round: did it run?";
   }
 }
 
