@@ -6,6 +6,10 @@
 // object (RFC 8259 leaves it open; nlohmann keeps the last, Python's json
 // the last, Rust's serde the first, so one file would mean different things
 // to different tools). Shared by every room, like error.hpp.
+//
+// Nesting is limited (kMaxJsonDepth) and checked on the bytes before the
+// parse: nlohmann's dump() and every walk over a value recurse, so a client's
+// 200,000 nested arrays would end the process in whatever touched them next.
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -27,7 +31,32 @@ class JsonError : public Error {
   using Error::Error;
 };
 
+// Objects and arrays nested deeper than this are refused (serde_json's
+// limit: far beyond any config, tokenizer or request, far below the stack).
+inline constexpr int kMaxJsonDepth = 128;
+
 namespace json_detail {
+
+// Throws JsonError when `text` opens more than kMaxJsonDepth objects or
+// arrays at once (brackets inside strings do not count).
+inline void check_depth(std::string_view text) {
+  int depth = 0;
+  bool in_string = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (c == '\\') ++i;
+      else if (c == '"') in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > kMaxJsonDepth)
+        throw JsonError(str_cat("nesting deeper than ", kMaxJsonDepth, " levels at byte ", i));
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+}
 
 // A JSON pointer segment (RFC 6901: '~' as "~0", '/' as "~1").
 inline std::string pointer_segment(std::string_view name) {
@@ -104,6 +133,7 @@ class DuplicateKeys {
 // Parses `text`; throws JsonError with the detail alone.
 template <class Json = nlohmann::json>
 Json parse_json(std::string_view text) {
+  json_detail::check_depth(text);
   json_detail::DuplicateKeys<Json> keys;
   try {
     return Json::parse(

@@ -53,6 +53,22 @@ TEST(JsonReader, SyntaxErrorsAreJsonErrors) {
   EXPECT_EQ(error_of("[1, 2] 3").rfind("not valid JSON: ", 0), 0u);
 }
 
+// Nesting is counted on the bytes before the parse: nothing recursive ever
+// sees a value deeper than kMaxJsonDepth.
+TEST(JsonReader, NestingIsLimitedBeforeTheParse) {
+  const auto nested = [](int depth, const std::string& inside = "") {
+    return std::string(static_cast<size_t>(depth), '[') + inside +
+           std::string(static_cast<size_t>(depth), ']');
+  };
+  EXPECT_NO_THROW(parse_json(nested(kMaxJsonDepth)));
+  EXPECT_EQ(error_of(nested(kMaxJsonDepth + 1)), "nesting deeper than 128 levels at byte 128");
+  EXPECT_EQ(error_of(nested(200000)), "nesting deeper than 128 levels at byte 128");
+  EXPECT_EQ(error_of(R"({"a": )" + nested(kMaxJsonDepth) + "}"),
+            "nesting deeper than 128 levels at byte 133");
+  // Brackets inside strings, escaped quotes included, are text.
+  EXPECT_NO_THROW(parse_json(nested(kMaxJsonDepth - 1, R"("[[[[\"[[[[{{{{")")));
+}
+
 TEST(JsonReader, TheNamedFormsPrefixTheSource) {
   try {
     parse_json(R"({"a": 1, "a": 2})", "config.json");

@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "kernels/error.hpp"
+#include "kernels/json_reader.hpp"
 #include "runtime/text/utf8.hpp"
 #include "runtime/text/chat_template/value_ops.hpp"
 #include "runtime/text/chat_template/value_text.hpp"
@@ -181,10 +182,10 @@ class JsonWriter {
   std::string& out_;
 };
 
-// Messages and tools come from clients: a value nested deeper than this is
-// refused before the recursion here (and in every walk of the Value after
-// it) could exhaust the stack. Python's json stops near 1000.
-constexpr int kMaxJsonDepth = 512;
+// Messages and tools come from clients: a value nested deeper than the JSON
+// reader's limit (kMaxJsonDepth) is refused before the recursion here (and
+// in every walk of the Value after it) could exhaust the stack; text is
+// refused by the reader itself, values built in code here.
 
 Value from_json_at(const nlohmann::ordered_json& json, int depth) {
   check(depth <= kMaxJsonDepth, "a JSON value nested deeper than ", kMaxJsonDepth, " levels");
