@@ -39,6 +39,7 @@
 #include "tools/cli/commands.hpp"
 #include "tools/cli/progress.hpp"
 #include "tools/cli/text_prompt.hpp"
+#include "kernels/json_writer.hpp"
 
 namespace hive::cli {
 
@@ -212,7 +213,7 @@ Trace send_http(ConnectionPool& pool, const nlohmann::json& body) {
   http::request<http::string_body> request{http::verb::post, "/v1/completions", 11};
   request.set(http::field::host, pool.host());
   request.set(http::field::content_type, "application/json");
-  request.body() = body.dump();
+  request.body() = json_text(body);
   request.prepare_payload();
   const auto start = Clock::now();
   std::string events;
@@ -466,7 +467,7 @@ int run_bench_serve(const std::vector<std::string>& argv) {
   if (args.has("--json")) {
     std::ofstream file(args.get("--json", ""));
     check(file.good(), "--json: cannot write ", args.get("--json", ""));
-    file << out.dump(2) << "\n";
+    file << json_text(out, 2) << "\n";
     check(file.good(), "--json: writing ", args.get("--json", ""), " failed");
   }
   return 0;

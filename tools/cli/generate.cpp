@@ -30,6 +30,7 @@
 #include "tools/cli/output.hpp"
 #include "tools/cli/progress.hpp"
 #include "tools/cli/text_prompt.hpp"
+#include "kernels/json_writer.hpp"
 
 namespace hive::cli {
 
@@ -236,7 +237,7 @@ int generate_many(Model& model, InputProcessor& inputs, const std::vector<Reques
     }
     if (r.text_output) {
       const std::string text = processor->finish(id, 0).full_text;
-      std::printf("%s\n", nlohmann::json(text).dump().c_str());
+      std::printf("%s\n", json_text(nlohmann::json(text)).c_str());
     } else {
       for (const int32_t token : out.token_ids) std::printf("%d ", token);
       std::printf("\n");

@@ -1,4 +1,5 @@
 #include "tools/cli/logprobs_json.hpp"
+#include "kernels/json_writer.hpp"
 
 #include <algorithm>
 #include <cstdio>
@@ -17,7 +18,7 @@ void print_logprobs(const std::string& id, std::span<const int32_t> tokens,
         {{"token", tokens[i]}, {"logprob", logprobs[i].logprob}, {"top_logprobs", top}});
   }
   const nlohmann::ordered_json line = {{"id", id}, {"logprobs", entries}};
-  std::fprintf(stderr, "%s\n", line.dump().c_str());
+  std::fprintf(stderr, "%s\n", json_text(line).c_str());
 }
 
 }  // namespace hive::cli

@@ -8,6 +8,7 @@
 
 #include "kernels/error.hpp"
 #include "kernels/json_reader.hpp"
+#include "kernels/json_writer.hpp"
 
 namespace hive::cli {
 
@@ -30,7 +31,7 @@ class PromptLine {
  public:
   PromptLine(const nlohmann::json& j, std::string where, const PromptKeys& keys)
       : j_(j), where_(std::move(where)) {
-    check(j.is_object(), where_, ": expected a JSON object (got ", j.dump(), ")");
+    check(j.is_object(), where_, ": expected a JSON object (got ", json_text(j), ")");
     for (const auto& [key, value] : j.items()) {
       if (std::find(keys.names.begin(), keys.names.end(), key) != keys.names.end()) continue;
       const bool known = std::find(kRunPromptKeys.names.begin(), kRunPromptKeys.names.end(), key) !=
@@ -47,36 +48,36 @@ class PromptLine {
     const bool fits = v.is_number_integer() &&
                       (!v.is_number_unsigned() || v.get<uint64_t>() <= uint64_t(INT64_MAX));
     check(fits && v.get<int64_t>() >= min && v.get<int64_t>() <= max, where_, ": \"", key,
-          "\" must be an integer in [", min, ", ", max, "] (got ", v.dump(), ")");
+          "\" must be an integer in [", min, ", ", max, "] (got ", json_text(v), ")");
     return v.get<int64_t>();
   }
   double number(const char* key, double fallback, double min, double max) const {
     if (!has(key)) return fallback;
     const nlohmann::json& v = j_.at(key);
     check(v.is_number() && v.get<double>() >= min && v.get<double>() <= max, where_, ": \"", key,
-          "\" must be a number in [", min, ", ", max, "] (got ", v.dump(), ")");
+          "\" must be a number in [", min, ", ", max, "] (got ", json_text(v), ")");
     return v.get<double>();
   }
   bool boolean(const char* key) const {
     if (!has(key)) return false;
     check(j_.at(key).is_boolean(), where_, ": \"", key, "\" must be true or false (got ",
-          j_.at(key).dump(), ")");
+          json_text(j_.at(key)), ")");
     return j_.at(key).get<bool>();
   }
   std::string string(const char* key, std::string fallback) const {
     if (!has(key)) return fallback;
     check(j_.at(key).is_string(), where_, ": \"", key, "\" must be a string (got ",
-          j_.at(key).dump(), ")");
+          json_text(j_.at(key)), ")");
     return j_.at(key).get<std::string>();
   }
   std::vector<std::string> strings(const char* key) const {
     std::vector<std::string> out;
     if (!has(key)) return out;
     const nlohmann::json& v = j_.at(key);
-    check(v.is_array(), where_, ": \"", key, "\" must be an array of strings (got ", v.dump(), ")");
+    check(v.is_array(), where_, ": \"", key, "\" must be an array of strings (got ", json_text(v), ")");
     for (const nlohmann::json& s : v) {
       check(s.is_string() && !s.get<std::string>().empty(), where_, ": \"", key, "\" holds ",
-            s.dump(), ", not a non-empty string");
+            json_text(s), ", not a non-empty string");
       out.push_back(s.get<std::string>());
     }
     return out;
@@ -85,11 +86,11 @@ class PromptLine {
     std::vector<int32_t> ids;
     if (!has(key)) return ids;
     const nlohmann::json& v = j_.at(key);
-    check(v.is_array(), where_, ": \"", key, "\" must be an array of token ids (got ", v.dump(),
+    check(v.is_array(), where_, ": \"", key, "\" must be an array of token ids (got ", json_text(v),
           ")");
     for (const nlohmann::json& id : v) {
       check(id.is_number_integer() && id.get<int64_t>() >= 0 && id.get<int64_t>() <= INT32_MAX,
-            where_, ": \"", key, "\" holds ", id.dump(),
+            where_, ": \"", key, "\" holds ", json_text(id),
             ", not a token id (a non-negative integer)");
       ids.push_back(id.get<int32_t>());
     }

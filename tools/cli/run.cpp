@@ -37,6 +37,7 @@
 #include "tools/cli/process_ranks.hpp"
 #include "tools/cli/progress.hpp"
 #include "tools/cli/prompt_file.hpp"
+#include "kernels/json_writer.hpp"
 
 namespace hive::cli {
 
@@ -140,7 +141,7 @@ int run_run(const std::vector<std::string>& argv) {
         // A failure of the whole request names sample -1; hive run's requests have one.
         const OutputProcessor::Final final = processor->finish(id, std::max(event.sample_index, 0));
         if (final.stopped_by_string) reason = FinishReason::stop_string;
-        std::printf(" %s", nlohmann::json(final.full_text).dump().c_str());
+        std::printf(" %s", json_text(nlohmann::json(final.full_text)).c_str());
       } else {
         for (const int32_t token : event.token_ids) std::printf(" %d", token);
       }

@@ -15,6 +15,7 @@
 #include "tools/cli/args.hpp"
 #include "tools/cli/commands.hpp"
 #include "tools/cli/output.hpp"
+#include "kernels/json_writer.hpp"
 
 namespace hive::cli {
 namespace {
@@ -56,8 +57,8 @@ int run_tokenize(const std::vector<std::string>& argv) {
   return for_each_line([&](const std::string& line, std::size_t number) {
     const Json text = parse_line(line, number, "a JSON string");
     check(text.is_string(), "stdin line ", number, ": expected a JSON string (got ",
-          text.dump().substr(0, 40), ")");
-    return Json(tokenizer.encode(text.get<std::string>(), add_special_tokens)).dump();
+          json_text(text).substr(0, 40), ")");
+    return json_text(Json(tokenizer.encode(text.get<std::string>(), add_special_tokens)));
   });
 }
 
@@ -73,8 +74,8 @@ int run_detokenize(const std::vector<std::string>& argv) {
                 id.get<int64_t>() <= INT32_MAX;
     check(all_ids, "stdin line ", number,
           ": expected a JSON array of token ids (non-negative integers; got ",
-          ids.dump().substr(0, 40), ")");
-    return Json(tokenizer.decode(ids.get<std::vector<int32_t>>(), skip_special_tokens)).dump();
+          json_text(ids).substr(0, 40), ")");
+    return json_text(Json(tokenizer.decode(ids.get<std::vector<int32_t>>(), skip_special_tokens)));
   });
 }
 
