@@ -3,6 +3,7 @@
 //
 //   {"error": {"message": "...", "type": "invalid_request_error",
 //              "param": "max_tokens", "code": null}}
+#include <cstddef>
 #include <optional>
 #include <string>
 
@@ -17,9 +18,14 @@ struct ApiError {
   std::optional<std::string> param;  // the request field at fault
   std::optional<std::string> code;   // e.g. model_not_found, invalid_api_key
 
+  // A parser's message may quote much of the input; the start says enough.
+  static constexpr size_t kMaxMessageBytes = 1000;
+
   nlohmann::json body() const {
     return {{"error",
-             {{"message", message},
+             {{"message", message.size() > kMaxMessageBytes
+                              ? message.substr(0, kMaxMessageBytes) + "..."
+                              : message},
               {"type", type},
               {"param", param ? nlohmann::json(*param) : nlohmann::json(nullptr)},
               {"code", code ? nlohmann::json(*code) : nlohmann::json(nullptr)}}}};

@@ -1,9 +1,13 @@
 #include "actors/gateway/openai_request.hpp"
 
 #include <limits>
+#include <map>
+#include <set>
 
 #include "actors/gateway/api_error.hpp"
 #include "kernels/json_reader.hpp"
+#include "runtime/text/utf8.hpp"
+#include "kernels/json_writer.hpp"
 
 namespace hive::gateway {
 
@@ -21,9 +25,73 @@ const char* type_name(const Json& value) {
   return "null";
 }
 
+// Lists a client controls, bounded so one request's work is bounded.
+constexpr size_t kMaxPrompts = 256;
+constexpr size_t kMaxMessages = 4096;
+constexpr size_t kMaxContentParts = 4096;
+constexpr size_t kMaxStopStrings = 4;
+constexpr size_t kMaxStopBytes = 1024;
+
+// Every field a client may send is applied, ignored as listed here (and in
+// the README), or refused by name: a field that would change the output is
+// never dropped silently. What a refused field means, when given:
+const std::map<std::string, std::string>& refused_fields() {
+  static const std::map<std::string, std::string> kRefused = {
+      {"functions", "function calling is not supported yet"},
+      {"function_call", "function calling is not supported yet"},
+      {"reasoning_effort", "reasoning controls are not supported"},
+      {"modalities", "only text output is supported"},
+      {"audio", "only text output is supported"},
+      {"prediction", "predicted outputs are not supported"},
+      {"web_search_options", "web search is not supported"},
+  };
+  return kRefused;
+}
+
+// Accepted and ignored: they do not change the output.
+const std::set<std::string>& ignored_fields() {
+  static const std::set<std::string> kIgnored = {"user", "metadata", "store", "service_tier"};
+  return kIgnored;
+}
+
+// The fields parse_api_request reads, per endpoint.
+const std::set<std::string>& applied_fields(Endpoint endpoint) {
+  static const std::set<std::string> kShared = {
+      "model", "n", "stream", "stream_options", "temperature", "top_p", "top_k", "min_p",
+      "seed", "presence_penalty", "frequency_penalty", "repetition_penalty", "stop",
+      "ignore_eos", "logit_bias", "max_tokens", "logprobs"};
+  static const std::set<std::string> kCompletions = [] {
+    std::set<std::string> fields = kShared;
+    fields.insert({"prompt", "echo", "suffix", "best_of"});
+    return fields;
+  }();
+  static const std::set<std::string> kChat = [] {
+    std::set<std::string> fields = kShared;
+    fields.insert({"messages", "max_completion_tokens", "top_logprobs", "response_format",
+                   "tools", "tool_choice", "parallel_tool_calls"});
+    return fields;
+  }();
+  return endpoint == Endpoint::chat ? kChat : kCompletions;
+}
+
+void check_known_fields(Endpoint endpoint, const Json& body) {
+  for (const auto& [key, value] : body.items()) {
+    if (applied_fields(endpoint).count(key) || ignored_fields().count(key)) continue;
+    if (const auto it = refused_fields().find(key); it != refused_fields().end()) {
+      if (value.is_null()) continue;
+      bad_request(str_cat("'", key, "' is not supported: ", it->second), key);
+    }
+    bad_request(str_cat("unknown field '", key, "'",
+                        endpoint == Endpoint::completions && key == "messages"
+                            ? " (messages go to /v1/chat/completions)"
+                            : ""),
+                key);
+  }
+}
+
 [[noreturn]] void wrong_type(const std::string& field, const char* expected, const Json& value) {
   bad_request(str_cat("'", field, "' must be ", expected, " (got ", type_name(value), ": ",
-                      value.dump(), ")"),
+                      json_text(value), ")"),
               field);
 }
 
@@ -77,6 +145,9 @@ std::vector<Prompt> prompts(const Json& body) {
   if (!p->is_array()) wrong_type("prompt", expected, *p);
   if (p->empty()) bad_request("'prompt' must not be empty", "prompt");
   if ((*p)[0].is_number()) return {token_ids(*p, "prompt")};
+  if (p->size() > kMaxPrompts)
+    bad_request(str_cat("'prompt' takes at most ", kMaxPrompts, " prompts (got ", p->size(), ")"),
+                "prompt");
   std::vector<Prompt> out;
   for (const Json& item : *p) {
     if (item.is_string())
@@ -89,14 +160,33 @@ std::vector<Prompt> prompts(const Json& body) {
   return out;
 }
 
+// A message's fields: role and content applied, name ignored (no template
+// Hive runs reads it), the tool-calling ones refused until tools are.
+void check_message_fields(const Json& message) {
+  for (const auto& [key, value] : message.items()) {
+    if (key == "role" || key == "content" || key == "name") continue;
+    if (key == "tool_calls" || key == "tool_call_id" || key == "function_call") {
+      if (value.is_null()) continue;
+      bad_request(str_cat("a message's '", key, "' is not supported: tool calling is not supported yet"),
+                  "messages");
+    }
+    if (key == "refusal" && value.is_null()) continue;
+    bad_request(str_cat("unknown message field '", key, "'"), "messages");
+  }
+}
+
 // messages: [{"role": ..., "content": "text" | [{"type": "text", "text": ...}]}].
 std::vector<ChatMessage> messages(const Json& body) {
   const Json* m = field(body, "messages");
   if (!m) bad_request("'messages' is required", "messages");
   if (!m->is_array()) wrong_type("messages", "an array of messages", *m);
+  if (m->size() > kMaxMessages)
+    bad_request(str_cat("'messages' takes at most ", kMaxMessages, " messages (got ", m->size(), ")"),
+                "messages");
   std::vector<ChatMessage> out;
   for (const Json& message : *m) {
     if (!message.is_object()) wrong_type("messages", "an array of message objects", message);
+    check_message_fields(message);
     const Json* role = field(message, "role");
     if (!role || !role->is_string()) bad_request("every message needs a 'role' string", "messages");
     ChatMessage turn{role->get<std::string>(), ""};
@@ -104,6 +194,9 @@ std::vector<ChatMessage> messages(const Json& body) {
     if (content && content->is_string()) {
       turn.content = content->get<std::string>();
     } else if (content && content->is_array()) {
+      if (content->size() > kMaxContentParts)
+        bad_request(str_cat("a message takes at most ", kMaxContentParts, " content parts"),
+                    "messages");
       for (const Json& part : *content) {
         const Json* text = part.is_object() ? field(part, "text") : nullptr;
         if (!text || !text->is_string() || part.value("type", "text") != "text")
@@ -124,6 +217,8 @@ std::vector<std::string> stop_strings(const Json& body) {
   if (!s) return {};
   if (s->is_string()) return {s->get<std::string>()};
   if (!s->is_array()) wrong_type("stop", "a string or an array of strings", *s);
+  if (s->size() > kMaxStopStrings)
+    bad_request(str_cat("'stop' takes at most ", kMaxStopStrings, " strings"), "stop");
   std::vector<std::string> out;
   for (const Json& item : *s) {
     if (!item.is_string()) wrong_type("stop", "a string or an array of strings", item);
@@ -132,21 +227,54 @@ std::vector<std::string> stop_strings(const Json& body) {
   return out;
 }
 
+// The chat fields that ask for a shape of output Hive cannot produce yet are
+// refused when they ask for anything but the default.
+void check_output_shape(const Json& body) {
+  if (const Json* format = field(body, "response_format")) {
+    const Json* type = format->is_object() ? field(*format, "type") : nullptr;
+    if (!type || !type->is_string())
+      bad_request("'response_format' must be an object with a 'type' string", "response_format");
+    if (type->get<std::string>() != "text")
+      bad_request(str_cat("'response_format' type '", type->get<std::string>(),
+                          "' is not supported: structured outputs are not supported yet (only "
+                          "'text')"),
+                  "response_format");
+  }
+  const Json* tools = field(body, "tools");
+  if (tools && (!tools->is_array() || !tools->empty()))
+    bad_request("'tools' is not supported: tool calling is not supported yet", "tools");
+  if (const Json* choice = field(body, "tool_choice"); choice && *choice != "none")
+    bad_request("'tool_choice' other than \"none\" is not supported: tool calling is not "
+                "supported yet",
+                "tool_choice");
+  // parallel_tool_calls changes nothing without tools.
+}
+
 }  // namespace
+
+Json parse_client_json(const std::string& text, const char* what) {
+  if (const auto bad = utf8::first_invalid_byte(text)) {
+    static const char kHex[] = "0123456789abcdef";
+    const auto byte = static_cast<unsigned char>(text[*bad]);
+    bad_request(str_cat(what, " is not valid UTF-8 (RFC 8259): byte 0x", kHex[byte >> 4],
+                        kHex[byte & 15], " at offset ", *bad, " starts no character"));
+  }
+  try {
+    return parse_json<Json>(text);
+  } catch (const JsonError& e) {
+    bad_request(str_cat(what, ": ", e.what()));
+  }
+}
 
 ApiRequest parse_api_request(Endpoint endpoint, const std::string& body_text,
                              const std::string& id_prefix) {
-  Json body;
-  try {
-    body = parse_json<Json>(body_text);
-  } catch (const JsonError& e) {
-    bad_request(str_cat("the body: ", e.what()));
-  }
-  return parse_api_request(endpoint, body, id_prefix);
+  return parse_api_request(endpoint, parse_client_json(body_text, "the body"), id_prefix);
 }
 
 ApiRequest parse_api_request(Endpoint endpoint, const Json& body, const std::string& id_prefix) {
   if (!body.is_object()) bad_request("the body must be a JSON object");
+  check_known_fields(endpoint, body);
+  if (endpoint == Endpoint::chat) check_output_shape(body);
 
   ApiRequest request;
   request.endpoint = endpoint;
@@ -158,6 +286,9 @@ ApiRequest parse_api_request(Endpoint endpoint, const Json& body, const std::str
   if (const Json* options = field(body, "stream_options")) {
     if (!options->is_object()) wrong_type("stream_options", "an object", *options);
     if (!request.stream) bad_request("'stream_options' needs 'stream': true", "stream_options");
+    for (const auto& [key, value] : options->items())
+      if (key != "include_usage")
+        bad_request(str_cat("unknown field 'stream_options.", key, "'"), "stream_options");
     request.include_usage = boolean(*options, "include_usage");
   }
   request.n = integer(body, "n").value_or(1);
@@ -195,7 +326,11 @@ ApiRequest parse_api_request(Endpoint endpoint, const Json& body, const std::str
   shared.repetition_penalty = number(body, "repetition_penalty");
   if (request.logprobs >= 0) shared.logprobs = request.logprobs;
   shared.stop = stop_strings(body);
-  if (shared.stop.size() > 4) bad_request("'stop' takes at most 4 strings", "stop");
+  for (const std::string& stop : shared.stop)
+    if (stop.size() > kMaxStopBytes)
+      bad_request(str_cat("a stop string takes at most ", kMaxStopBytes, " bytes (got ",
+                          stop.size(), ")"),
+                  "stop");
   shared.ignore_eos = boolean(body, "ignore_eos");  // vLLM's extension
   shared.n = request.n;
   shared.text_output = true;  // the API answers with text, whatever the prompt

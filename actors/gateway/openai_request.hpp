@@ -8,8 +8,12 @@
 // max_tokens / max_completion_tokens, temperature, top_p, top_k, min_p, n,
 // stop (a string or up to 4), seed, presence_penalty, frequency_penalty,
 // repetition_penalty, logprobs / top_logprobs, stream, stream_options.
-// Unknown fields are ignored, as OpenAI's and vLLM's servers do; fields Hive
-// cannot honour (echo, suffix, logit_bias, best_of != n) are an error.
+// Every field is applied, accepted and ignored (user, metadata, store,
+// service_tier: they do not change the output), or refused by name: a field
+// Hive cannot honour (echo, suffix, logit_bias, best_of != n,
+// response_format other than text, tools, ...) and an unknown field are a
+// 400 naming it, as OpenAI's own server answers, so a client never gets
+// output that silently ignored what it asked for.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -31,6 +35,11 @@ struct ApiRequest {
   bool include_usage = false;  // stream_options.include_usage
   int64_t logprobs = -1;       // top alternatives per token; -1: none
 };
+
+// A client's JSON text (a body or a WebSocket message): UTF-8 (RFC 8259;
+// else a 400 naming the byte offset), then the JSON reader's rules (nesting
+// depth, duplicate keys). Throws ApiException (400) naming `what`.
+nlohmann::json parse_client_json(const std::string& text, const char* what);
 
 // Throws ApiException (400) for malformed JSON and wrong types. Request ids
 // are `id_prefix`, then "-<prompt index>" when there are several prompts.

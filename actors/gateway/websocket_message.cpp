@@ -1,7 +1,6 @@
 #include "actors/gateway/websocket_message.hpp"
 
 #include "kernels/error.hpp"
-#include "kernels/json_reader.hpp"
 
 namespace hive::gateway {
 
@@ -19,9 +18,9 @@ using Json = nlohmann::json;
 ClientMessage parse_client_message(const std::string& text) {
   Json message;
   try {
-    message = parse_json<Json>(text);
-  } catch (const JsonError& e) {
-    reject(str_cat("the message: ", e.what()));
+    message = parse_client_json(text, "the message");
+  } catch (const ApiException& e) {
+    reject(e.error.message);
   }
   const auto type = message.is_object() ? message.find("type") : message.end();
   if (!message.is_object() || type == message.end() || !type->is_string())

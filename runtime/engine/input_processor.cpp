@@ -93,9 +93,19 @@ std::vector<int32_t> encode_prompt(const Prompt& prompt, const Tokenizer& tokeni
     return tokenizer.encode(*text, /*add_special_tokens=*/true);
   check(chat_template != nullptr, "a chat prompt needs a chat template");
   nlohmann::ordered_json turns = nlohmann::ordered_json::array();
+  // "developer" is OpenAI's newer name for "system"; the templates know only
+  // the older one.
   for (const ChatMessage& m : std::get<std::vector<ChatMessage>>(prompt))
-    turns.push_back({{"role", m.role}, {"content", m.content}});
-  const std::string text = chat_template->render(turns, /*add_generation_prompt=*/true);
+    turns.push_back({{"role", m.role == "developer" ? "system" : m.role}, {"content", m.content}});
+  std::string text;
+  try {
+    text = chat_template->render(turns, /*add_generation_prompt=*/true);
+  } catch (const chat_template::TemplateRaised& e) {
+    // The template refused this conversation (roles out of order, say): the
+    // client's to mend.
+    throw InputError("messages", str_cat("the model's chat template refuses these messages: ",
+                                         e.message()));
+  }
   return tokenizer.encode(text, /*add_special_tokens=*/false);
 }
 
@@ -108,8 +118,13 @@ std::vector<int32_t> InputProcessor::encode(const Prompt& prompt) {
   }
   if (const auto* messages = std::get_if<std::vector<ChatMessage>>(&prompt)) {
     check_field(!messages->empty(), "messages", "a chat needs at least one message");
-    for (const ChatMessage& m : *messages)
-      check_field(!m.role.empty(), "messages", "every message needs a role");
+    for (size_t i = 0; i < messages->size(); ++i) {
+      const std::string& role = (*messages)[i].role;
+      check_field(!role.empty(), "messages", "every message needs a role");
+      check_field(role == "system" || role == "developer" || role == "user" || role == "assistant",
+                  "messages", "messages[", i, "] has the role '", role,
+                  "'; the roles are system (or developer), user and assistant");
+    }
     if (!chat_template_) {
       check_field(has_chat_template(model_dir_), "messages",
                   "a chat needs the model's chat template, but ", chat_template_source(model_dir_),

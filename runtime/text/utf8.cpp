@@ -86,7 +86,7 @@ std::size_t valid_sequence_length(std::string_view bytes, std::size_t pos) {
   return check_sequence(bytes, pos).valid;
 }
 
-bool is_valid(std::string_view bytes) {
+std::optional<std::size_t> first_invalid_byte(std::string_view bytes) {
   std::size_t pos = 0;
   while (pos < bytes.size()) {
     if (static_cast<unsigned char>(bytes[pos]) < 0x80) {
@@ -94,10 +94,14 @@ bool is_valid(std::string_view bytes) {
       continue;
     }
     const std::size_t length = check_sequence(bytes, pos).valid;
-    if (length == 0) return false;
+    if (length == 0) return pos;
     pos += length;
   }
-  return true;
+  return std::nullopt;
+}
+
+bool is_valid(std::string_view bytes) {
+  return !first_invalid_byte(bytes);
 }
 
 std::string to_valid(std::string_view bytes) {

@@ -13,6 +13,7 @@
 //                   count, index and slice by code point as Python does and
 //                   still round-trip every byte.
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -44,6 +45,9 @@ void append(std::string& out, char32_t code_point);
 std::size_t valid_sequence_length(std::string_view bytes, std::size_t pos);
 
 bool is_valid(std::string_view bytes);
+
+// The offset of the first byte that starts no valid sequence, if any.
+std::optional<std::size_t> first_invalid_byte(std::string_view bytes);
 
 // Replaces every maximal invalid subsequence by U+FFFD.
 std::string to_valid(std::string_view bytes);

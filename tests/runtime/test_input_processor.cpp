@@ -5,6 +5,9 @@
 // end-of-sequence ids 0 and 2) and a fixture without a tokenizer.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -201,6 +204,48 @@ TEST(InputProcessor, ErrorsNameTheField) {
   EXPECT_EQ(error_field(processor, input, "a chat needs at least one message"), "messages");
   input.id = "";
   EXPECT_EQ(error_field(processor, input, "a request needs an id"), "id");
+}
+
+// The roles are OpenAI's: developer is its newer name for system, and
+// renders as system does; any other role is refused by its index.
+TEST(InputProcessor, ChatRolesAreSystemDeveloperUserAndAssistant) {
+  InputProcessor processor = target();
+  RequestInput chat;
+  chat.id = "chat";
+  chat.prompt = std::vector<ChatMessage>{{"system", "Be brief."}, {"user", "hi"}};
+  const std::vector<int32_t> system = processor.process(chat).request.prompt_token_ids;
+  chat.prompt = std::vector<ChatMessage>{{"developer", "Be brief."}, {"user", "hi"}};
+  EXPECT_EQ(processor.process(chat).request.prompt_token_ids, system);
+  chat.prompt = std::vector<ChatMessage>{{"user", "hi"}, {"tool", "42"}};
+  EXPECT_EQ(error_field(processor, chat, "messages[1] has the role 'tool'"), "messages");
+}
+
+// A template that refuses a conversation (raise_exception) is the client's
+// to mend: an InputError on messages, with the template's words.
+TEST(InputProcessor, AChatTemplatesRefusalIsAnInputError) {
+  const auto dir = std::filesystem::temp_directory_path() /
+                   ("hive_refusing_template_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  for (const char* file : {"config.json", "tokenizer.json"})
+    std::filesystem::copy_file(kTarget / file, dir / file,
+                               std::filesystem::copy_options::overwrite_existing);
+  nlohmann::json tokenizer_config;
+  std::ifstream(kTarget / "tokenizer_config.json") >> tokenizer_config;
+  tokenizer_config["chat_template"] =
+      "{% if messages[0]['role'] == 'assistant' %}{{ raise_exception('Conversations start "
+      "with the user') }}{% endif %}{% for m in messages %}{{ m['content'] }}{% endfor %}";
+  std::ofstream(dir / "tokenizer_config.json") << tokenizer_config.dump();
+  InputProcessor processor(dir, load_model_config(dir), {});
+  RequestInput chat;
+  chat.id = "chat";
+  chat.prompt = std::vector<ChatMessage>{{"assistant", "Hello"}};
+  EXPECT_EQ(error_field(processor, chat,
+                        "the model's chat template refuses these messages: Conversations start "
+                        "with the user"),
+            "messages");
+  chat.prompt = std::vector<ChatMessage>{{"user", "Hello"}};
+  EXPECT_NO_THROW(processor.process(chat));
+  std::filesystem::remove_all(dir);
 }
 
 // A checkpoint with no tokenizer files still takes id prompts; a chat there
