@@ -417,6 +417,9 @@ LaunchConfig parse_launch_config(const std::string& yaml_text, const std::string
     s.optional("max_queued_requests", [&](auto& n, auto& k) {
       config.server.max_queued_requests = r.integer(n, k, 1, int64_t{1} << 20);
     });
+    s.optional("max_connections", [&](auto& n, auto& k) {
+      config.server.max_connections = r.integer(n, k, 1, int64_t{1} << 20);
+    });
     s.optional("served_model_name", [&](auto& n, auto& k) {
       config.server.served_model_name = r.scalar(n, k, "a model name");
     });

@@ -78,6 +78,8 @@ struct ServerConfig {
   std::string api_key;  // empty: no key required
   // Requests in flight beyond this are answered 429 (retry later).
   int64_t max_queued_requests = 256;
+  // Connections open at once (HTTP and WebSocket); one more is answered 503.
+  int64_t max_connections = 1024;
   std::string served_model_name;  // empty: the model directory's name
 };
 

@@ -47,7 +47,7 @@ void Generation::start() {
   for (const ProcessedRequest& r : requests_) {
     // The engine's thread only copies the event over to the I/O executor.
     engine_.submit(r.request, [self = shared_from_this()](const TokenEvent& event) {
-      boost::asio::post(self->executor_, [self, event] { self->on_event(event); });
+      boost::asio::post(self->executor_, [self, event] { self->handle(event); });
     });
   }
 }
@@ -60,6 +60,27 @@ void Generation::cancel() {
     for (int k = 0; k < n_; ++k) open = open || !choices_[r * static_cast<size_t>(n_) + k].done;
     if (open) engine_.cancel(requests_[r].request.id);
   }
+}
+
+void Generation::handle(const TokenEvent& event) noexcept {
+  if (failed_) return;
+  std::string cause;
+  try {
+    on_event(event);
+    return;
+  } catch (const std::exception& e) {
+    cause = e.what();
+  } catch (...) {
+    cause = "an exception of unknown type";
+  }
+  failed_ = true;
+  try {
+    cancel();
+  } catch (...) {
+    // The engine is stopping; its requests end there.
+  }
+  num_done_ = choices_.size();
+  if (callbacks_.on_failed) callbacks_.on_failed(cause);
 }
 
 size_t Generation::request_index(const std::string& request_id) const {

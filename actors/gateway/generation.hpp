@@ -51,6 +51,10 @@ class Generation : public std::enable_shared_from_this<Generation> {
     std::function<void(const ChoiceDelta&)> on_delta;  // new text (possibly empty) of a choice
     std::function<void(const ChoiceResult&)> on_choice_done;
     std::function<void()> on_done;  // every choice is done
+    // Instead of on_done when handling an event threw (Hive's bug, or a
+    // callback's): the request is cancelled in the engine and ends here.
+    // Must not throw.
+    std::function<void(const std::string& cause)> on_failed;
   };
 
   Generation(boost::asio::any_io_executor executor, Engine& engine, const Tokenizer& tokenizer,
@@ -79,6 +83,9 @@ class Generation : public std::enable_shared_from_this<Generation> {
     bool done = false;
   };
 
+  // The boundary of the engine's events: on_event, and whatever it throws
+  // ends this generation through on_failed.
+  void handle(const TokenEvent& event) noexcept;
   void on_event(const TokenEvent& event);
   void finish_choice(size_t index, const TokenEvent& event);
   size_t request_index(const std::string& request_id) const;
@@ -96,6 +103,7 @@ class Generation : public std::enable_shared_from_this<Generation> {
   Clock::time_point start_;
   bool first_token_seen_ = false;
   bool cancelled_ = false;
+  bool failed_ = false;
 };
 
 }  // namespace hive::gateway

@@ -6,10 +6,12 @@
 #include <boost/beast/core/buffers_cat.hpp>
 #include <boost/beast/http/chunk_encode.hpp>
 #include <boost/beast/http/write.hpp>
+#include <cstdio>
 #include <ctime>
 
 #include "actors/gateway/routes.hpp"
 #include "actors/gateway/websocket_session.hpp"
+#include "kernels/json_writer.hpp"
 
 namespace hive::gateway {
 
@@ -44,7 +46,35 @@ HttpSession::HttpSession(asio::ip::tcp::socket socket, std::shared_ptr<ServerSta
     : stream_(std::move(socket)), state_(std::move(state)) {}
 
 void HttpSession::start() {
-  asio::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->read(); });
+  asio::dispatch(stream_.get_executor(), guard([this] { read(); }));
+}
+
+void HttpSession::fail(const std::string& cause) noexcept {
+  std::fprintf(stderr, "hive serve: internal error on a connection (its request ends): %s\n",
+               cause.c_str());
+  try {
+    if (closed_) return;
+    if (const std::shared_ptr<Generation> generation = std::move(generation_)) generation->cancel();
+    if (!response_started_) {
+      // Nothing of the answer went out yet: the client gets a 500 and the
+      // connection ends after it.
+      keep_alive_ = false;
+      return send_error({500, str_cat("internal error: ", cause), "internal_error", std::nullopt,
+                         std::nullopt});
+    }
+    if (api_request_.stream && !ending_) {
+      // An event stream: the error event, then [DONE].
+      push_event(json_text(
+          ApiError{500, str_cat("internal error: ", cause), "internal_error", std::nullopt,
+                   std::nullopt}
+              .body()));
+      keep_alive_ = false;
+      return end_events();
+    }
+  } catch (...) {
+    // Falls through: the connection ends without an answer.
+  }
+  close();
 }
 
 void HttpSession::close_when_idle() {
@@ -75,32 +105,32 @@ void HttpSession::linger() {
 
 void HttpSession::read() {
   reading_ = true;
+  response_started_ = false;
   parser_.emplace();
   parser_->body_limit(state_->options.max_body_bytes);
   parser_->header_limit(static_cast<std::uint32_t>(state_->options.max_header_bytes));
   stream_.expires_after(state_->options.idle_timeout);
-  http::async_read_header(stream_, buffer_, *parser_,
-                          [self = shared_from_this()](beast::error_code error, size_t) {
-                            if (error) return self->on_read(error);
-                            self->read_body();
-                          });
+  http::async_read_header(stream_, buffer_, *parser_, guard([this](beast::error_code error, size_t) {
+                            if (error) return on_read(error);
+                            read_body();
+                          }));
 }
 
 // A client that sent "Expect: 100-continue" (curl does for bodies over
 // 1 KiB) waits for this answer before it sends the body.
 void HttpSession::read_body() {
   const auto expect = parser_->get().find(http::field::expect);
-  const auto rest = [self = shared_from_this()] {
-    http::async_read(self->stream_, self->buffer_, *self->parser_,
-                     [self](beast::error_code error, size_t) { self->on_read(error); });
+  const auto rest = [this] {
+    http::async_read(stream_, buffer_, *parser_,
+                     guard([this](beast::error_code error, size_t) { on_read(error); }));
   };
   if (expect == parser_->get().end() || !beast::iequals(expect->value(), "100-continue"))
     return rest();
   auto go_on = std::make_shared<http::response<http::empty_body>>(http::status::continue_, 11);
-  http::async_write(stream_, *go_on, [self = shared_from_this(), go_on, rest](beast::error_code error, size_t) {
-    if (error) return self->close();
-    rest();
-  });
+  http::async_write(stream_, *go_on, guard([this, go_on, rest](beast::error_code error, size_t) {
+                      if (error) return close();
+                      rest();
+                    }));
 }
 
 void HttpSession::on_read(beast::error_code error) {
@@ -133,6 +163,8 @@ void HttpSession::handle(Request request) {
   } catch (const InputError& e) {
     send_error({400, e.what(), "invalid_request_error", e.field(), std::nullopt});
   } catch (const std::exception& e) {
+    std::fprintf(stderr, "hive serve: internal error answering %s: %s\n",
+                 std::string(request.target().substr(0, 200)).c_str(), e.what());
     send_error({500, e.what(), "internal_error", std::nullopt, std::nullopt});
   }
 }
@@ -177,11 +209,11 @@ void HttpSession::send(Response response) {
   response.prepare_payload();
   auto message = std::make_shared<Response>(std::move(response));
   stream_.expires_after(state_->options.write_timeout);
-  http::async_write(stream_, *message,
-                    [self = shared_from_this(), message](beast::error_code error, size_t) {
-                      if (error) return self->close();
-                      self->next();
-                    });
+  response_started_ = true;
+  http::async_write(stream_, *message, guard([this, message](beast::error_code error, size_t) {
+                      if (error) return close();
+                      next();
+                    }));
 }
 
 void HttpSession::send_error(const ApiError& error) {
@@ -189,14 +221,14 @@ void HttpSession::send_error(const ApiError& error) {
   response.set(http::field::content_type, "application/json");
   if (error.status == 429) response.set(http::field::retry_after, "1");
   if (error.status == 401) response.set(http::field::www_authenticate, "Bearer");
-  response.body() = error.body().dump();
+  response.body() = json_text(error.body());
   send(std::move(response));
 }
 
 void HttpSession::send_json(int status, const nlohmann::json& body) {
   Response response{static_cast<http::status>(status), 11};
   response.set(http::field::content_type, "application/json");
-  response.body() = body.dump();
+  response.body() = json_text(body);
   send(std::move(response));
 }
 
@@ -244,6 +276,10 @@ void HttpSession::complete(const Request& request, Endpoint endpoint) {
       [self, state = state_] {
         state->release();
         self->on_done();
+      },
+      [self, state = state_](const std::string& cause) {
+        state->release();
+        self->fail(cause);
       }};
   generation_ = std::make_shared<Generation>(stream_.get_executor(), st.engine,
                                              st.inputs.tokenizer(), std::move(processed),
@@ -267,20 +303,22 @@ void HttpSession::watch_disconnect() {
   // read) or sent its next request early (bytes to read: it is there).
   std::weak_ptr<Generation> watched = generation_;
   stream_.socket().async_wait(asio::ip::tcp::socket::wait_read,
-                              [self = shared_from_this(), watched](beast::error_code error) {
-                                if (!self->generation_ || self->generation_ != watched.lock() ||
-                                    self->generation_->done())
+                              guard([this, watched](beast::error_code error) {
+                                if (!generation_ || generation_ != watched.lock() ||
+                                    generation_->done())
                                   return;  // a stale watch
                                 beast::error_code available_error;
-                                if (!error && self->stream_.socket().available(available_error) > 0 &&
+                                if (!error && stream_.socket().available(available_error) > 0 &&
                                     !available_error)
                                   return;
-                                self->close();  // cancels the generation
-                              });
+                                close();  // cancels the generation
+                              }));
 }
 
+// After fail() the generation is no longer this session's: its late events
+// find generation_ empty.
 void HttpSession::on_delta(const ChoiceDelta& delta) {
-  if (!api_request_.stream || closed_) return;
+  if (!generation_ || !api_request_.stream || closed_) return;
   const auto index = static_cast<size_t>(delta.index);
   const bool with_role = header_.endpoint == Endpoint::chat && !role_sent_[index];
   const bool with_logprobs = api_request_.logprobs >= 0 && !delta.logprobs.empty();
@@ -291,25 +329,24 @@ void HttpSession::on_delta(const ChoiceDelta& delta) {
     logprobs = logprobs_json(header_.endpoint, state_->inputs.tokenizer(), delta.token_ids,
                              delta.logprobs, text_sent_[index]);
   text_sent_[index] += delta.text.size();
-  push_event(delta_chunk(header_, delta.index, delta.text, with_role, std::move(logprobs)).dump());
+  push_event(json_text(delta_chunk(header_, delta.index, delta.text, with_role, std::move(logprobs))));
 }
 
 void HttpSession::on_choice_done(const ChoiceResult& result) {
-  if (!api_request_.stream || closed_) return;
+  if (!generation_ || !api_request_.stream || closed_) return;
   if (!result.error.empty()) {
-    push_event(ApiError{500, result.error, "internal_error", std::nullopt, std::nullopt}
-                   .body()
-                   .dump());
+    push_event(json_text(
+        ApiError{500, result.error, "internal_error", std::nullopt, std::nullopt}.body()));
     return;
   }
-  push_event(finish_chunk(header_, result.index, result.finish_reason).dump());
+  push_event(json_text(finish_chunk(header_, result.index, result.finish_reason)));
 }
 
 void HttpSession::on_done() {
   const std::shared_ptr<Generation> generation = std::move(generation_);
-  if (closed_) return;
+  if (!generation || closed_) return;
   if (api_request_.stream) {
-    if (api_request_.include_usage) push_event(usage_chunk(header_, generation->usage()).dump());
+    if (api_request_.include_usage) push_event(json_text(usage_chunk(header_, generation->usage())));
     return end_events();
   }
   for (const ChoiceResult& r : generation->results())
@@ -328,14 +365,14 @@ void HttpSession::start_events() {
   header->chunked(true);
   auto serializer = std::make_shared<http::response_serializer<http::empty_body>>(*header);
   writing_ = true;
+  response_started_ = true;
   stream_.expires_after(state_->options.write_timeout);
-  http::async_write_header(
-      stream_, *serializer,
-      [self = shared_from_this(), header, serializer](beast::error_code error, size_t) {
-        self->writing_ = false;
-        if (error) return self->close();
-        self->write_next_event();
-      });
+  http::async_write_header(stream_, *serializer,
+                           guard([this, header, serializer](beast::error_code error, size_t) {
+                             writing_ = false;
+                             if (error) return close();
+                             write_next_event();
+                           }));
 }
 
 void HttpSession::push_event(const std::string& data) {
@@ -363,20 +400,19 @@ void HttpSession::write_next_event() {
   write_buffers_.clear();
   for (const std::string& event : events_) write_buffers_.push_back(asio::buffer(event));
   stream_.expires_after(state_->options.write_timeout);
-  auto written = [self = shared_from_this(), count = events_.size(), last](
-                     beast::error_code error, size_t) {
-    self->writing_ = false;
+  auto written = guard([this, count = events_.size(), last](beast::error_code error, size_t) {
+    writing_ = false;
     for (size_t i = 0; i < count; ++i) {
-      self->queued_bytes_ -= self->events_.front().size();
-      self->events_.pop_front();
+      queued_bytes_ -= events_.front().size();
+      events_.pop_front();
     }
-    if (error) return self->close();
+    if (error) return close();
     if (last) {
-      self->ending_ = false;
-      return self->next();
+      ending_ = false;
+      return next();
     }
-    self->write_next_event();
-  };
+    write_next_event();
+  });
   if (last)
     asio::async_write(stream_,
                       beast::buffers_cat(http::make_chunk(write_buffers_), http::make_chunk_last()),

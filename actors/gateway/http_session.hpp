@@ -15,9 +15,11 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "actors/gateway/api_error.hpp"
+#include "actors/gateway/boundary.hpp"
 #include "actors/gateway/generation.hpp"
 #include "actors/gateway/openai_response.hpp"
 #include "actors/gateway/server_state.hpp"
@@ -32,6 +34,10 @@ class HttpSession : public Connection, public std::enable_shared_from_this<HttpS
   HttpSession(boost::asio::ip::tcp::socket socket, std::shared_ptr<ServerState> state);
   void start();
   void close_when_idle() override;
+  // Hive's own error while serving this connection (the boundary's,
+  // boundary.hpp): logged, and the request ends with a 500, or with an
+  // error event when its stream has begun.
+  void fail(const std::string& cause) noexcept;
 
  private:
   void read();
@@ -49,6 +55,11 @@ class HttpSession : public Connection, public std::enable_shared_from_this<HttpS
   void linger();
   // After a response: the next request, or close when the server is done.
   void next();
+
+  template <class Handler>
+  auto guard(Handler handler) {
+    return guarded(shared_from_this(), std::move(handler));
+  }
 
   void complete(const Request& request, Endpoint endpoint);
   void on_delta(const ChoiceDelta& delta);
@@ -69,6 +80,7 @@ class HttpSession : public Connection, public std::enable_shared_from_this<HttpS
   bool keep_alive_ = false;
   bool closed_ = false;
   bool reading_ = false;  // waiting for a request: idle
+  bool response_started_ = false;  // the current request's answer has begun to go out
 
   // The completion in flight, if any.
   std::shared_ptr<Generation> generation_;

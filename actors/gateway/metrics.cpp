@@ -96,6 +96,9 @@ std::string Metrics::render(const EngineMetrics& engine, const std::string& mode
   }
   header(out, "hive:request_rejected_total", "counter", "Requests refused with 429 (queue full).");
   sample(out, "hive:request_rejected_total", model, rejected_requests);
+  header(out, "hive:connection_rejected_total", "counter",
+         "Connections refused with 503 (max_connections open).");
+  sample(out, "hive:connection_rejected_total", model, rejected_connections);
   header(out, "hive:time_to_first_token_seconds", "histogram", "Time to the first token.");
   time_to_first_token.render(out, "hive:time_to_first_token_seconds", model);
   header(out, "hive:inter_token_latency_seconds", "histogram", "Time between tokens of a sample.");

@@ -38,6 +38,7 @@ class Metrics {
   // Finished sequences (choices), by finish reason: stop, length, abort.
   std::map<std::string, int64_t> finished_requests;
   int64_t rejected_requests = 0;                      // 429: the queue was full
+  int64_t rejected_connections = 0;                   // 503: max_connections were open
 
   std::string render(const EngineMetrics& engine, const std::string& model_name) const;
 };

@@ -4,6 +4,7 @@
 
 #include "actors/gateway/api_error.hpp"
 #include "actors/gateway/chat_page.hpp"
+#include "kernels/json_writer.hpp"
 
 #ifndef HIVE_VERSION
 #error "HIVE_VERSION must be defined (the project's version)"
@@ -16,7 +17,7 @@ namespace http = boost::beast::http;
 namespace {
 
 RouteAnswer json(int status, const nlohmann::json& body) {
-  return {status, "application/json", body.dump(), {}, std::nullopt};
+  return {status, "application/json", json_text(body), {}, std::nullopt};
 }
 
 RouteAnswer error(const ApiError& e) {

@@ -1,6 +1,8 @@
 #include "actors/gateway/server.hpp"
 
 #include <boost/asio/post.hpp>
+#include <cstdio>
+#include <string>
 #include <utility>
 
 #include "actors/gateway/http_session.hpp"
@@ -33,6 +35,11 @@ void ServerState::add(const std::shared_ptr<Connection>& connection) {
   connections.push_back(connection);
 }
 
+size_t ServerState::open_connections() {
+  std::erase_if(connections, [](const std::weak_ptr<Connection>& c) { return c.expired(); });
+  return connections.size();
+}
+
 void ServerState::release() {
   --in_flight;
   close_connections_if_drained();
@@ -46,11 +53,38 @@ void ServerState::close_connections_if_drained() {
 
 namespace {
 
+// A connection over the limit is told so and closed: a fixed answer,
+// written without waiting (it fits any socket buffer).
+void refuse(tcp::socket& socket) {
+  static const std::string kBusy = [] {
+    const std::string body =
+        R"({"error": {"message": "the server has too many connections open; retry later", )"
+        R"("type": "service_unavailable", "param": null, "code": null}})";
+    return str_cat("HTTP/1.1 503 Service Unavailable\r\nServer: hive\r\n",
+                   "Content-Type: application/json\r\nRetry-After: 1\r\nConnection: close\r\n",
+                   "Content-Length: ", body.size(), "\r\n\r\n", body);
+  }();
+  boost::system::error_code ignored;
+  socket.non_blocking(true, ignored);
+  socket.write_some(asio::buffer(kBusy), ignored);
+  socket.shutdown(tcp::socket::shutdown_both, ignored);
+  socket.close(ignored);
+}
+
 void accept(const std::shared_ptr<ServerState>& state) {
   state->acceptor.async_accept([state](boost::system::error_code error, tcp::socket socket) {
     if (error) {
       if (error == asio::error::operation_aborted || state->draining) return;
-      return accept(state);  // e.g. too many open files: keep serving the others
+      // Out of file descriptors, say: the others keep being served, and
+      // accepting resumes after a pause instead of spinning on the error.
+      state->accept_pause.expires_after(std::chrono::milliseconds(100));
+      state->accept_pause.async_wait([state](boost::system::error_code) { accept(state); });
+      return;
+    }
+    if (state->open_connections() >= state->options.max_connections) {
+      ++state->metrics.rejected_connections;
+      refuse(socket);
+      return accept(state);
     }
     // Tokens go out as small writes, one per event: Nagle's algorithm would
     // hold each behind the last one's acknowledgement.
@@ -91,7 +125,19 @@ uint16_t Server::port() const {
 }
 
 void Server::run() {
-  state_->io.run();
+  // Every session's handlers are guarded (boundary.hpp); this is the last
+  // resort for a handler that is not: the cause is logged and the other
+  // connections are served on.
+  while (true) {
+    try {
+      state_->io.run();
+      return;
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "hive serve: internal error outside any connection: %s\n", e.what());
+    } catch (...) {
+      std::fprintf(stderr, "hive serve: internal error outside any connection\n");
+    }
+  }
 }
 
 void Server::stop() {

@@ -17,9 +17,14 @@ struct ServerOptions {
   int64_t max_model_len = 0;        // for /v1/models
   // API requests in flight beyond this are answered 429 with Retry-After.
   int64_t max_queued_requests = 256;
+  // Connections (HTTP and WebSocket) open at once; one more is answered 503.
+  size_t max_connections = 1024;
   size_t max_body_bytes = size_t{8} << 20;
   size_t max_header_bytes = size_t{16} << 10;
-  std::chrono::seconds idle_timeout{60};   // a keep-alive connection that says nothing
+  // From waiting for a request to its last byte: a keep-alive connection
+  // that says nothing, or a client that trickles its headers or body
+  // (slowloris), is cut off.
+  std::chrono::seconds idle_timeout{60};
   std::chrono::seconds write_timeout{60};  // a client that reads nothing
 };
 

@@ -2,6 +2,7 @@
 // What every connection of the gateway shares; touched on the I/O thread only.
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -26,13 +27,14 @@ class Connection {
 
 struct ServerState {
   ServerState(Engine& e, InputProcessor& i, ServerOptions o)
-      : engine(e), inputs(i), options(std::move(o)), acceptor(io) {}
+      : engine(e), inputs(i), options(std::move(o)), acceptor(io), accept_pause(io) {}
 
   Engine& engine;
   InputProcessor& inputs;
   ServerOptions options;
   boost::asio::io_context io;
   boost::asio::ip::tcp::acceptor acceptor;
+  boost::asio::steady_timer accept_pause;  // after a failed accept
   Metrics metrics;
   int64_t in_flight = 0;  // API requests submitted and not yet answered
   // Set by Server::stop(): new requests get 503 on the connections still
@@ -52,6 +54,8 @@ struct ServerState {
   // "cmpl-" and 24 hex digits.
   std::string new_id(const char* prefix);
   void add(const std::shared_ptr<Connection>& connection);
+  // Connections still open (HTTP and WebSocket).
+  size_t open_connections();
   // A request ended: when draining, the last one closes the connections.
   void release();
   // Draining and nothing in flight: close every connection.

@@ -2,12 +2,14 @@
 
 #include <boost/asio/dispatch.hpp>
 #include <boost/beast/core/buffers_to_string.hpp>
+#include <cstdio>
 #include <utility>
 
 #include "actors/gateway/api_error.hpp"
 #include "actors/gateway/openai_request.hpp"
 #include "actors/gateway/openai_response.hpp"
 #include "actors/gateway/websocket_message.hpp"
+#include "kernels/json_writer.hpp"
 
 namespace hive::gateway {
 
@@ -26,20 +28,32 @@ void WebSocketSession::start(beast::http::request<beast::http::string_body> upgr
   ws_.set_option(websocket::stream_base::timeout::suggested(beast::role_type::server));
   ws_.read_message_max(kMaxWebSocketMessageBytes);
   auto request = std::make_shared<beast::http::request<beast::http::string_body>>(std::move(upgrade));
-  ws_.async_accept(*request, [self = shared_from_this(), request](beast::error_code error) {
-    if (error) return;
-    self->read();
-  });
+  ws_.async_accept(*request, guard([this, request](beast::error_code error) {
+                     if (error) return;
+                     read();
+                   }));
+}
+
+void WebSocketSession::fail(const std::string& cause) noexcept {
+  std::fprintf(stderr, "hive serve: internal error on a WebSocket (it closes): %s\n",
+               cause.c_str());
+  try {
+    close(str_cat("internal error: ", cause));
+  } catch (...) {
+    closed_ = true;
+    beast::error_code ignored;
+    beast::get_lowest_layer(ws_).socket().close(ignored);
+  }
 }
 
 void WebSocketSession::read() {
-  ws_.async_read(buffer_, [self = shared_from_this()](beast::error_code error, size_t) {
-    if (error) return self->close("");  // the client closed, or sent too much at once
-    const std::string text = beast::buffers_to_string(self->buffer_.data());
-    self->buffer_.consume(self->buffer_.size());
-    self->on_message(text);
-    if (!self->closed_) self->read();
-  });
+  ws_.async_read(buffer_, guard([this](beast::error_code error, size_t) {
+                   if (error) return close("");  // the client closed, or sent too much at once
+                   const std::string text = beast::buffers_to_string(buffer_.data());
+                   buffer_.consume(buffer_.size());
+                   on_message(text);
+                   if (!closed_) read();
+                 }));
 }
 
 void WebSocketSession::on_message(const std::string& text) {
@@ -113,6 +127,17 @@ void WebSocketSession::start_request(const ClientMessage& message) {
                     {"id", id},
                     {"finish_reasons", std::move(reasons)},
                     {"usage", usage_json(generation->usage())}});
+      },
+      [self, id, state = state_](const std::string& cause) {
+        state->release();
+        std::fprintf(stderr, "hive serve: internal error in a WebSocket request: %s\n",
+                     cause.c_str());
+        try {
+          self->requests_.erase(id);
+          self->send_error(id, 500, str_cat("internal error: ", cause));
+        } catch (...) {
+          self->fail(cause);
+        }
       }};
   auto generation = std::make_shared<Generation>(
       beast::get_lowest_layer(ws_).get_executor(), st.engine, st.inputs.tokenizer(),
@@ -170,7 +195,7 @@ void WebSocketSession::send_error(const std::string& id, int code, const std::st
 
 void WebSocketSession::send(Json message) {
   if (closed_) return;
-  outbox_.push_back(message.dump());
+  outbox_.push_back(json_text(message));
   queued_bytes_ += outbox_.back().size();
   if (queued_bytes_ > kMaxWebSocketQueuedBytes)
     return close(str_cat("the client reads too slowly: over ", kMaxWebSocketQueuedBytes,
@@ -192,15 +217,14 @@ void WebSocketSession::write_next() {
   if (closed_ || outbox_.empty()) return;  // after close(), only the close frame goes out
   writing_ = true;
   ws_.text(true);
-  ws_.async_write(asio::buffer(outbox_.front()),
-                  [self = shared_from_this()](beast::error_code error, size_t) {
-                    self->writing_ = false;
-                    self->queued_bytes_ -= self->outbox_.front().size();
-                    self->outbox_.pop_front();
-                    if (error) return self->close("");
-                    if (!self->close_reason_.empty()) return self->send_close();
-                    self->write_next();
-                  });
+  ws_.async_write(asio::buffer(outbox_.front()), guard([this](beast::error_code error, size_t) {
+                    writing_ = false;
+                    queued_bytes_ -= outbox_.front().size();
+                    outbox_.pop_front();
+                    if (error) return close("");
+                    if (!close_reason_.empty()) return send_close();
+                    write_next();
+                  }));
 }
 
 void WebSocketSession::send_close() {
@@ -220,11 +244,11 @@ void WebSocketSession::close(const std::string& reason) {
   close_reason_ = reason.substr(0, 123);
   if (!writing_) return send_close();
   close_deadline_.expires_after(std::chrono::seconds(10));
-  close_deadline_.async_wait([self = shared_from_this()](beast::error_code error) {
+  close_deadline_.async_wait(guard([this](beast::error_code error) {
     if (error) return;
     beast::error_code ignored;
-    beast::get_lowest_layer(self->ws_).socket().close(ignored);
-  });
+    beast::get_lowest_layer(ws_).socket().close(ignored);
+  }));
 }
 
 }  // namespace hive::gateway

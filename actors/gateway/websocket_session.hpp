@@ -22,9 +22,11 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 
+#include "actors/gateway/boundary.hpp"
 #include "actors/gateway/generation.hpp"
 #include "actors/gateway/server_state.hpp"
 #include "actors/gateway/websocket_message.hpp"
@@ -39,8 +41,17 @@ class WebSocketSession : public Connection,
   // The server is done (no request is in flight): its messages go out, then
   // a close frame.
   void close_when_idle() override;
+  // Hive's own error on this connection (the boundary's, boundary.hpp):
+  // logged, and the connection closes with the cause in its close frame,
+  // its requests cancelled.
+  void fail(const std::string& cause) noexcept;
 
  private:
+  template <class Handler>
+  auto guard(Handler handler) {
+    return guarded(shared_from_this(), std::move(handler));
+  }
+
   void read();
   void on_message(const std::string& text);
   void start_request(const ClientMessage& message);

@@ -1,5 +1,6 @@
 // hive: the command-line entry point. Each subcommand lives in its own file.
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <new>
 #include <string>
@@ -47,7 +48,8 @@ constexpr const char* kUsage =
     "           Runs JSON-lines prompts through the actor runtime; prints outputs and stats.\n"
     "           --dequantize (also serve, a launch file's dequantize: true): as generate's.\n"
     "  serve    [--model DIR | --config FILE] [--host H] [--port P] [--api-key KEY]\n"
-    "           [--max-queued-requests N] [--served-model-name NAME] [--device auto|cpu|cuda]\n"
+    "           [--max-queued-requests N] [--max-connections N] [--served-model-name NAME]\n"
+    "           [--device auto|cpu|cuda]\n"
     "           [--kv-budget-mb N] [--kv-cache-dtype bf16|f32|int8|fp8]\n"
     "           [--matmul-precision f32|bf16] [--dequantize]\n"
     "           OpenAI-compatible HTTP server (/v1/completions, /v1/chat/completions, SSE),\n"
@@ -112,9 +114,31 @@ int run_command(const std::string& command, const std::vector<std::string>& rest
   return 2;
 }
 
+// An exception that leaves a thread (or a noexcept function) ends the
+// process through std::terminate: it says why, on stderr, instead of a bare
+// "terminate called", and the exit is abnormal (SIGABRT).
+[[noreturn]] void say_why_and_abort() {
+  const char* what = "no exception (std::terminate was called directly)";
+  std::string message;
+  if (const std::exception_ptr current = std::current_exception()) {
+    try {
+      std::rethrow_exception(current);
+    } catch (const std::exception& e) {
+      message = e.what();
+      what = message.c_str();
+    } catch (...) {
+      what = "an exception of unknown type";
+    }
+  }
+  std::fprintf(stderr, "hive: fatal: %s\n", what);
+  std::fflush(stderr);
+  std::abort();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  std::set_terminate(say_why_and_abort);
   if (argc < 2 || std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h") {
     std::fputs(kUsage, argc < 2 ? stderr : stdout);
     return argc < 2 ? 2 : 0;

@@ -43,7 +43,7 @@ LaunchConfig config_for_model(const std::string& model_dir, const Args& args) {
 int run_serve(const std::vector<std::string>& argv) {
   const Args args(argv,
                   {"--model", "--config", "--host", "--port", "--api-key", "--max-queued-requests",
-                   "--served-model-name", "--device", "--kv-budget-mb", "--kv-cache-dtype",
+                   "--max-connections", "--served-model-name", "--device", "--kv-budget-mb", "--kv-cache-dtype",
                    "--matmul-precision"},
                   {"--dequantize"});
   check(!(args.has("--model") && args.has("--config")),
@@ -64,6 +64,8 @@ int run_serve(const std::vector<std::string>& argv) {
   server.api_key = args.get("--api-key", server.api_key);
   server.max_queued_requests =
       args.get_int("--max-queued-requests", server.max_queued_requests, 1, int64_t{1} << 20);
+  server.max_connections =
+      args.get_int("--max-connections", server.max_connections, 1, int64_t{1} << 20);
   server.served_model_name = args.get("--served-model-name", server.served_model_name);
   if (server.served_model_name.empty())
     server.served_model_name = std::filesystem::path(config.model).lexically_normal().filename();
@@ -98,6 +100,7 @@ int run_serve(const std::vector<std::string>& argv) {
   options.model_name = server.served_model_name;
   options.max_model_len = engine.max_sequence_tokens();
   options.max_queued_requests = server.max_queued_requests;
+  options.max_connections = static_cast<size_t>(server.max_connections);
   gateway::Server http(engine, inputs, options);
   http.listen();
   const std::string url = str_cat("http://", server.host, ":", http.port());
