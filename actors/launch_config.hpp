@@ -105,7 +105,7 @@ LaunchConfig parse_launch_config(const std::string& yaml_text, const std::string
                                  const std::filesystem::path& base_dir);
 LaunchConfig load_launch_config(const std::filesystem::path& path);
 
-// The two layouts Hive runs (docs/architecture.md): data-parallel ranks with
+// The two layouts Hive runs (docs/design/parallel.md): data-parallel ranks with
 // the experts spread over all of them (tensor_parallel_size 1,
 // expert_parallel_size world_size), or one tensor-parallel model
 // (tensor_parallel_size world_size, expert_parallel_size 1). Returns the

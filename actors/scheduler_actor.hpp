@@ -23,7 +23,7 @@
 // come after step t's reads. A sequence that stops in step t has run in
 // step t+1 in vain; its sample there is dropped. Off, one step is in
 // flight and the worker of a single-rank engine shares this actor's thread.
-// (docs/architecture.md, "Async scheduling".)
+// (docs/design/actors.md, "Async scheduling".)
 //
 // Speculation with a draft model: the draft actor (draft_actor.hpp) runs the
 // draft on its own thread, a window ahead; scheduler_drafts.hpp asks it and

@@ -11,7 +11,7 @@
 //
 // The scale lives in the row it scales, so whatever moves a block (copy-on-
 // write, swap to host, prefix caching's sharing) moves its scales with it
-// (docs/architecture.md, "A quantized KV cache").
+// (docs/design/kernels.md, "Quantized KV rows").
 #include <algorithm>
 #include <bit>
 #include <cmath>

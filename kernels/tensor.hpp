@@ -38,7 +38,7 @@ struct Tensor {
   // its stored value times block_scales[r / 128 * ceil(cols / 128) + c / 128]
   // (kFp8Block). Null for every other tensor. Set by the weight store,
   // which owns both; a view carries it so that the weight reaches the
-  // matmul as one argument (docs/architecture.md).
+  // matmul as one argument (docs/design/loader.md, "Safetensors").
   const float* block_scales = nullptr;
 
   // A contiguous row-major view of `data`. A block dtype's last dimension

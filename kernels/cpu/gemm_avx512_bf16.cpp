@@ -84,7 +84,7 @@ inline __attribute__((always_inline)) void tile(const uint16_t* x, const uint16_
 // R rows of x against weight rows [0, columns) of w, tile_columns (4, or 1
 // for a lone row tile) at a time, the last tile narrower. One call per row
 // tile with the tiles inlined: a call per tile paid its prologue and its
-// accumulators' trip through the stack every tile (docs/architecture.md).
+// accumulators' trip through the stack every tile (docs/design/kernels.md).
 template <int R, bool Prefetch = true>
 __attribute__((noinline)) void row_tile(int64_t columns, int64_t tile_columns, const uint16_t* x,
                                         const uint16_t* w, int64_t k, const float* bias, float* out,

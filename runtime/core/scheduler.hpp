@@ -91,8 +91,8 @@ struct ScheduledSequence {
   int64_t num_computed_tokens = 0;
   std::vector<int32_t> token_ids;
   // The block table as a change to the one the workers hold from the
-  // sequence's last run (they hold the tables; docs/architecture.md, "Block
-  // tables live in the worker"): keep its first num_kept_blocks, append
+  // sequence's last run (they hold the tables; docs/design/core.md, "Block
+  // tables: the worker holds them"): keep its first num_kept_blocks, append
   // new_block_ids. The result covers every position up to the last token.
   int32_t num_kept_blocks = 0;
   std::vector<int32_t> new_block_ids;
@@ -118,7 +118,7 @@ struct SampleSlot {
   int64_t num_sampled = 0;  // tokens the sequence sampled before this one
   // With penalties on, the sequence's first sample since it was admitted
   // (or forked) carries its history; the runner counts its own samples from
-  // there. See docs/architecture.md, "Penalties see the whole sequence".
+  // there. See docs/design/core.md, "Penalties see the whole sequence".
   std::optional<TokenHistory> history = std::nullopt;
   // Speculation: the drafts to verify (the run's last tokens) and, from a
   // drafter that samples, their distributions; the runner returns the

@@ -10,7 +10,7 @@
 //
 // The budget is either a byte count, or (the default) a fraction of the
 // memory free once the weights are loaded, capped at what the scheduler's
-// limits could ever fill (docs/architecture.md, "The KV budget").
+// limits could ever fill (docs/design/model.md, "The KV budget").
 #include <cstdint>
 #include <string_view>
 
@@ -20,7 +20,7 @@
 namespace hive {
 
 // What the KV cache stores by default: bf16 holds twice the tokens of f32 in
-// the same bytes; attention still accumulates in f32 (docs/architecture.md).
+// the same bytes; attention still accumulates in f32 (docs/design/model.md).
 inline constexpr DType kDefaultKVCacheDType = DType::bf16;
 
 // "f32", "bf16", "int8" (DType::i8) or "fp8" (DType::f8_e4m3) as a cache

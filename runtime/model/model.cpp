@@ -49,7 +49,7 @@ Model::Model(const std::filesystem::path& dir, Backend& backend, const LoadOptio
       store_(dir, config_, options),
       weights_(bind_weights(config_, store_)),
       backend_(backend) {
-  // Decided (docs/architecture.md): no silent bf16 copies of a quantized
+  // Decided (docs/design/loader.md, "GGUF in"): no silent bf16 copies of a quantized
   // file on a backend without quantized matmuls, which would cost 2-4x its
   // memory; dequantizing is asked for by name.
   const std::string quantized = store_.first_quantized();
