@@ -19,8 +19,8 @@
 #include "actors/worker_ranks.hpp"
 #include "moe/mpi_communicator.hpp"
 #endif
+#include "base/error.hpp"
 #include "kernels/backend_select.hpp"
-#include "kernels/error.hpp"
 #include "moe/expert_placement.hpp"
 #include "runtime/engine/draft_model_drafter.hpp"
 #include "runtime/engine/step_cost_probe.hpp"

@@ -9,7 +9,7 @@
 
 #include "actors/error_text.hpp"
 #include "actors/scheduler_drafts.hpp"
-#include "kernels/error.hpp"
+#include "base/error.hpp"
 
 namespace hive {
 

@@ -10,8 +10,8 @@
 
 #include "actors/error_text.hpp"
 #include "actors/type_ids.hpp"
+#include "base/error.hpp"
 #include "kernels/backend_select.hpp"
-#include "kernels/error.hpp"
 #include "moe/mpi_communicator.hpp"
 #ifdef HIVE_HAVE_CUDA
 #include "moe/nccl_rank_group.hpp"

@@ -1,6 +1,6 @@
 #include "moe/abortable_barrier.hpp"
 
-#include "kernels/error.hpp"
+#include "base/error.hpp"
 
 namespace hive {
 

@@ -4,7 +4,7 @@
 #include <exception>
 #include <string>
 
-#include "kernels/error.hpp"
+#include "base/error.hpp"
 
 namespace hive {
 

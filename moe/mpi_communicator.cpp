@@ -8,7 +8,7 @@
 #include <exception>
 #include <vector>
 
-#include "kernels/error.hpp"
+#include "base/error.hpp"
 
 namespace hive {
 

@@ -3,7 +3,7 @@
 #include <cuda_runtime.h>
 #include <nccl.h>
 
-#include "kernels/error.hpp"
+#include "base/error.hpp"
 
 namespace hive {
 

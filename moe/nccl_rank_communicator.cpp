@@ -8,8 +8,8 @@
 #include <thread>
 #include <vector>
 
+#include "base/error.hpp"
 #include "kernels/cuda/rank_order_sum.cuh"
-#include "kernels/error.hpp"
 
 namespace hive {
 

@@ -4,8 +4,8 @@
 
 #include <cstdlib>
 
+#include "base/error.hpp"
 #include "kernels/cuda/cuda_backend.hpp"
-#include "kernels/error.hpp"
 #include "moe/mpi_communicator.hpp"
 #include "moe/nccl_rank_communicator.hpp"
 

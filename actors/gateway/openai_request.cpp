@@ -3,7 +3,7 @@
 #include <limits>
 
 #include "actors/gateway/api_error.hpp"
-#include "kernels/json_reader.hpp"
+#include "base/json_reader.hpp"
 
 namespace hive::gateway {
 

@@ -25,7 +25,7 @@
 #include <variant>
 #include <vector>
 
-#include "kernels/error.hpp"
+#include "base/error.hpp"
 #include "runtime/core/request.hpp"
 #include "runtime/engine/output_processor.hpp"
 #include "runtime/model/model_config.hpp"

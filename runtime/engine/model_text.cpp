@@ -1,6 +1,6 @@
 #include "runtime/engine/model_text.hpp"
 
-#include "kernels/error.hpp"
+#include "base/error.hpp"
 #include "runtime/model/gguf_config.hpp"
 #include "runtime/model/gguf_tokenizer.hpp"
 

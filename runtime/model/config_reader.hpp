@@ -8,7 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "kernels/error.hpp"
+#include "base/error.hpp"
 
 namespace hive::config_reader {
 

@@ -8,7 +8,7 @@
 #include <string_view>
 #include <utility>
 
-#include "kernels/error.hpp"
+#include "base/error.hpp"
 #include "runtime/model/gguf_value.hpp"
 
 namespace hive {

@@ -3,7 +3,7 @@
 #include <bit>
 #include <cstring>
 
-#include "kernels/error.hpp"
+#include "base/error.hpp"
 #include "runtime/model/gguf_cursor.hpp"
 
 namespace hive {

@@ -2,7 +2,7 @@
 
 #include <limits>
 
-#include "kernels/error.hpp"
+#include "base/error.hpp"
 
 namespace hive {
 

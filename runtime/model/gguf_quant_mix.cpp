@@ -3,7 +3,7 @@
 #include <cctype>
 #include <cstdio>
 
-#include "kernels/error.hpp"
+#include "base/error.hpp"
 
 namespace hive {
 

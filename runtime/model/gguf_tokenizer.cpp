@@ -7,7 +7,7 @@
 #include <utility>
 #include <vector>
 
-#include "kernels/error.hpp"
+#include "base/error.hpp"
 #include "runtime/model/gguf_metadata.hpp"
 
 namespace hive {

@@ -1,6 +1,6 @@
 #include "runtime/model/gguf_value.hpp"
 
-#include "kernels/error.hpp"
+#include "base/error.hpp"
 #include "runtime/model/gguf_cursor.hpp"
 
 namespace hive {

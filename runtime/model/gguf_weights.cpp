@@ -3,8 +3,8 @@
 #include <cstring>
 #include <map>
 
+#include "base/error.hpp"
 #include "kernels/dtype.hpp"
-#include "kernels/error.hpp"
 #include "kernels/quant/dequantize.hpp"
 #include "runtime/model/gguf_tensor_names.hpp"
 

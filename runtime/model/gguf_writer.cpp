@@ -5,7 +5,7 @@
 #include <cstring>
 #include <memory>
 
-#include "kernels/error.hpp"
+#include "base/error.hpp"
 
 namespace hive {
 

@@ -8,7 +8,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "kernels/error.hpp"
+#include "base/error.hpp"
 
 namespace hive {
 

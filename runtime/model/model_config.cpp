@@ -6,8 +6,8 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 
-#include "kernels/error.hpp"
-#include "kernels/json_reader.hpp"
+#include "base/error.hpp"
+#include "base/json_reader.hpp"
 #include "runtime/model/config_reader.hpp"
 #include "runtime/model/deepseek_config.hpp"
 #include "runtime/model/gguf_config.hpp"

@@ -5,8 +5,8 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "kernels/error.hpp"
-#include "kernels/json_reader.hpp"
+#include "base/error.hpp"
+#include "base/json_reader.hpp"
 
 namespace hive {
 

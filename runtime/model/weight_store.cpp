@@ -4,8 +4,8 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
-#include "kernels/error.hpp"
-#include "kernels/json_reader.hpp"
+#include "base/error.hpp"
+#include "base/json_reader.hpp"
 #include "runtime/model/gguf_config.hpp"
 #include "runtime/model/gguf_tensor_names.hpp"
 

@@ -15,9 +15,9 @@
 #include <vector>
 
 #include "actors/engine.hpp"
-#include "kernels/cpu/cpu_backend.hpp"
-#include "kernels/error.hpp"
 #include "actors/launch_config.hpp"
+#include "base/error.hpp"
+#include "kernels/cpu/cpu_backend.hpp"
 #include "runtime/model/safetensors.hpp"
 
 namespace hive {

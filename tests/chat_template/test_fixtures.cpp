@@ -7,7 +7,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "kernels/error.hpp"
+#include "base/error.hpp"
 #include "runtime/text/chat_template/chat_template.hpp"
 #include "tests/chat_template/fixture_data.hpp"
 

@@ -2,7 +2,7 @@
 // short conversation as the input processor renders chat prompts.
 #include <nlohmann/json.hpp>
 
-#include "kernels/error.hpp"
+#include "base/error.hpp"
 #include "runtime/text/chat_template/chat_template.hpp"
 #include "tests/fuzz/fuzz_support.hpp"
 

@@ -1,6 +1,6 @@
 // A .safetensors file of arbitrary bytes, opened as the weight loader opens
 // it: the 8-byte header length, the JSON header, dtypes, shapes, offsets.
-#include "kernels/error.hpp"
+#include "base/error.hpp"
 #include "runtime/model/safetensors.hpp"
 #include "tests/fuzz/fuzz_support.hpp"
 

@@ -3,7 +3,7 @@
 // tensor looked up in a real shard next to it.
 #include <map>
 
-#include "kernels/error.hpp"
+#include "base/error.hpp"
 #include "runtime/model/safetensors.hpp"
 #include "runtime/model/weight_store.hpp"
 #include "tests/fuzz/fuzz_support.hpp"

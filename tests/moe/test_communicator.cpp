@@ -9,7 +9,7 @@
 #include <string>
 #include <thread>
 
-#include "kernels/error.hpp"
+#include "base/error.hpp"
 #include "moe/in_process_communicator.hpp"
 
 namespace hive {

@@ -9,8 +9,8 @@
 #include <thread>
 #include <tuple>
 
+#include "base/error.hpp"
 #include "kernels/cpu/cpu_backend.hpp"
-#include "kernels/error.hpp"
 #include "moe/expert_parallel.hpp"
 #include "moe/in_process_communicator.hpp"
 #include "runtime/model/model.hpp"

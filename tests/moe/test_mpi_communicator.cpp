@@ -13,7 +13,7 @@
 #include <thread>
 #include <utility>
 
-#include "kernels/error.hpp"
+#include "base/error.hpp"
 #include "moe/in_process_communicator.hpp"
 #include "moe/mpi_communicator.hpp"
 #include "tests/common/random.hpp"

@@ -19,8 +19,8 @@
 #include <thread>
 #include <vector>
 
+#include "base/error.hpp"
 #include "kernels/cuda/cuda_backend.hpp"
-#include "kernels/error.hpp"
 #include "moe/in_process_communicator.hpp"
 #include "moe/nccl_rank_group.hpp"
 #include "tests/common/random.hpp"

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "kernels/error.hpp"
+#include "base/error.hpp"
 #include "kernels/quant/dequantize.hpp"
 #include "runtime/model/gguf_file.hpp"
 #include "tests/common/gguf_bytes.hpp"

@@ -10,7 +10,7 @@
 #include <limits>
 #include <vector>
 
-#include "kernels/error.hpp"
+#include "base/error.hpp"
 #include "kernels/quant/dequantize.hpp"
 #include "runtime/model/gguf_file.hpp"
 

@@ -10,8 +10,8 @@
 #include <functional>
 #include <string>
 
+#include "base/error.hpp"
 #include "kernels/cpu/cpu_backend.hpp"
-#include "kernels/error.hpp"
 #include "runtime/engine/model_text.hpp"
 #include "runtime/model/model.hpp"
 #include "tests/common/gguf_bytes.hpp"

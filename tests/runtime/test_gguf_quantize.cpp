@@ -25,9 +25,9 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
+#include "base/error.hpp"
 #include "kernels/cpu/cpu_backend.hpp"
 #include "kernels/cpu/cpu_features.hpp"
-#include "kernels/error.hpp"
 #include "runtime/model/gguf_config.hpp"
 #include "runtime/model/gguf_file.hpp"
 #include "runtime/model/gguf_quantize.hpp"

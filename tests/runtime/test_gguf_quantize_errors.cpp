@@ -12,7 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
-#include "kernels/error.hpp"
+#include "base/error.hpp"
 #include "runtime/model/gguf_quantize.hpp"
 #include "runtime/model/safetensors.hpp"
 #include "runtime/model/weight_store.hpp"

@@ -16,10 +16,10 @@
 #include <string>
 #include <vector>
 
+#include "base/error.hpp"
 #include "kernels/cpu/cpu_backend.hpp"
 #include "kernels/cpu/cpu_features.hpp"
 #include "kernels/cpu/thread_pool.hpp"
-#include "kernels/error.hpp"
 #include "runtime/model/model.hpp"
 #include "runtime/model/model_stats.hpp"
 #include "runtime/model/sampling.hpp"

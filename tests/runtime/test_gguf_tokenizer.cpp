@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "kernels/error.hpp"
+#include "base/error.hpp"
 #include "runtime/engine/model_text.hpp"
 #include "runtime/model/gguf_tokenizer.hpp"
 

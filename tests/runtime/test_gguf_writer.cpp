@@ -11,7 +11,7 @@
 #include <fstream>
 #include <stdexcept>
 
-#include "kernels/error.hpp"
+#include "base/error.hpp"
 #include "runtime/model/gguf_file.hpp"
 #include "runtime/model/gguf_writer.hpp"
 

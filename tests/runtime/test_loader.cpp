@@ -9,8 +9,8 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "base/error.hpp"
 #include "kernels/cpu/cpu_backend.hpp"
-#include "kernels/error.hpp"
 #include "runtime/model/model.hpp"
 #include "runtime/model/safetensors.hpp"
 
@@ -81,7 +81,7 @@ TEST_F(LoaderTest, ReadsAValidFile) {
   EXPECT_EQ(file.metadata().at("format"), "pt");
 }
 
-// Every JSON file of a checkpoint is read by kernels/json_reader.hpp: a key
+// Every JSON file of a checkpoint is read by base/json_reader.hpp: a key
 // given twice is an error naming the file and the key.
 TEST_F(LoaderTest, ATensorNamedTwiceInTheHeader) {
   const auto path = write_raw(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"

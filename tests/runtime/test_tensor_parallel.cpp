@@ -19,8 +19,8 @@
 #include <filesystem>
 #include <thread>
 
+#include "base/error.hpp"
 #include "kernels/cpu/cpu_backend.hpp"
-#include "kernels/error.hpp"
 #include "moe/in_process_communicator.hpp"
 #include "runtime/engine/llm_engine.hpp"
 #include "runtime/model/tensor_parallel.hpp"

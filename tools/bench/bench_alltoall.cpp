@@ -24,7 +24,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "kernels/error.hpp"
+#include "base/error.hpp"
 #include "moe/in_process_communicator.hpp"
 #include "moe/mpi_communicator.hpp"
 

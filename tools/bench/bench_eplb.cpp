@@ -32,8 +32,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/error.hpp"
 #include "kernels/cpu/cpu_backend.hpp"
-#include "kernels/error.hpp"
 #include "moe/expert_parallel.hpp"
 #include "moe/in_process_communicator.hpp"
 #include "moe/replica_balancer.hpp"

@@ -29,7 +29,7 @@
 
 #include "actors/engine.hpp"
 #include "actors/worker_ranks.hpp"
-#include "kernels/error.hpp"
+#include "base/error.hpp"
 #include "moe/mpi_communicator.hpp"
 #include "tools/cli/args.hpp"
 

@@ -14,8 +14,8 @@
 #include <cstdio>
 #include <span>
 
+#include "base/error.hpp"
 #include "kernels/backend_select.hpp"
-#include "kernels/error.hpp"
 #include "runtime/engine/generate.hpp"
 #include "runtime/engine/input_processor.hpp"
 #include "runtime/model/model.hpp"

@@ -32,8 +32,8 @@
 
 #include "actors/engine.hpp"
 #include "actors/gateway/server.hpp"
-#include "kernels/error.hpp"
-#include "kernels/json_reader.hpp"
+#include "base/error.hpp"
+#include "base/json_reader.hpp"
 #include "runtime/engine/input_processor.hpp"
 #include "tools/cli/args.hpp"
 #include "tools/cli/commands.hpp"

@@ -18,8 +18,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "base/error.hpp"
 #include "kernels/backend_select.hpp"
-#include "kernels/error.hpp"
 #include "runtime/engine/model_text.hpp"
 #include "runtime/model/kv_budget.hpp"
 #include "runtime/model/model.hpp"

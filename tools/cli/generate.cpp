@@ -17,16 +17,16 @@
 #include <optional>
 #include <set>
 
+#include "base/error.hpp"
 #include "kernels/backend_select.hpp"
-#include "kernels/error.hpp"
 #include "runtime/engine/generate.hpp"
 #include "runtime/engine/input_processor.hpp"
 #include "runtime/engine/llm_engine.hpp"
 #include "runtime/model/model_config.hpp"
 #include "tools/cli/args.hpp"
 #include "tools/cli/commands.hpp"
-#include "tools/cli/matmul_precision.hpp"
 #include "tools/cli/logprobs_json.hpp"
+#include "tools/cli/matmul_precision.hpp"
 #include "tools/cli/output.hpp"
 #include "tools/cli/progress.hpp"
 #include "tools/cli/text_prompt.hpp"

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "kernels/error.hpp"
+#include "base/error.hpp"
 #include "tools/cli/commands.hpp"
 #include "tools/cli/output.hpp"
 #include "tools/cli/process_ranks.hpp"

@@ -1,7 +1,7 @@
 #include "tools/cli/process_ranks.hpp"
 
 #include "actors/engine.hpp"
-#include "kernels/error.hpp"
+#include "base/error.hpp"
 #ifdef HIVE_HAVE_MPI
 #include "actors/worker_ranks.hpp"
 #include "moe/mpi_communicator.hpp"

@@ -6,8 +6,8 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
-#include "kernels/error.hpp"
-#include "kernels/json_reader.hpp"
+#include "base/error.hpp"
+#include "base/json_reader.hpp"
 
 namespace hive::cli {
 

@@ -4,7 +4,7 @@
 #include <cstdio>
 #include <string>
 
-#include "kernels/error.hpp"
+#include "base/error.hpp"
 #include "runtime/model/gguf_quantize.hpp"
 #include "tools/cli/args.hpp"
 #include "tools/cli/commands.hpp"

@@ -26,13 +26,13 @@
 #include <string>
 
 #include "actors/engine.hpp"
-#include "kernels/error.hpp"
+#include "base/error.hpp"
 #include "runtime/engine/input_processor.hpp"
 #include "runtime/model/model_config.hpp"
 #include "tools/cli/args.hpp"
 #include "tools/cli/commands.hpp"
-#include "tools/cli/matmul_precision.hpp"
 #include "tools/cli/logprobs_json.hpp"
+#include "tools/cli/matmul_precision.hpp"
 #include "tools/cli/output.hpp"
 #include "tools/cli/process_ranks.hpp"
 #include "tools/cli/progress.hpp"

@@ -10,7 +10,7 @@
 
 #include "actors/engine.hpp"
 #include "actors/gateway/server.hpp"
-#include "kernels/error.hpp"
+#include "base/error.hpp"
 #include "runtime/engine/input_processor.hpp"
 #include "tools/cli/args.hpp"
 #include "tools/cli/commands.hpp"

@@ -9,8 +9,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "kernels/error.hpp"
-#include "kernels/json_reader.hpp"
+#include "base/error.hpp"
+#include "base/json_reader.hpp"
 #include "runtime/text/tokenizer/tokenizer.hpp"
 #include "tools/cli/args.hpp"
 #include "tools/cli/commands.hpp"

@@ -3,7 +3,7 @@
 #include <cmath>
 #include <limits>
 
-#include "kernels/error.hpp"
+#include "base/error.hpp"
 #include "runtime/text/chat_template/value_ops.hpp"
 
 namespace hive::chat_template {

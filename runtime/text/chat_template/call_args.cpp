@@ -1,6 +1,6 @@
 #include "runtime/text/chat_template/call_args.hpp"
 
-#include "kernels/error.hpp"
+#include "base/error.hpp"
 
 namespace hive::chat_template {
 

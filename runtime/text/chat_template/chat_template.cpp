@@ -3,7 +3,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "kernels/json_reader.hpp"
+#include "base/json_reader.hpp"
 #include "runtime/text/chat_template/globals.hpp"
 #include "runtime/text/chat_template/lexer.hpp"
 #include "runtime/text/chat_template/messages.hpp"

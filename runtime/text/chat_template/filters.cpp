@@ -7,7 +7,7 @@
 #include <cstdlib>
 #include <map>
 
-#include "kernels/error.hpp"
+#include "base/error.hpp"
 #include "runtime/text/chat_template/call_args.hpp"
 #include "runtime/text/chat_template/filter_functions.hpp"
 #include "runtime/text/chat_template/number_parse.hpp"

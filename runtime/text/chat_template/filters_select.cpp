@@ -1,12 +1,12 @@
 // map, select/reject and selectattr/rejectattr: filters that apply another
 // filter, a test or an attribute lookup to every item.
-#include "kernels/error.hpp"
+#include "base/error.hpp"
 #include "runtime/text/chat_template/filter_functions.hpp"
 #include "runtime/text/chat_template/filters.hpp"
 #include "runtime/text/chat_template/jinja_tests.hpp"
 #include "runtime/text/chat_template/object_access.hpp"
-#include "runtime/text/chat_template/string_ops.hpp"
 #include "runtime/text/chat_template/python_chars.hpp"
+#include "runtime/text/chat_template/string_ops.hpp"
 #include "runtime/text/chat_template/value_ops.hpp"
 
 namespace hive::chat_template::filter {

@@ -3,13 +3,13 @@
 // case-insensitively unless case_sensitive=true, as in jinja2.
 #include <algorithm>
 
-#include "kernels/error.hpp"
+#include "base/error.hpp"
 #include "runtime/text/chat_template/call_args.hpp"
 #include "runtime/text/chat_template/filter_functions.hpp"
 #include "runtime/text/chat_template/string_ops.hpp"
-#include "runtime/text/utf8.hpp"
 #include "runtime/text/chat_template/value_ops.hpp"
 #include "runtime/text/chat_template/value_text.hpp"
+#include "runtime/text/utf8.hpp"
 
 namespace hive::chat_template::filter {
 namespace {

@@ -1,13 +1,13 @@
 // Text filters. Like jinja2's, they first turn their input into a string
 // with str() (so `5 | upper` is "5" and an undefined value is "").
-#include "kernels/error.hpp"
+#include "base/error.hpp"
 #include "runtime/text/chat_template/call_args.hpp"
 #include "runtime/text/chat_template/filter_functions.hpp"
-#include "runtime/text/chat_template/string_ops.hpp"
 #include "runtime/text/chat_template/python_chars.hpp"
-#include "runtime/text/utf8.hpp"
+#include "runtime/text/chat_template/string_ops.hpp"
 #include "runtime/text/chat_template/value_ops.hpp"
 #include "runtime/text/chat_template/value_text.hpp"
+#include "runtime/text/utf8.hpp"
 
 namespace hive::chat_template::filter {
 namespace {

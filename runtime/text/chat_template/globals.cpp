@@ -2,7 +2,7 @@
 
 #include <ctime>
 
-#include "kernels/error.hpp"
+#include "base/error.hpp"
 #include "runtime/text/chat_template/call_args.hpp"
 #include "runtime/text/chat_template/errors.hpp"
 #include "runtime/text/chat_template/value_ops.hpp"

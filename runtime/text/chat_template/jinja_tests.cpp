@@ -2,7 +2,7 @@
 
 #include <map>
 
-#include "kernels/error.hpp"
+#include "base/error.hpp"
 #include "runtime/text/chat_template/call_args.hpp"
 #include "runtime/text/chat_template/filters.hpp"
 #include "runtime/text/chat_template/python_chars.hpp"

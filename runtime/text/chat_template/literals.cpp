@@ -3,7 +3,7 @@
 #include <array>
 #include <charconv>
 
-#include "kernels/error.hpp"
+#include "base/error.hpp"
 #include "runtime/text/utf8.hpp"
 
 namespace hive::chat_template {

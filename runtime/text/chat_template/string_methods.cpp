@@ -4,12 +4,12 @@
 #include <array>
 #include <map>
 
-#include "kernels/error.hpp"
+#include "base/error.hpp"
 #include "runtime/text/chat_template/call_args.hpp"
-#include "runtime/text/chat_template/string_ops.hpp"
 #include "runtime/text/chat_template/python_chars.hpp"
-#include "runtime/text/utf8.hpp"
+#include "runtime/text/chat_template/string_ops.hpp"
 #include "runtime/text/chat_template/value_ops.hpp"
+#include "runtime/text/utf8.hpp"
 
 namespace hive::chat_template {
 namespace {

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "kernels/error.hpp"
+#include "base/error.hpp"
 #include "runtime/text/chat_template/python_chars.hpp"
 #include "runtime/text/utf8.hpp"
 

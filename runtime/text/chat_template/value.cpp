@@ -1,6 +1,6 @@
 #include "runtime/text/chat_template/value.hpp"
 
-#include "kernels/error.hpp"
+#include "base/error.hpp"
 #include "runtime/text/chat_template/value_ops.hpp"
 
 namespace hive::chat_template {

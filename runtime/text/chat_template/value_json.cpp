@@ -5,10 +5,10 @@
 #include <cstdio>
 #include <limits>
 
-#include "kernels/error.hpp"
-#include "runtime/text/utf8.hpp"
+#include "base/error.hpp"
 #include "runtime/text/chat_template/value_ops.hpp"
 #include "runtime/text/chat_template/value_text.hpp"
+#include "runtime/text/utf8.hpp"
 
 namespace hive::chat_template {
 namespace {

@@ -1,6 +1,6 @@
 #include "runtime/text/chat_template/value_ops.hpp"
 
-#include "kernels/error.hpp"
+#include "base/error.hpp"
 #include "runtime/text/utf8.hpp"
 
 namespace hive::chat_template {

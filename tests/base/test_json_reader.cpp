@@ -1,6 +1,6 @@
-// kernels/json_reader.hpp: nlohmann's parser, and a key given twice in one
+// base/json_reader.hpp: nlohmann's parser, and a key given twice in one
 // object is an error that names the key and the object.
-#include "kernels/json_reader.hpp"
+#include "base/json_reader.hpp"
 
 #include <gtest/gtest.h>
 #include <unistd.h>

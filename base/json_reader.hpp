@@ -16,7 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "kernels/error.hpp"
+#include "base/error.hpp"
 
 namespace hive {
 
