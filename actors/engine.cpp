@@ -17,7 +17,7 @@
 #include <caf/io/middleman.hpp>
 
 #include "actors/worker_ranks.hpp"
-#include "moe/mpi_communicator.hpp"
+#include "parallel/mpi_communicator.hpp"
 #endif
 #include "base/error.hpp"
 #include "kernels/backend_select.hpp"

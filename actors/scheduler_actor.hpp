@@ -75,7 +75,7 @@
 #include "actors/draft_actor.hpp"
 #include "actors/expert_actor.hpp"
 #include "actors/worker_actor.hpp"
-#include "moe/in_process_communicator.hpp"
+#include "parallel/in_process_communicator.hpp"
 #include "runtime/core/kv_cache_manager.hpp"
 #include "runtime/core/proposal_book.hpp"
 #include "runtime/core/scheduler.hpp"

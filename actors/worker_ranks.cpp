@@ -12,9 +12,9 @@
 #include "actors/type_ids.hpp"
 #include "base/error.hpp"
 #include "kernels/backend_select.hpp"
-#include "moe/mpi_communicator.hpp"
+#include "parallel/mpi_communicator.hpp"
 #ifdef HIVE_HAVE_CUDA
-#include "moe/nccl_rank_group.hpp"
+#include "parallel/nccl_rank_group.hpp"
 #endif
 
 namespace hive {

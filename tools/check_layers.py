@@ -3,7 +3,7 @@
 
     tools/ -> actors/ -> runtime/engine -> runtime/model -> runtime/core
                          runtime/text (beside them)
-              -> moe/ -> kernels/ -> base/
+              -> moe/ -> parallel/ -> kernels/ -> base/
 
 Each folder may include only itself and the folders listed for it below;
 CAF only where actors live (actors/, tools/, tests/), yaml-cpp only in the
@@ -25,21 +25,22 @@ import tempfile
 ALLOWED = {
     "base": ["base"],
     "kernels": ["kernels", "base"],
-    "moe": ["moe", "kernels", "base"],
+    "parallel": ["parallel", "kernels", "base"],
+    "moe": ["moe", "parallel", "kernels", "base"],
     "runtime/core": ["runtime/core", "base"],
     "runtime/text": ["runtime/text", "base"],
-    "runtime/model": ["runtime/model", "runtime/core", "moe", "kernels", "base"],
+    "runtime/model": ["runtime/model", "runtime/core", "moe", "parallel", "kernels", "base"],
     "runtime/engine": ["runtime/engine", "runtime/model", "runtime/core", "runtime/text", "moe",
-                       "kernels", "base"],
-    "actors": ["actors", "runtime", "moe", "kernels", "base"],
-    "tools": ["tools", "actors", "runtime", "moe", "kernels", "base"],
+                       "parallel", "kernels", "base"],
+    "actors": ["actors", "runtime", "moe", "parallel", "kernels", "base"],
+    "tools": ["tools", "actors", "runtime", "moe", "parallel", "kernels", "base"],
 }
 # System headers that belong to one layer: prefix -> folders that may include it.
 EXTERNAL = {
     "caf/": ["actors", "tools", "tests"],
     "yaml-cpp/": ["actors"],
 }
-PROJECT_ROOTS = ("base/", "kernels/", "moe/", "runtime/", "actors/", "tools/", "tests/")
+PROJECT_ROOTS = ("base/", "kernels/", "parallel/", "moe/", "runtime/", "actors/", "tools/", "tests/")
 INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]')
 SOURCES = (".hpp", ".cpp", ".h", ".cu", ".cuh")
 
@@ -82,7 +83,7 @@ def check_file(root, path):
 
 def check_tree(root):
     errors = []
-    for top in ("base", "kernels", "moe", "runtime", "actors", "tools", "tests"):
+    for top in ("base", "kernels", "parallel", "moe", "runtime", "actors", "tools", "tests"):
         for path in sorted((root / top).rglob("*")):
             if path.suffix in SOURCES and path.is_file():
                 errors += check_file(root, path)
@@ -93,7 +94,8 @@ def self_test():
     """Each rule, broken once in a scratch tree, must be reported exactly there."""
     cases = {
         "base/a.hpp": '#include "kernels/tensor.hpp"',
-        "kernels/a.cpp": '#include "moe/router.hpp"',
+        "kernels/a.cpp": '#include "parallel/communicator.hpp"',
+        "parallel/a.cpp": '#include "moe/router.hpp"',
         "moe/a.cpp": '#include "runtime/core/scheduler.hpp"',
         "runtime/core/a.cpp": '#include "runtime/model/model.hpp"',
         "runtime/core/b.cpp": '#include "kernels/tensor.hpp"',
@@ -107,6 +109,7 @@ def self_test():
     }
     fine = {
         "runtime/core/ok.cpp": '#include "base/error.hpp"\n#include "runtime/core/sequence.hpp"',
+        "moe/ok.cpp": '#include "parallel/rank_group.hpp"\n#include "moe/router.hpp"',
         "kernels/ok.cpp": '#include "base/json_reader.hpp"\n#include "kernels/tensor.hpp"',
         "runtime/engine/ok.cpp": '#include "runtime/model/model.hpp"\n#include "runtime/text/utf8.hpp"',
         "actors/ok.cpp": '#include <caf/actor.hpp>\n#include <yaml-cpp/yaml.h>',

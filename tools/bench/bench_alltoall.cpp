@@ -25,8 +25,8 @@
 #include <nlohmann/json.hpp>
 
 #include "base/error.hpp"
-#include "moe/in_process_communicator.hpp"
-#include "moe/mpi_communicator.hpp"
+#include "parallel/in_process_communicator.hpp"
+#include "parallel/mpi_communicator.hpp"
 
 namespace {
 

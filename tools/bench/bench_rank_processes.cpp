@@ -30,7 +30,7 @@
 #include "actors/engine.hpp"
 #include "actors/worker_ranks.hpp"
 #include "base/error.hpp"
-#include "moe/mpi_communicator.hpp"
+#include "parallel/mpi_communicator.hpp"
 #include "tools/cli/args.hpp"
 
 namespace {

@@ -2,7 +2,7 @@
 #
 #   <prefix>/bin/hive
 #   <prefix>/share/hive/{models,configs}/                       bundled models, launch files
-#   <prefix>/include/hive/{base,kernels,moe,runtime,actors}/...hpp   repository layout
+#   <prefix>/include/hive/{base,kernels,parallel,moe,runtime,actors}/...hpp  repository layout
 #                           (runtime/{core,model,engine,text}/)
 #   <prefix>/lib/libhive_*.a
 #   <prefix>/lib/cmake/hive/hiveConfig.cmake, hiveConfigVersion.cmake,
@@ -18,7 +18,7 @@ set(HIVE_INSTALL_CMAKEDIR ${CMAKE_INSTALL_LIBDIR}/cmake/hive)
 
 # hive_actors is exported as hive::actors, and so on; the same names work
 # inside this build.
-set(HIVE_LIBRARIES hive_base hive_kernels hive_moe hive_core hive_model hive_engine hive_text
+set(HIVE_LIBRARIES hive_base hive_kernels hive_parallel hive_moe hive_core hive_model hive_engine hive_text
   hive_actors)
 foreach(library IN LISTS HIVE_LIBRARIES)
   string(REGEX REPLACE "^hive_" "" name ${library})
@@ -38,7 +38,7 @@ install(DIRECTORY ${PROJECT_SOURCE_DIR}/models/ DESTINATION ${CMAKE_INSTALL_DATA
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/configs/ DESTINATION ${CMAKE_INSTALL_DATADIR}/hive/configs)
 
 # Every header of the libraries: the public ones include their neighbours.
-foreach(dir IN ITEMS base kernels moe runtime actors)
+foreach(dir IN ITEMS base kernels parallel moe runtime actors)
   install(DIRECTORY ${PROJECT_SOURCE_DIR}/${dir}/ DESTINATION include/hive/${dir}
     FILES_MATCHING PATTERN "*.hpp")
 endforeach()

@@ -1,4 +1,4 @@
-#include "moe/mpi_communicator.hpp"
+#include "parallel/mpi_communicator.hpp"
 
 #include <mpi.h>
 

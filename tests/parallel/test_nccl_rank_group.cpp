@@ -21,10 +21,10 @@
 
 #include "base/error.hpp"
 #include "kernels/cuda/cuda_backend.hpp"
-#include "moe/in_process_communicator.hpp"
-#include "moe/nccl_rank_group.hpp"
+#include "parallel/in_process_communicator.hpp"
+#include "parallel/nccl_rank_group.hpp"
 #include "tests/common/random.hpp"
-#include "tests/moe/collective_reference.hpp"
+#include "tests/parallel/collective_reference.hpp"
 
 namespace hive {
 namespace {

@@ -1,4 +1,4 @@
-#include "moe/nccl_communicator.hpp"
+#include "parallel/nccl_communicator.hpp"
 
 #include <cuda_runtime.h>
 #include <nccl.h>

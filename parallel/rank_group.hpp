@@ -8,7 +8,7 @@
 #include <functional>
 #include <memory>
 
-#include "moe/communicator.hpp"
+#include "parallel/communicator.hpp"
 
 namespace hive {
 

@@ -27,7 +27,7 @@
 #include <chrono>
 #include <memory>
 
-#include "moe/rank_group.hpp"
+#include "parallel/rank_group.hpp"
 
 namespace hive {
 

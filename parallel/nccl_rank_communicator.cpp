@@ -1,4 +1,4 @@
-#include "moe/nccl_rank_communicator.hpp"
+#include "parallel/nccl_rank_communicator.hpp"
 
 #include <cuda_runtime.h>
 #include <mpi.h>

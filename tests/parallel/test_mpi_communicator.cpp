@@ -14,10 +14,10 @@
 #include <utility>
 
 #include "base/error.hpp"
-#include "moe/in_process_communicator.hpp"
-#include "moe/mpi_communicator.hpp"
+#include "parallel/in_process_communicator.hpp"
+#include "parallel/mpi_communicator.hpp"
 #include "tests/common/random.hpp"
-#include "tests/moe/collective_reference.hpp"
+#include "tests/parallel/collective_reference.hpp"
 
 namespace hive {
 namespace {

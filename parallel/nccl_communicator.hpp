@@ -5,7 +5,7 @@
 #include <span>
 #include <vector>
 
-#include "moe/communicator.hpp"
+#include "parallel/communicator.hpp"
 
 namespace hive {
 

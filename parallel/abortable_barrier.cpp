@@ -1,4 +1,4 @@
-#include "moe/abortable_barrier.hpp"
+#include "parallel/abortable_barrier.hpp"
 
 #include "base/error.hpp"
 

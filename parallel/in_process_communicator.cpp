@@ -1,4 +1,4 @@
-#include "moe/in_process_communicator.hpp"
+#include "parallel/in_process_communicator.hpp"
 
 #include <cstring>
 #include <exception>

@@ -10,9 +10,9 @@
 #include <memory>
 #include <vector>
 
-#include "moe/abortable_barrier.hpp"
-#include "moe/communicator.hpp"
-#include "moe/rank_group.hpp"
+#include "parallel/abortable_barrier.hpp"
+#include "parallel/communicator.hpp"
+#include "parallel/rank_group.hpp"
 
 namespace hive {
 

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "moe/mpi_communicator.hpp"
+#include "parallel/mpi_communicator.hpp"
 
 int main(int argc, char** argv) {
   hive::MpiSession mpi(&argc, &argv);

@@ -8,7 +8,7 @@
 #include <thread>
 #include <vector>
 
-#include "moe/in_process_communicator.hpp"
+#include "parallel/in_process_communicator.hpp"
 #include "tests/common/random.hpp"
 
 namespace hive::test {

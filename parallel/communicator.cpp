@@ -1,4 +1,4 @@
-#include "moe/communicator.hpp"
+#include "parallel/communicator.hpp"
 
 #include "base/error.hpp"
 

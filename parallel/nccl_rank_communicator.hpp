@@ -4,7 +4,7 @@
 #include <chrono>
 #include <memory>
 
-#include "moe/communicator.hpp"
+#include "parallel/communicator.hpp"
 
 namespace hive {
 

@@ -10,7 +10,7 @@
 #include <thread>
 
 #include "base/error.hpp"
-#include "moe/in_process_communicator.hpp"
+#include "parallel/in_process_communicator.hpp"
 
 namespace hive {
 namespace {

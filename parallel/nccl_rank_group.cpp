@@ -1,4 +1,4 @@
-#include "moe/nccl_rank_group.hpp"
+#include "parallel/nccl_rank_group.hpp"
 
 #include <mpi.h>
 
@@ -6,8 +6,8 @@
 
 #include "base/error.hpp"
 #include "kernels/cuda/cuda_backend.hpp"
-#include "moe/mpi_communicator.hpp"
-#include "moe/nccl_rank_communicator.hpp"
+#include "parallel/mpi_communicator.hpp"
+#include "parallel/nccl_rank_communicator.hpp"
 
 namespace hive {
 

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "kernels/cuda/cuda_backend.hpp"
-#include "moe/nccl_communicator.hpp"
+#include "parallel/nccl_communicator.hpp"
 
 namespace hive {
 namespace {

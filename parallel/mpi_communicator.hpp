@@ -18,8 +18,8 @@
 #include <string>
 #include <vector>
 
-#include "moe/communicator.hpp"
-#include "moe/rank_group.hpp"
+#include "parallel/communicator.hpp"
+#include "parallel/rank_group.hpp"
 
 namespace hive {
 
