@@ -28,7 +28,7 @@
 #include "base/error.hpp"
 #include "runtime/core/request.hpp"
 #include "runtime/engine/output_processor.hpp"
-#include "runtime/model/model_config.hpp"
+#include "runtime/loader/model_config.hpp"
 #include "runtime/text/chat_template/chat_template.hpp"
 #include "runtime/text/tokenizer/tokenizer.hpp"
 

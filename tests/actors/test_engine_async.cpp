@@ -18,7 +18,7 @@
 #include "actors/launch_config.hpp"
 #include "base/error.hpp"
 #include "kernels/cpu/cpu_backend.hpp"
-#include "runtime/model/safetensors.hpp"
+#include "runtime/loader/safetensors.hpp"
 
 namespace hive {
 namespace {

@@ -6,7 +6,7 @@
 
 #include "base/error.hpp"
 #include "kernels/quant/dequantize.hpp"
-#include "runtime/model/gguf_file.hpp"
+#include "runtime/loader/gguf_file.hpp"
 #include "tests/fuzz/fuzz_support.hpp"
 
 namespace {

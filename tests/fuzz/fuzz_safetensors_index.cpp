@@ -4,8 +4,8 @@
 #include <map>
 
 #include "base/error.hpp"
-#include "runtime/model/safetensors.hpp"
-#include "runtime/model/weight_store.hpp"
+#include "runtime/loader/safetensors.hpp"
+#include "runtime/loader/weight_store.hpp"
 #include "tests/fuzz/fuzz_support.hpp"
 
 namespace {

@@ -28,8 +28,8 @@
 
 #include "base/error.hpp"
 #include "runtime/core/kv_cache_manager.hpp"
+#include "runtime/loader/model_config.hpp"
 #include "runtime/model/kv_budget.hpp"
-#include "runtime/model/model_config.hpp"
 
 namespace {
 

@@ -22,7 +22,7 @@
 #include "runtime/engine/generate.hpp"
 #include "runtime/engine/input_processor.hpp"
 #include "runtime/engine/llm_engine.hpp"
-#include "runtime/model/model_config.hpp"
+#include "runtime/loader/model_config.hpp"
 #include "tools/cli/args.hpp"
 #include "tools/cli/commands.hpp"
 #include "tools/cli/logprobs_json.hpp"

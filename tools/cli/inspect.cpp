@@ -3,9 +3,9 @@
 
 #include "kernels/backend_select.hpp"
 #include "kernels/cpu/cpu_features.hpp"
+#include "runtime/loader/weight_store.hpp"
 #include "runtime/model/model_stats.hpp"
 #include "runtime/model/model_weights.hpp"
-#include "runtime/model/weight_store.hpp"
 #include "tools/cli/args.hpp"
 #include "tools/cli/commands.hpp"
 

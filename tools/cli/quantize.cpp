@@ -1,11 +1,11 @@
 // hive quantize: a Hugging Face safetensors directory to one GGUF file
-// (runtime/model/gguf_quantize.hpp), one line per tensor with its type, and
+// (runtime/loader/gguf_quantize.hpp), one line per tensor with its type, and
 // the reason wherever a row did not fit the type llama.cpp's rules chose.
 #include <cstdio>
 #include <string>
 
 #include "base/error.hpp"
-#include "runtime/model/gguf_quantize.hpp"
+#include "runtime/loader/gguf_quantize.hpp"
 #include "tools/cli/args.hpp"
 #include "tools/cli/commands.hpp"
 

@@ -28,7 +28,7 @@
 #include "actors/engine.hpp"
 #include "base/error.hpp"
 #include "runtime/engine/input_processor.hpp"
-#include "runtime/model/model_config.hpp"
+#include "runtime/loader/model_config.hpp"
 #include "tools/cli/args.hpp"
 #include "tools/cli/commands.hpp"
 #include "tools/cli/logprobs_json.hpp"

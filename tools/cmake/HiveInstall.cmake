@@ -18,7 +18,7 @@ set(HIVE_INSTALL_CMAKEDIR ${CMAKE_INSTALL_LIBDIR}/cmake/hive)
 
 # hive_actors is exported as hive::actors, and so on; the same names work
 # inside this build.
-set(HIVE_LIBRARIES hive_base hive_kernels hive_parallel hive_moe hive_core hive_model hive_engine hive_text
+set(HIVE_LIBRARIES hive_base hive_kernels hive_parallel hive_moe hive_core hive_loader hive_model hive_engine hive_text
   hive_actors)
 foreach(library IN LISTS HIVE_LIBRARIES)
   string(REGEX REPLACE "^hive_" "" name ${library})
