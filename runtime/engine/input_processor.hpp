@@ -29,7 +29,7 @@
 #include "runtime/core/request.hpp"
 #include "runtime/engine/output_processor.hpp"
 #include "runtime/loader/model_config.hpp"
-#include "runtime/text/chat_template/chat_template.hpp"
+#include "runtime/text/chat_template.hpp"
 #include "runtime/text/tokenizer/tokenizer.hpp"
 
 namespace hive {

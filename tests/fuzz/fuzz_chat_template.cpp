@@ -3,7 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/error.hpp"
-#include "runtime/text/chat_template/chat_template.hpp"
+#include "runtime/text/chat_template.hpp"
 #include "tests/fuzz/fuzz_support.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
