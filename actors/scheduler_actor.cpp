@@ -8,7 +8,7 @@
 #include <caf/sec.hpp>
 
 #include "actors/error_text.hpp"
-#include "actors/scheduler_drafts.hpp"
+#include "actors/scheduler_actor_drafts.hpp"
 #include "base/error.hpp"
 
 namespace hive {

@@ -26,7 +26,7 @@
 // (docs/architecture.md, "Async scheduling".)
 //
 // Speculation with a draft model: the draft actor (draft_actor.hpp) runs the
-// draft on its own thread, a window ahead; scheduler_drafts.hpp asks it and
+// draft on its own thread, a window ahead; scheduler_actor_drafts.hpp asks it and
 // holds a step back until every sequence to speculate has its proposal.
 //
 // Ranks are data parallel: each request is assigned to one rank (the one

@@ -1,4 +1,4 @@
-#include "actors/scheduler_drafts.hpp"
+#include "actors/scheduler_actor_drafts.hpp"
 
 #include <memory>
 
