@@ -3,7 +3,7 @@
 
     tools/ -> actors/ -> runtime/engine -> runtime/model -> runtime/loader, runtime/core
                          runtime/text (beside them)
-              -> moe/ -> parallel/ -> kernels/ -> base/
+              -> moe/ -> parallel/ -> kernels/ -> base/ (the floor every folder may use)
 
 Each folder may include only itself and the folders listed for it below;
 CAF only where actors live (actors/, tools/, tests/), yaml-cpp only in the
@@ -44,7 +44,8 @@ EXTERNAL = {
     "caf/": ["actors", "tools", "tests"],
     "yaml-cpp/": ["actors"],
 }
-PROJECT_ROOTS = ("base/", "kernels/", "parallel/", "moe/", "runtime/", "actors/", "tools/", "tests/")
+PROJECT_ROOTS = ("base/", "kernels/", "parallel/", "moe/", "runtime/", "actors/", "tools/",
+                 "tests/")
 INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]')
 SOURCES = (".hpp", ".cpp", ".h", ".cu", ".cuh")
 
