@@ -1,6 +1,6 @@
 #include "actors/draft_actor.hpp"
 
-#include "kernels/error.hpp"
+#include "base/error.hpp"
 
 namespace hive {
 

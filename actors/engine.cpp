@@ -17,10 +17,10 @@
 #include <caf/io/middleman.hpp>
 
 #include "actors/worker_ranks.hpp"
-#include "moe/mpi_communicator.hpp"
+#include "parallel/mpi_communicator.hpp"
 #endif
+#include "base/error.hpp"
 #include "kernels/backend_select.hpp"
-#include "kernels/error.hpp"
 #include "moe/expert_placement.hpp"
 #include "runtime/engine/draft_model_drafter.hpp"
 #include "runtime/engine/step_cost_probe.hpp"

@@ -26,7 +26,7 @@
 #include "actors/launch_config.hpp"
 #include "actors/scheduler_actor.hpp"
 #include "runtime/engine/llm_engine.hpp"
-#include "runtime/model/weight_store.hpp"
+#include "runtime/loader/weight_store.hpp"
 
 namespace caf {
 class actor_system;

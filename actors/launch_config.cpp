@@ -13,7 +13,7 @@
 #include <stdexcept>
 #include <vector>
 
-#include "kernels/error.hpp"
+#include "base/error.hpp"
 
 namespace hive {
 

@@ -28,8 +28,8 @@
 #include "kernels/cpu/cpu_features.hpp"
 #include "kernels/dtype.hpp"
 #include "moe/expert_placement.hpp"
-#include "moe/rank_group.hpp"
 #include "moe/replica_balancer.hpp"
+#include "parallel/rank_group.hpp"
 #include "runtime/core/scheduler.hpp"
 #include "runtime/core/speculative_config.hpp"
 

@@ -8,8 +8,8 @@
 #include <caf/sec.hpp>
 
 #include "actors/error_text.hpp"
-#include "actors/scheduler_drafts.hpp"
-#include "kernels/error.hpp"
+#include "actors/scheduler_actor_drafts.hpp"
+#include "base/error.hpp"
 
 namespace hive {
 

@@ -26,7 +26,7 @@
 // (docs/design/actors.md, "Async scheduling".)
 //
 // Speculation with a draft model: the draft actor (draft_actor.hpp) runs the
-// draft on its own thread, a window ahead; scheduler_drafts.hpp asks it and
+// draft on its own thread, a window ahead; scheduler_actor_drafts.hpp asks it and
 // holds a step back until every sequence to speculate has its proposal.
 //
 // Ranks are data parallel: each request is assigned to one rank (the one
@@ -75,7 +75,7 @@
 #include "actors/draft_actor.hpp"
 #include "actors/expert_actor.hpp"
 #include "actors/worker_actor.hpp"
-#include "moe/in_process_communicator.hpp"
+#include "parallel/in_process_communicator.hpp"
 #include "runtime/core/kv_cache_manager.hpp"
 #include "runtime/core/proposal_book.hpp"
 #include "runtime/core/scheduler.hpp"

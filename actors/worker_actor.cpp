@@ -7,7 +7,7 @@
 #include <caf/sec.hpp>
 #include <caf/send.hpp>
 
-#include "kernels/error.hpp"
+#include "base/error.hpp"
 
 namespace hive {
 

@@ -24,9 +24,9 @@
 #include <caf/typed_event_based_actor.hpp>
 
 #include "actors/type_ids.hpp"
-#include "moe/communicator.hpp"
 #include "moe/expert_placement.hpp"
-#include "moe/rank_group.hpp"
+#include "parallel/communicator.hpp"
+#include "parallel/rank_group.hpp"
 #include "runtime/model/model.hpp"
 #include "runtime/model/model_runner.hpp"
 #include "runtime/model/paged_kv_cache.hpp"

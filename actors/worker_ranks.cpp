@@ -10,11 +10,11 @@
 
 #include "actors/error_text.hpp"
 #include "actors/type_ids.hpp"
+#include "base/error.hpp"
 #include "kernels/backend_select.hpp"
-#include "kernels/error.hpp"
-#include "moe/mpi_communicator.hpp"
+#include "parallel/mpi_communicator.hpp"
 #ifdef HIVE_HAVE_CUDA
-#include "moe/nccl_rank_group.hpp"
+#include "parallel/nccl_rank_group.hpp"
 #endif
 
 namespace hive {

@@ -13,7 +13,7 @@
 //
 // The control plane crosses processes as CAF messages once per step (the
 // step messages are serialised by their inspect overloads); the data plane
-// stays in MPI (or NCCL). A rank that fails ends the job (moe/mpi_communicator.hpp):
+// stays in MPI (or NCCL). A rank that fails ends the job (parallel/mpi_communicator.hpp):
 // mpirun reports the cause and every process exits.
 #include <functional>
 #include <string>

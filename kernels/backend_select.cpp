@@ -1,7 +1,7 @@
 #include "kernels/backend_select.hpp"
 
+#include "base/error.hpp"
 #include "kernels/cpu/cpu_backend.hpp"
-#include "kernels/error.hpp"
 #ifdef HIVE_HAVE_CUDA
 #include "kernels/cuda/cuda_backend.hpp"
 #endif

@@ -1,6 +1,6 @@
 #include "kernels/buffer.hpp"
 
-#include "kernels/error.hpp"
+#include "base/error.hpp"
 
 namespace hive {
 

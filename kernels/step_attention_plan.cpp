@@ -4,7 +4,7 @@
 #include <limits>
 #include <vector>
 
-#include "kernels/error.hpp"
+#include "base/error.hpp"
 
 namespace hive {
 

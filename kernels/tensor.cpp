@@ -2,7 +2,7 @@
 
 #include <ostream>
 
-#include "kernels/error.hpp"
+#include "base/error.hpp"
 
 namespace hive {
 

@@ -1,6 +1,6 @@
 #include "moe/dispatch_plan.hpp"
 
-#include "kernels/error.hpp"
+#include "base/error.hpp"
 
 namespace hive {
 

@@ -4,8 +4,8 @@
 #include <numeric>
 #include <tuple>
 
+#include "base/error.hpp"
 #include "kernels/buffer.hpp"
-#include "kernels/error.hpp"
 #include "moe/dispatch_plan.hpp"
 
 namespace hive {

@@ -11,9 +11,9 @@
 // bit-identical to moe_forward on one rank for the same tokens.
 #include <vector>
 
-#include "moe/communicator.hpp"
 #include "moe/expert_placement.hpp"
 #include "moe/ffn.hpp"
+#include "parallel/communicator.hpp"
 
 namespace hive {
 

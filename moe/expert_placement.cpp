@@ -1,6 +1,6 @@
 #include "moe/expert_placement.hpp"
 
-#include "kernels/error.hpp"
+#include "base/error.hpp"
 
 namespace hive {
 

@@ -1,7 +1,7 @@
 #include "moe/ffn.hpp"
 
+#include "base/error.hpp"
 #include "kernels/buffer.hpp"
-#include "kernels/error.hpp"
 #include "moe/dispatch_plan.hpp"
 
 namespace hive {

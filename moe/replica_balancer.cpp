@@ -1,6 +1,6 @@
 #include "moe/replica_balancer.hpp"
 
-#include "kernels/error.hpp"
+#include "base/error.hpp"
 #include "moe/replica_planner.hpp"
 
 namespace hive {

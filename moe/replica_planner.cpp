@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <numeric>
 
-#include "kernels/error.hpp"
+#include "base/error.hpp"
 
 namespace hive {
 

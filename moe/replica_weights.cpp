@@ -1,6 +1,6 @@
 #include "moe/replica_weights.hpp"
 
-#include "kernels/error.hpp"
+#include "base/error.hpp"
 
 namespace hive {
 

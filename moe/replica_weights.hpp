@@ -8,9 +8,9 @@
 #include <vector>
 
 #include "kernels/buffer.hpp"
-#include "moe/communicator.hpp"
 #include "moe/expert_placement.hpp"
 #include "moe/ffn.hpp"
+#include "parallel/communicator.hpp"
 
 namespace hive {
 

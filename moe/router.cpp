@@ -5,8 +5,8 @@
 #include <numeric>
 #include <vector>
 
+#include "base/error.hpp"
 #include "kernels/buffer.hpp"
-#include "kernels/error.hpp"
 
 namespace hive {
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Writes the GGUF fixture of tests/data/gguf/ with gguf-py, the reference
 Hive's reader and dequantization are checked against bit for bit
-(tests/runtime/test_gguf_fixture.cpp).
+(tests/loader/test_gguf_fixture.cpp).
 
   .venv/bin/python tools/make_gguf_fixture.py [OUT_DIR]   (default tests/data/gguf)
 

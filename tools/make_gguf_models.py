@@ -14,7 +14,7 @@ layout (tools/gguf_mapping.py), with the `gguf` package.
       --tokenizer: HF_DIR's tokenizer.json and chat template too.
   .venv/bin/python tools/make_gguf_models.py --fixtures
       regenerates tests/data/gguf/models/ (committed; read by
-      tests/runtime/test_gguf_model.cpp, which needs no Python).
+      tests/loader/test_gguf_model.cpp, which needs no Python).
 """
 import argparse
 import json

@@ -11,7 +11,7 @@
 
 #include "actors/gateway/routes.hpp"
 #include "actors/gateway/websocket_session.hpp"
-#include "kernels/json_writer.hpp"
+#include "base/json_writer.hpp"
 
 namespace hive::gateway {
 

@@ -5,9 +5,9 @@
 #include <set>
 
 #include "actors/gateway/api_error.hpp"
-#include "kernels/json_reader.hpp"
+#include "base/json_reader.hpp"
+#include "base/json_writer.hpp"
 #include "runtime/text/utf8.hpp"
-#include "kernels/json_writer.hpp"
 
 namespace hive::gateway {
 

@@ -4,7 +4,7 @@
 
 #include "actors/gateway/api_error.hpp"
 #include "actors/gateway/chat_page.hpp"
-#include "kernels/json_writer.hpp"
+#include "base/json_writer.hpp"
 
 #ifndef HIVE_VERSION
 #error "HIVE_VERSION must be defined (the project's version)"

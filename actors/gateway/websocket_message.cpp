@@ -1,6 +1,7 @@
 #include "actors/gateway/websocket_message.hpp"
 
-#include "kernels/error.hpp"
+#include "base/error.hpp"
+#include "base/json_reader.hpp"
 
 namespace hive::gateway {
 

@@ -9,7 +9,7 @@
 #include "actors/gateway/openai_request.hpp"
 #include "actors/gateway/openai_response.hpp"
 #include "actors/gateway/websocket_message.hpp"
-#include "kernels/json_writer.hpp"
+#include "base/json_writer.hpp"
 
 namespace hive::gateway {
 

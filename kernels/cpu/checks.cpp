@@ -1,5 +1,5 @@
+#include "base/error.hpp"
 #include "kernels/cpu/ops.hpp"
-#include "kernels/error.hpp"
 #include "kernels/kv_quant.hpp"
 
 namespace hive::cpu {

@@ -8,8 +8,8 @@
 #include <new>
 #include <string>
 
+#include "base/error.hpp"
 #include "kernels/cpu/ops.hpp"
-#include "kernels/error.hpp"
 #include "kernels/kv_quant.hpp"
 
 namespace hive {

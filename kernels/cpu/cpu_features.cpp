@@ -4,7 +4,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "kernels/error.hpp"
+#include "base/error.hpp"
 
 #if defined(__x86_64__)
 #include <cpuid.h>

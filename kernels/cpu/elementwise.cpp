@@ -4,12 +4,12 @@
 #include <optional>
 #include <vector>
 
+#include "base/error.hpp"
 #include "kernels/cpu/dot.hpp"
 #include "kernels/cpu/isa_clones.hpp"
 #include "kernels/cpu/ops.hpp"
 #include "kernels/cpu/parallel.hpp"
 #include "kernels/cpu/vector_exp.hpp"
-#include "kernels/error.hpp"
 #include "kernels/quant/dequantize.hpp"
 
 namespace hive::cpu {

@@ -7,8 +7,8 @@
 // Moves: per token, 2 * num_kv_heads * head_dim f32 read and the same count
 // written at 4 (f32), 2 (bf16) or 1 byte (int8, fp8; plus a 4-byte scale
 // per head); a few KB per token, far below any matmul of the layer.
+#include "base/error.hpp"
 #include "kernels/cpu/ops.hpp"
-#include "kernels/error.hpp"
 #include "kernels/kv_quant.hpp"
 
 namespace hive::cpu {

@@ -6,10 +6,10 @@
 // product is summed in the same order whatever the thread count.
 #include <vector>
 
+#include "base/error.hpp"
 #include "kernels/cpu/dot.hpp"
 #include "kernels/cpu/ops.hpp"
 #include "kernels/cpu/parallel.hpp"
-#include "kernels/error.hpp"
 
 namespace hive::cpu {
 

@@ -10,11 +10,11 @@
 #include <utility>
 #include <vector>
 
+#include "base/error.hpp"
 #include "kernels/cpu/cpu_features.hpp"
 #include "kernels/cpu/gemm_kernels.hpp"
 #include "kernels/cpu/ops.hpp"
 #include "kernels/cpu/parallel.hpp"
-#include "kernels/error.hpp"
 
 namespace hive::cpu {
 

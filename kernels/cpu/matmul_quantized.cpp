@@ -9,8 +9,8 @@
 #include <optional>
 #include <vector>
 
+#include "base/error.hpp"
 #include "kernels/cpu/ops.hpp"
-#include "kernels/error.hpp"
 #include "kernels/quant/quant_matmul.hpp"
 
 namespace hive::cpu {

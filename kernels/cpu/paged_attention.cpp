@@ -11,10 +11,10 @@
 #include <cmath>
 #include <vector>
 
+#include "base/error.hpp"
 #include "kernels/cpu/attend.hpp"
 #include "kernels/cpu/ops.hpp"
 #include "kernels/cpu/parallel.hpp"
-#include "kernels/error.hpp"
 #include "kernels/kv_quant.hpp"
 
 namespace hive::cpu {

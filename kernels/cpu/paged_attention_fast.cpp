@@ -39,12 +39,12 @@
 #include <cmath>
 #include <vector>
 
+#include "base/error.hpp"
 #include "kernels/cpu/cpu_features.hpp"
 #include "kernels/cpu/isa_clones.hpp"
 #include "kernels/cpu/ops.hpp"
 #include "kernels/cpu/paged_attention_tile.hpp"
 #include "kernels/cpu/parallel.hpp"
-#include "kernels/error.hpp"
 #include "kernels/kv_quant.hpp"
 
 namespace hive::cpu {

@@ -4,8 +4,8 @@
 #include <numeric>
 #include <vector>
 
+#include "base/error.hpp"
 #include "kernels/cpu/ops.hpp"
-#include "kernels/error.hpp"
 
 namespace hive::cpu {
 

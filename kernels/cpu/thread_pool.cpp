@@ -5,7 +5,7 @@
 #include <string>
 #include <utility>
 
-#include "kernels/error.hpp"
+#include "base/error.hpp"
 
 namespace hive::cpu {
 

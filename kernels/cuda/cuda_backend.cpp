@@ -6,11 +6,11 @@
 
 #include <filesystem>
 
+#include "base/error.hpp"
 #include "kernels/cpu/ops.hpp"
 #include "kernels/cuda/fill.cuh"
 #include "kernels/cuda/reshape_and_cache.cuh"
 #include "kernels/cuda/rms_norm.cuh"
-#include "kernels/error.hpp"
 
 namespace hive {
 

@@ -1,5 +1,5 @@
 #pragma once
-// The add of a rank-order all-reduce on the GPU (moe/nccl_rank_group.cpp):
+// The add of a rank-order all-reduce on the GPU (parallel/nccl_rank_group.cpp):
 // out[i] = 0 + parts[0][i] + parts[1][i] + ... + parts[num_parts - 1][i],
 // f32 adds in exactly that order, so the sum has the bits of InProcessGroup's
 // host loop. parts is num_parts rows of part_size floats, one row per rank.

@@ -10,7 +10,7 @@
 #include <bit>
 #include <cstring>
 
-#include "kernels/error.hpp"
+#include "base/error.hpp"
 
 namespace hive {
 

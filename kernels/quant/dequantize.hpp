@@ -1,7 +1,7 @@
 #pragma once
 // Plain scalar dequantization of ggml blocks to f32: the reference that any
 // faster kernel is checked against. Its bits equal gguf-py's
-// `gguf.quants.dequantize` (tests/runtime/test_gguf_fixture.cpp): the same
+// `gguf.quants.dequantize` (tests/loader/test_gguf_fixture.cpp): the same
 // float operations in the same order, each rounded to f32, never fused.
 #include <cstdint>
 

@@ -7,8 +7,8 @@
 #include <type_traits>
 #include <vector>
 
+#include "base/error.hpp"
 #include "kernels/dtype.hpp"
-#include "kernels/error.hpp"
 #include "kernels/quant/dequantize.hpp"
 #include "kernels/quant/quant_gemm_kernels.hpp"
 #include "kernels/quant/quant_matmul.hpp"

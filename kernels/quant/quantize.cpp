@@ -4,10 +4,10 @@
 #include <cmath>
 #include <cstring>
 
+#include "base/error.hpp"
 #include "kernels/cpu/cpu_features.hpp"
 #include "kernels/cpu/intrinsics.hpp"
 #include "kernels/dtype.hpp"
-#include "kernels/error.hpp"
 #include "kernels/quant/quantize_simd.hpp"
 
 namespace hive {

@@ -1,6 +1,6 @@
 #include "runtime/core/block_tables.hpp"
 
-#include "kernels/error.hpp"
+#include "base/error.hpp"
 
 namespace hive {
 

@@ -3,7 +3,7 @@
 #include <cmath>
 #include <random>
 
-#include "kernels/error.hpp"
+#include "base/error.hpp"
 
 namespace hive {
 

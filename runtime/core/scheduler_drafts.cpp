@@ -3,7 +3,7 @@
 // a step's verdict keeps of them.
 #include <algorithm>
 
-#include "kernels/error.hpp"
+#include "base/error.hpp"
 #include "runtime/core/scheduler.hpp"
 
 namespace hive {

@@ -1,6 +1,6 @@
 #include "runtime/core/speculative_config.hpp"
 
-#include "kernels/error.hpp"
+#include "base/error.hpp"
 
 namespace hive {
 

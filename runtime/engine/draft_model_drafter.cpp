@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "kernels/error.hpp"
+#include "base/error.hpp"
 #include "runtime/model/forward_batch.hpp"
 #include "runtime/model/rejection_sampler.hpp"
 #include "runtime/model/sampling.hpp"

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <chrono>
 
-#include "kernels/error.hpp"
+#include "base/error.hpp"
 #include "runtime/engine/llm_engine.hpp"
 
 namespace hive {

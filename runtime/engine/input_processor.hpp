@@ -25,11 +25,11 @@
 #include <variant>
 #include <vector>
 
-#include "kernels/error.hpp"
+#include "base/error.hpp"
 #include "runtime/core/request.hpp"
 #include "runtime/engine/output_processor.hpp"
-#include "runtime/model/model_config.hpp"
-#include "runtime/text/chat_template/chat_template.hpp"
+#include "runtime/loader/model_config.hpp"
+#include "runtime/text/chat_template.hpp"
 #include "runtime/text/tokenizer/tokenizer.hpp"
 
 namespace hive {

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <map>
 
-#include "kernels/error.hpp"
+#include "base/error.hpp"
 #include "runtime/engine/step_cost_probe.hpp"
 #include "runtime/model/tensor_parallel.hpp"
 

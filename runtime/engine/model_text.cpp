@@ -1,8 +1,8 @@
 #include "runtime/engine/model_text.hpp"
 
-#include "kernels/error.hpp"
-#include "runtime/model/gguf_config.hpp"
-#include "runtime/model/gguf_tokenizer.hpp"
+#include "base/error.hpp"
+#include "runtime/loader/gguf_config.hpp"
+#include "runtime/loader/gguf_tokenizer.hpp"
 
 namespace hive {
 

@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <string>
 
-#include "runtime/text/chat_template/chat_template.hpp"
+#include "runtime/text/chat_template.hpp"
 #include "runtime/text/tokenizer/tokenizer.hpp"
 
 namespace hive {

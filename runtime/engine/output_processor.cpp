@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "kernels/error.hpp"
+#include "base/error.hpp"
 
 namespace hive {
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <utility>
 
-#include "kernels/error.hpp"
+#include "base/error.hpp"
 
 namespace hive {
 

@@ -8,8 +8,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "moe/communicator.hpp"
 #include "moe/expert_placement.hpp"
+#include "parallel/communicator.hpp"
 
 namespace hive {
 

@@ -1,6 +1,6 @@
 #include "runtime/model/forward_batch.hpp"
 
-#include "kernels/error.hpp"
+#include "base/error.hpp"
 
 namespace hive {
 

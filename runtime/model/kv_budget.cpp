@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <limits>
 
-#include "kernels/error.hpp"
+#include "base/error.hpp"
 #include "kernels/kv_quant.hpp"
 
 namespace hive {

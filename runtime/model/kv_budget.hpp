@@ -15,7 +15,7 @@
 #include <string_view>
 
 #include "kernels/cpu/cpu_backend.hpp"  // host_memory_bytes
-#include "runtime/model/model_config.hpp"
+#include "runtime/loader/model_config.hpp"
 
 namespace hive {
 

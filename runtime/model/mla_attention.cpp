@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-#include "kernels/error.hpp"
+#include "base/error.hpp"
 #include "runtime/model/rope.hpp"
 
 namespace hive {

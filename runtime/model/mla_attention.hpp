@@ -28,7 +28,7 @@
 #include "kernels/attention_plan.hpp"
 #include "kernels/backend.hpp"
 #include "kernels/buffer.hpp"
-#include "runtime/model/model_config.hpp"
+#include "runtime/loader/model_config.hpp"
 
 namespace hive {
 

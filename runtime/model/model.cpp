@@ -3,7 +3,7 @@
 #include <cmath>
 #include <vector>
 
-#include "kernels/error.hpp"
+#include "base/error.hpp"
 #include "kernels/step_attention_plan.hpp"
 #include "moe/expert_parallel.hpp"
 #include "runtime/model/rope.hpp"

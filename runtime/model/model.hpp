@@ -25,12 +25,12 @@
 
 #include "kernels/backend.hpp"
 #include "kernels/buffer.hpp"
+#include "runtime/loader/model_config.hpp"
+#include "runtime/loader/weight_store.hpp"
 #include "runtime/model/expert_parallel_context.hpp"
 #include "runtime/model/forward_batch.hpp"
-#include "runtime/model/model_config.hpp"
 #include "runtime/model/model_weights.hpp"
 #include "runtime/model/paged_kv_cache.hpp"
-#include "runtime/model/weight_store.hpp"
 
 namespace hive {
 

@@ -3,8 +3,8 @@
 // memory ledger.
 #include <cstdint>
 
-#include "runtime/model/model_config.hpp"
-#include "runtime/model/weight_store.hpp"
+#include "runtime/loader/model_config.hpp"
+#include "runtime/loader/weight_store.hpp"
 
 namespace hive {
 

@@ -2,7 +2,7 @@
 
 #include <string>
 
-#include "kernels/error.hpp"
+#include "base/error.hpp"
 
 namespace hive {
 

@@ -9,9 +9,9 @@
 #include <vector>
 
 #include "moe/ffn.hpp"
+#include "runtime/loader/model_config.hpp"
+#include "runtime/loader/weight_store.hpp"
 #include "runtime/model/mla_attention.hpp"
-#include "runtime/model/model_config.hpp"
-#include "runtime/model/weight_store.hpp"
 
 namespace hive {
 

@@ -1,6 +1,6 @@
 #include "runtime/model/paged_kv_cache.hpp"
 
-#include "kernels/error.hpp"
+#include "base/error.hpp"
 #include "kernels/kv_quant.hpp"
 
 namespace hive {

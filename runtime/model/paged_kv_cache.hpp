@@ -29,8 +29,8 @@
 
 #include "kernels/buffer.hpp"
 #include "runtime/core/kv_cache_manager.hpp"
+#include "runtime/loader/model_config.hpp"
 #include "runtime/model/kv_budget.hpp"
-#include "runtime/model/model_config.hpp"
 
 namespace hive {
 

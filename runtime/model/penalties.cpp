@@ -1,6 +1,6 @@
 #include "runtime/model/penalties.hpp"
 
-#include "kernels/error.hpp"
+#include "base/error.hpp"
 
 namespace hive {
 

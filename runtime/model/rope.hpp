@@ -3,7 +3,7 @@
 // llama3 and YaRN scaling), computed as transformers computes them.
 #include <vector>
 
-#include "runtime/model/model_config.hpp"
+#include "runtime/loader/model_config.hpp"
 
 namespace hive {
 

@@ -6,7 +6,7 @@
 #include <numeric>
 #include <vector>
 
-#include "kernels/error.hpp"
+#include "base/error.hpp"
 
 namespace hive {
 

@@ -2,7 +2,7 @@
 
 #include <cstring>
 
-#include "kernels/error.hpp"
+#include "base/error.hpp"
 
 namespace hive {
 

@@ -23,7 +23,7 @@
 #include <vector>
 
 #include "kernels/buffer.hpp"
-#include "runtime/model/model_config.hpp"
+#include "runtime/loader/model_config.hpp"
 #include "runtime/model/model_weights.hpp"
 
 namespace hive {

@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "actors/engine.hpp"
+#include "base/error.hpp"
 #include "kernels/cpu/cpu_backend.hpp"
-#include "kernels/error.hpp"
 
 namespace hive {
 namespace {

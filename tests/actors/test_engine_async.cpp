@@ -15,10 +15,10 @@
 #include <vector>
 
 #include "actors/engine.hpp"
-#include "kernels/cpu/cpu_backend.hpp"
-#include "kernels/error.hpp"
 #include "actors/launch_config.hpp"
-#include "runtime/model/safetensors.hpp"
+#include "base/error.hpp"
+#include "kernels/cpu/cpu_backend.hpp"
+#include "runtime/loader/safetensors.hpp"
 
 namespace hive {
 namespace {

@@ -15,8 +15,8 @@
 #include <vector>
 
 #include "actors/engine.hpp"
+#include "base/error.hpp"
 #include "kernels/cpu/cpu_backend.hpp"
-#include "kernels/error.hpp"
 #include "runtime/model/kv_budget.hpp"
 #include "tests/common/logits.hpp"
 #include "tests/common/model_dirs.hpp"

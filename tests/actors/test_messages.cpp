@@ -8,7 +8,7 @@
 #include <caf/binary_serializer.hpp>
 
 #include "actors/messages.hpp"
-#include "kernels/error.hpp"
+#include "base/error.hpp"
 
 namespace hive {
 namespace {

@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "runtime/model/safetensors.hpp"
+#include "runtime/loader/safetensors.hpp"
 #include "tests/common/run_command.hpp"
 
 namespace hive {

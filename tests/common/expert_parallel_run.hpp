@@ -14,10 +14,10 @@
 #include <thread>
 #include <vector>
 
-#include "moe/communicator.hpp"
 #include "moe/expert_placement.hpp"
-#include "moe/in_process_communicator.hpp"
 #include "moe/replica_balancer.hpp"
+#include "parallel/communicator.hpp"
+#include "parallel/in_process_communicator.hpp"
 #include "runtime/engine/llm_engine.hpp"
 #include "tests/common/parallel_requests.hpp"
 

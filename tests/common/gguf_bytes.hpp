@@ -1,5 +1,5 @@
 #pragma once
-// GGUF files assembled byte by byte (the layout in runtime/model/gguf_file.hpp),
+// GGUF files assembled byte by byte (the layout in runtime/loader/gguf_file.hpp),
 // for tests of what a reader makes of a file, good or bad.
 #include <cstdint>
 #include <cstring>

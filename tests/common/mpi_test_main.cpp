@@ -11,7 +11,7 @@
 #include <random>
 #include <string>
 
-#include "moe/mpi_communicator.hpp"
+#include "parallel/mpi_communicator.hpp"
 
 int main(int argc, char** argv) {
   hive::MpiSession mpi(&argc, &argv);

@@ -6,7 +6,7 @@
 #include <random>
 #include <vector>
 
-#include "kernels/error.hpp"
+#include "base/error.hpp"
 #include "runtime/engine/llm_engine.hpp"
 #include "tests/common/random.hpp"
 

@@ -2,8 +2,8 @@
 // short conversation as the input processor renders chat prompts.
 #include <nlohmann/json.hpp>
 
-#include "kernels/error.hpp"
-#include "runtime/text/chat_template/chat_template.hpp"
+#include "base/error.hpp"
+#include "runtime/text/chat_template.hpp"
 #include "tests/fuzz/fuzz_support.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -1,7 +1,7 @@
 // generation_config.json of arbitrary bytes next to a valid config.json,
 // loaded as every command loads a model's configuration.
-#include "kernels/error.hpp"
-#include "runtime/model/model_config.hpp"
+#include "base/error.hpp"
+#include "runtime/loader/model_config.hpp"
 #include "tests/fuzz/fuzz_support.hpp"
 
 namespace {

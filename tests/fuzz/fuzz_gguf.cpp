@@ -4,9 +4,9 @@
 #include <string>
 #include <vector>
 
-#include "kernels/error.hpp"
+#include "base/error.hpp"
 #include "kernels/quant/dequantize.hpp"
-#include "runtime/model/gguf_file.hpp"
+#include "runtime/loader/gguf_file.hpp"
 #include "tests/fuzz/fuzz_support.hpp"
 
 namespace {

@@ -1,7 +1,7 @@
 // A launch file (`hive serve --config x.yaml`) of arbitrary bytes, parsed and
 // checked as the CLI does before it starts anything.
 #include "actors/launch_config.hpp"
-#include "kernels/error.hpp"
+#include "base/error.hpp"
 #include "tests/fuzz/fuzz_support.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

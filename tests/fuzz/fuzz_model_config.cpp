@@ -1,7 +1,7 @@
 // config.json of arbitrary bytes, loaded as every command loads a model's
 // configuration (no generation_config.json next to it).
-#include "kernels/error.hpp"
-#include "runtime/model/model_config.hpp"
+#include "base/error.hpp"
+#include "runtime/loader/model_config.hpp"
 #include "tests/fuzz/fuzz_support.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -2,7 +2,7 @@
 // byte picks which), of arbitrary bytes, read as the gateway reads it.
 #include "actors/gateway/api_error.hpp"
 #include "actors/gateway/openai_request.hpp"
-#include "kernels/error.hpp"
+#include "base/error.hpp"
 #include "tests/fuzz/fuzz_support.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

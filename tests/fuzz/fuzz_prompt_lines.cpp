@@ -2,7 +2,7 @@
 // type-checked as the CLI reads them.
 #include <sstream>
 
-#include "kernels/error.hpp"
+#include "base/error.hpp"
 #include "tests/fuzz/fuzz_support.hpp"
 #include "tools/cli/prompt_file.hpp"
 

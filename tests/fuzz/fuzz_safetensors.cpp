@@ -1,7 +1,7 @@
 // A .safetensors file of arbitrary bytes, opened as the weight loader opens
 // it: the 8-byte header length, the JSON header, dtypes, shapes, offsets.
-#include "kernels/error.hpp"
-#include "runtime/model/safetensors.hpp"
+#include "base/error.hpp"
+#include "runtime/loader/safetensors.hpp"
 #include "tests/fuzz/fuzz_support.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

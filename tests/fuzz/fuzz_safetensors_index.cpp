@@ -3,9 +3,9 @@
 // tensor looked up in a real shard next to it.
 #include <map>
 
-#include "kernels/error.hpp"
-#include "runtime/model/safetensors.hpp"
-#include "runtime/model/weight_store.hpp"
+#include "base/error.hpp"
+#include "runtime/loader/safetensors.hpp"
+#include "runtime/loader/weight_store.hpp"
 #include "tests/fuzz/fuzz_support.hpp"
 
 namespace {

@@ -7,7 +7,7 @@
 #include <span>
 #include <string>
 
-#include "kernels/error.hpp"
+#include "base/error.hpp"
 #include "runtime/text/tokenizer/tokenizer.hpp"
 #include "tests/fuzz/fuzz_support.hpp"
 

@@ -2,8 +2,8 @@
 // from scalar up to the machine's best, and a path can be switched in process.
 #include <gtest/gtest.h>
 
+#include "base/error.hpp"
 #include "kernels/cpu/cpu_features.hpp"
-#include "kernels/error.hpp"
 
 namespace hive::cpu {
 namespace {

@@ -9,9 +9,9 @@
 #include <utility>
 #include <vector>
 
+#include "base/error.hpp"
 #include "kernels/cpu/cpu_backend.hpp"
 #include "kernels/cpu/thread_pool.hpp"
-#include "kernels/error.hpp"
 #include "tests/common/random.hpp"
 
 namespace hive {

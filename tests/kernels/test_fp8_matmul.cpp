@@ -14,10 +14,10 @@
 #include <string>
 #include <vector>
 
+#include "base/error.hpp"
 #include "kernels/cpu/cpu_features.hpp"
 #include "kernels/cpu/ops.hpp"
 #include "kernels/cpu/thread_pool.hpp"
-#include "kernels/error.hpp"
 #include "tests/common/cpu_settings.hpp"
 #include "tests/common/random.hpp"
 

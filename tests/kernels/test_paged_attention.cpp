@@ -10,9 +10,9 @@
 #include <cmath>
 #include <numeric>
 
+#include "base/error.hpp"
 #include "kernels/cpu/cpu_backend.hpp"
 #include "kernels/cpu/ops.hpp"
-#include "kernels/error.hpp"
 #include "tests/common/random.hpp"
 
 namespace hive {

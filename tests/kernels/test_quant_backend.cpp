@@ -10,10 +10,10 @@
 #include <string>
 #include <vector>
 
+#include "base/error.hpp"
 #include "kernels/cpu/cpu_backend.hpp"
 #include "kernels/cpu/cpu_features.hpp"
 #include "kernels/cpu/thread_pool.hpp"
-#include "kernels/error.hpp"
 #include "kernels/quant/dequantize.hpp"
 #include "kernels/quant/quant_matmul.hpp"
 #include "tests/common/cpu_settings.hpp"

@@ -11,11 +11,11 @@
 #include <cstring>
 #include <numeric>
 
+#include "base/error.hpp"
 #include "kernels/cpu/cpu_backend.hpp"
 #include "kernels/cpu/cpu_features.hpp"
 #include "kernels/cpu/ops.hpp"
 #include "kernels/cpu/thread_pool.hpp"
-#include "kernels/error.hpp"
 #include "kernels/step_attention_plan.hpp"
 #include "tests/common/cpu_settings.hpp"
 #include "tests/common/random.hpp"

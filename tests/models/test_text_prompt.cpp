@@ -7,10 +7,10 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "base/error.hpp"
 #include "kernels/backend_select.hpp"
 #include "runtime/engine/generate.hpp"
 #include "runtime/model/model.hpp"
-#include "kernels/error.hpp"
 #include "tools/cli/text_prompt.hpp"
 
 namespace hive {

@@ -2,7 +2,7 @@
 // (max / mean) and the hottest experts over all layers.
 #include <gtest/gtest.h>
 
-#include "kernels/error.hpp"
+#include "base/error.hpp"
 #include "moe/expert_load.hpp"
 
 namespace hive {

@@ -9,10 +9,10 @@
 #include <thread>
 #include <tuple>
 
+#include "base/error.hpp"
 #include "kernels/cpu/cpu_backend.hpp"
-#include "kernels/error.hpp"
 #include "moe/expert_parallel.hpp"
-#include "moe/in_process_communicator.hpp"
+#include "parallel/in_process_communicator.hpp"
 #include "runtime/model/model.hpp"
 #include "runtime/model/model_weights.hpp"
 #include "tests/common/random.hpp"

@@ -15,8 +15,8 @@
 #include <filesystem>
 #include <map>
 
+#include "base/error.hpp"
 #include "kernels/cpu/cpu_backend.hpp"
-#include "kernels/error.hpp"
 #include "runtime/engine/llm_engine.hpp"
 #include "tests/common/expert_parallel_run.hpp"
 #include "tests/common/model_dirs.hpp"

@@ -15,8 +15,8 @@
 #include <thread>
 
 #include "kernels/cpu/cpu_backend.hpp"
-#include "moe/in_process_communicator.hpp"
-#include "moe/mpi_communicator.hpp"
+#include "parallel/in_process_communicator.hpp"
+#include "parallel/mpi_communicator.hpp"
 #include "runtime/model/kv_budget.hpp"
 #include "tests/common/expert_parallel_run.hpp"
 #include "tests/common/model_dirs.hpp"

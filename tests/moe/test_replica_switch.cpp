@@ -11,8 +11,8 @@
 
 #include "kernels/cpu/cpu_backend.hpp"
 #include "moe/expert_parallel.hpp"
-#include "moe/in_process_communicator.hpp"
 #include "moe/replica_weights.hpp"
+#include "parallel/in_process_communicator.hpp"
 #include "runtime/model/model_weights.hpp"
 #include "tests/common/random.hpp"
 

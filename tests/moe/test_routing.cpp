@@ -6,8 +6,8 @@
 #include <cstring>
 #include <random>
 
+#include "base/error.hpp"
 #include "kernels/cpu/cpu_backend.hpp"
-#include "kernels/error.hpp"
 #include "moe/dispatch_plan.hpp"
 #include "moe/ffn.hpp"
 #include "moe/router.hpp"

@@ -10,7 +10,7 @@
 #include <span>
 #include <string>
 
-#include "kernels/error.hpp"
+#include "base/error.hpp"
 #include "runtime/core/block_tables.hpp"
 #include "runtime/core/scheduler.hpp"
 

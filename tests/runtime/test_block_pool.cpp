@@ -2,7 +2,7 @@
 // allocate / add_reference / release / cache / evict.
 #include <gtest/gtest.h>
 
-#include "kernels/error.hpp"
+#include "base/error.hpp"
 #include "runtime/core/block_pool.hpp"
 
 namespace hive {

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "kernels/error.hpp"
+#include "base/error.hpp"
 #include "runtime/engine/engine_core.hpp"
 
 namespace hive {

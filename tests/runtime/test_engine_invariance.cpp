@@ -13,9 +13,9 @@
 #include <numeric>
 #include <utility>
 
+#include "base/error.hpp"
 #include "kernels/cpu/cpu_backend.hpp"
 #include "kernels/cpu/cpu_features.hpp"
-#include "kernels/error.hpp"
 #include "runtime/engine/llm_engine.hpp"
 #include "tests/common/model_dirs.hpp"
 #include "tests/common/random.hpp"

@@ -11,9 +11,9 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "base/error.hpp"
+#include "base/json_reader.hpp"
 #include "kernels/cpu/cpu_backend.hpp"
-#include "kernels/error.hpp"
-#include "kernels/json_reader.hpp"
 #include "runtime/model/model.hpp"
 
 namespace hive {

@@ -11,8 +11,8 @@
 #include <cmath>
 #include <filesystem>
 
+#include "base/error.hpp"
 #include "kernels/cpu/cpu_backend.hpp"
-#include "kernels/error.hpp"
 #include "runtime/engine/llm_engine.hpp"
 #include "runtime/model/model.hpp"
 #include "runtime/model/sampling.hpp"

@@ -7,7 +7,7 @@
 
 #include <numeric>
 
-#include "kernels/error.hpp"
+#include "base/error.hpp"
 #include "runtime/core/block_tables.hpp"
 #include "runtime/core/kv_cache_manager.hpp"
 

@@ -6,7 +6,7 @@
 
 #include "actors/engine.hpp"
 #include "actors/launch_config.hpp"
-#include "kernels/error.hpp"
+#include "base/error.hpp"
 
 namespace hive {
 namespace {

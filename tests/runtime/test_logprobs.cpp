@@ -6,7 +6,7 @@
 #include <cmath>
 #include <limits>
 
-#include "kernels/error.hpp"
+#include "base/error.hpp"
 #include "runtime/model/logprobs.hpp"
 
 namespace hive {

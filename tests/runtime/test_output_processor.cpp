@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "kernels/error.hpp"
+#include "base/error.hpp"
 #include "runtime/engine/output_processor.hpp"
 #include "runtime/engine/stop_strings.hpp"
 #include "tests/common/model_dirs.hpp"

@@ -7,8 +7,8 @@
 #include <cstring>
 #include <random>
 
+#include "base/error.hpp"
 #include "kernels/cpu/cpu_backend.hpp"
-#include "kernels/error.hpp"
 #include "kernels/kv_quant.hpp"
 #include "runtime/model/kv_budget.hpp"
 #include "runtime/model/paged_kv_cache.hpp"

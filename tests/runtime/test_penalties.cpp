@@ -7,7 +7,7 @@
 #include <cmath>
 #include <map>
 
-#include "kernels/error.hpp"
+#include "base/error.hpp"
 #include "runtime/model/penalties.hpp"
 #include "runtime/model/sampling.hpp"
 

@@ -15,7 +15,7 @@
 #include <random>
 #include <vector>
 
-#include "kernels/error.hpp"
+#include "base/error.hpp"
 #include "runtime/model/rejection_sampler.hpp"
 #include "runtime/model/sampling.hpp"
 

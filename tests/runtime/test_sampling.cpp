@@ -5,7 +5,7 @@
 #include <cmath>
 #include <map>
 
-#include "kernels/error.hpp"
+#include "base/error.hpp"
 #include "runtime/model/sampling.hpp"
 
 namespace hive {

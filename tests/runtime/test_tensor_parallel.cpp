@@ -19,9 +19,9 @@
 #include <filesystem>
 #include <thread>
 
+#include "base/error.hpp"
 #include "kernels/cpu/cpu_backend.hpp"
-#include "kernels/error.hpp"
-#include "moe/in_process_communicator.hpp"
+#include "parallel/in_process_communicator.hpp"
 #include "runtime/engine/llm_engine.hpp"
 #include "runtime/model/tensor_parallel.hpp"
 #include "tests/common/logits.hpp"

@@ -4,7 +4,7 @@
 
 #include <thread>
 
-#include "kernels/error.hpp"
+#include "base/error.hpp"
 #include "runtime/text/tokenizer/regex.hpp"
 #include "runtime/text/tokenizer/split_behavior.hpp"
 #include "runtime/text/tokenizer/token_trie.hpp"

@@ -24,9 +24,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "kernels/error.hpp"
-#include "moe/in_process_communicator.hpp"
-#include "moe/mpi_communicator.hpp"
+#include "base/error.hpp"
+#include "parallel/in_process_communicator.hpp"
+#include "parallel/mpi_communicator.hpp"
 
 namespace {
 

@@ -13,8 +13,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/error.hpp"
 #include "kernels/cpu/cpu_backend.hpp"
-#include "kernels/error.hpp"
 #include "runtime/engine/generate.hpp"
 #include "runtime/model/model_stats.hpp"
 #include "tools/bench/roofline.hpp"

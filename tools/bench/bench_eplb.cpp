@@ -32,13 +32,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/error.hpp"
 #include "kernels/cpu/cpu_backend.hpp"
-#include "kernels/error.hpp"
 #include "moe/expert_parallel.hpp"
-#include "moe/in_process_communicator.hpp"
 #include "moe/replica_balancer.hpp"
 #include "moe/replica_planner.hpp"
 #include "moe/replica_weights.hpp"
+#include "parallel/in_process_communicator.hpp"
 
 namespace {
 

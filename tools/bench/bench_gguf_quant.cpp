@@ -25,9 +25,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/error.hpp"
 #include "kernels/cpu/cpu_backend.hpp"
 #include "kernels/cpu/thread_pool.hpp"
-#include "kernels/error.hpp"
 #include "kernels/quant/quant_matmul.hpp"
 #include "runtime/engine/llm_engine.hpp"
 #include "tools/bench/bench_request.hpp"

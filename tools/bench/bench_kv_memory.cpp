@@ -26,10 +26,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "kernels/error.hpp"
+#include "base/error.hpp"
 #include "runtime/core/kv_cache_manager.hpp"
+#include "runtime/loader/model_config.hpp"
 #include "runtime/model/kv_budget.hpp"
-#include "runtime/model/model_config.hpp"
 
 namespace {
 

@@ -25,11 +25,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/error.hpp"
 #include "kernels/cpu/cpu_features.hpp"
 #include "kernels/cpu/ops.hpp"
 #include "kernels/cpu/parallel.hpp"
 #include "kernels/cpu/thread_pool.hpp"
-#include "kernels/error.hpp"
 
 namespace {
 

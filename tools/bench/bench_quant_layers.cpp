@@ -24,10 +24,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/error.hpp"
 #include "kernels/cpu/cpu_features.hpp"
 #include "kernels/cpu/ops.hpp"
 #include "kernels/cpu/thread_pool.hpp"
-#include "kernels/error.hpp"
 #include "kernels/quant/quant_matmul.hpp"
 #include "tools/bench/random_blocks.hpp"
 #include "tools/bench/roofline.hpp"

@@ -29,8 +29,8 @@
 
 #include "actors/engine.hpp"
 #include "actors/worker_ranks.hpp"
-#include "kernels/error.hpp"
-#include "moe/mpi_communicator.hpp"
+#include "base/error.hpp"
+#include "parallel/mpi_communicator.hpp"
 #include "tools/cli/args.hpp"
 
 namespace {

@@ -25,12 +25,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/error.hpp"
 #include "kernels/cpu/cpu_backend.hpp"
 #include "kernels/cpu/thread_pool.hpp"
-#include "kernels/error.hpp"
 #include "runtime/engine/llm_engine.hpp"
-#include "tools/bench/compute_peak.hpp"
 #include "tools/bench/bench_request.hpp"
+#include "tools/bench/compute_peak.hpp"
 #include "tools/bench/roofline.hpp"
 #include "tools/cli/args.hpp"
 

@@ -36,8 +36,8 @@
 #include <nlohmann/json.hpp>
 
 #include "actors/engine.hpp"
+#include "base/error.hpp"
 #include "kernels/backend_select.hpp"
-#include "kernels/error.hpp"
 #include "runtime/engine/llm_engine.hpp"
 #include "runtime/engine/step_cost_probe.hpp"
 #include "runtime/text/tokenizer/tokenizer.hpp"

@@ -18,7 +18,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "kernels/error.hpp"
+#include "base/error.hpp"
 #include "runtime/text/tokenizer/tokenizer.hpp"
 
 namespace {

@@ -2,7 +2,7 @@
 
 #include <charconv>
 
-#include "kernels/error.hpp"
+#include "base/error.hpp"
 
 namespace hive::cli {
 

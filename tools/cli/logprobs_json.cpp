@@ -1,5 +1,5 @@
 #include "tools/cli/logprobs_json.hpp"
-#include "kernels/json_writer.hpp"
+#include "base/json_writer.hpp"
 
 #include <algorithm>
 #include <cstdio>

@@ -3,7 +3,7 @@
 #include <cstdio>
 #include <string>
 
-#include "kernels/error.hpp"
+#include "base/error.hpp"
 
 namespace hive::cli {
 

@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <cstring>
 
-#include "kernels/error.hpp"
+#include "base/error.hpp"
 
 namespace hive::cli {
 

@@ -1,12 +1,12 @@
 #include "tools/cli/process_ranks.hpp"
 
 #include "actors/engine.hpp"
-#include "kernels/error.hpp"
+#include "base/error.hpp"
 #ifdef HIVE_HAVE_MPI
 #include "actors/worker_ranks.hpp"
-#include "moe/mpi_communicator.hpp"
+#include "parallel/mpi_communicator.hpp"
 #ifdef HIVE_HAVE_CUDA
-#include "moe/nccl_rank_group.hpp"
+#include "parallel/nccl_rank_group.hpp"
 #endif
 #endif
 

@@ -6,9 +6,9 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
-#include "kernels/error.hpp"
-#include "kernels/json_reader.hpp"
-#include "kernels/json_writer.hpp"
+#include "base/error.hpp"
+#include "base/json_reader.hpp"
+#include "base/json_writer.hpp"
 
 namespace hive::cli {
 

@@ -5,7 +5,7 @@
 #include <cstring>
 #include <nlohmann/json.hpp>
 
-#include "kernels/error.hpp"
+#include "base/error.hpp"
 #include "runtime/engine/input_processor.hpp"
 #include "runtime/engine/model_text.hpp"
 

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <numeric>
 
-#include "kernels/error.hpp"
+#include "base/error.hpp"
 #include "runtime/model/forward_batch.hpp"
 
 namespace hive::cli {

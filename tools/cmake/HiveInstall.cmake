@@ -2,8 +2,8 @@
 #
 #   <prefix>/bin/hive
 #   <prefix>/share/hive/{models,configs}/                       bundled models, launch files
-#   <prefix>/include/hive/{kernels,moe,runtime,actors}/...hpp   repository layout
-#                           (runtime/{core,model,engine,text}/)
+#   <prefix>/include/hive/{base,kernels,parallel,moe,runtime,actors}/...hpp
+#                           repository layout (runtime/{core,loader,model,engine,text}/)
 #   <prefix>/lib/libhive_*.a
 #   <prefix>/lib/cmake/hive/hiveConfig.cmake, hiveConfigVersion.cmake,
 #                           hiveTargets*.cmake, Find*.cmake
@@ -18,8 +18,8 @@ set(HIVE_INSTALL_CMAKEDIR ${CMAKE_INSTALL_LIBDIR}/cmake/hive)
 
 # hive_actors is exported as hive::actors, and so on; the same names work
 # inside this build.
-set(HIVE_LIBRARIES hive_kernels hive_moe hive_core hive_model hive_engine hive_text
-  hive_actors)
+set(HIVE_LIBRARIES hive_base hive_kernels hive_parallel hive_moe hive_core hive_loader
+  hive_model hive_engine hive_text hive_actors)
 foreach(library IN LISTS HIVE_LIBRARIES)
   string(REGEX REPLACE "^hive_" "" name ${library})
   set_target_properties(${library} PROPERTIES EXPORT_NAME ${name})
@@ -38,7 +38,7 @@ install(DIRECTORY ${PROJECT_SOURCE_DIR}/models/ DESTINATION ${CMAKE_INSTALL_DATA
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/configs/ DESTINATION ${CMAKE_INSTALL_DATADIR}/hive/configs)
 
 # Every header of the libraries: the public ones include their neighbours.
-foreach(dir IN ITEMS kernels moe runtime actors)
+foreach(dir IN ITEMS base kernels parallel moe runtime actors)
   install(DIRECTORY ${PROJECT_SOURCE_DIR}/${dir}/ DESTINATION include/hive/${dir}
     FILES_MATCHING PATTERN "*.hpp")
 endforeach()

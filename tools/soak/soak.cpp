@@ -10,7 +10,7 @@
 #include <unistd.h>
 #include <vector>
 
-#include "kernels/error.hpp"
+#include "base/error.hpp"
 
 namespace hive::soak {
 

@@ -1,7 +1,7 @@
 // The BPE merge loop and its per-thread word cache.
 #include <queue>
 
-#include "kernels/error.hpp"
+#include "base/error.hpp"
 #include "runtime/text/tokenizer/bpe_model.hpp"
 #include "runtime/text/utf8.hpp"
 

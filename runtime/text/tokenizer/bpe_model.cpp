@@ -7,7 +7,7 @@
 #include <cstdio>
 #include <limits>
 
-#include "kernels/error.hpp"
+#include "base/error.hpp"
 
 namespace hive::tokenizer {
 namespace {

@@ -1,6 +1,6 @@
 #include "runtime/text/tokenizer/json_fields.hpp"
 
-#include "kernels/error.hpp"
+#include "base/error.hpp"
 #include "runtime/text/utf8.hpp"
 
 namespace hive::tokenizer {

@@ -1,6 +1,6 @@
 #include "runtime/text/tokenizer/metaspace.hpp"
 
-#include "kernels/error.hpp"
+#include "base/error.hpp"
 #include "runtime/text/tokenizer/split_behavior.hpp"
 #include "runtime/text/utf8.hpp"
 

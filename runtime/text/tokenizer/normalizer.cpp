@@ -2,7 +2,7 @@
 
 #include <vector>
 
-#include "kernels/error.hpp"
+#include "base/error.hpp"
 #include "runtime/text/tokenizer/regex.hpp"
 #include "runtime/text/tokenizer/replace_pattern.hpp"
 #include "runtime/text/tokenizer/unicode.hpp"

@@ -1,6 +1,6 @@
 #include "runtime/text/tokenizer/pre_tokenizer.hpp"
 
-#include "kernels/error.hpp"
+#include "base/error.hpp"
 #include "runtime/text/tokenizer/byte_level.hpp"
 #include "runtime/text/tokenizer/metaspace.hpp"
 #include "runtime/text/tokenizer/regex.hpp"

@@ -3,7 +3,7 @@
 
 #include <pcre2.h>
 
-#include "kernels/error.hpp"
+#include "base/error.hpp"
 
 namespace hive::tokenizer {
 

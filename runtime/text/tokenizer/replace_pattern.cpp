@@ -1,6 +1,6 @@
 #include "runtime/text/tokenizer/replace_pattern.hpp"
 
-#include "kernels/error.hpp"
+#include "base/error.hpp"
 #include "runtime/text/utf8.hpp"
 
 namespace hive::tokenizer {

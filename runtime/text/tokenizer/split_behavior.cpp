@@ -1,6 +1,6 @@
 #include "runtime/text/tokenizer/split_behavior.hpp"
 
-#include "kernels/error.hpp"
+#include "base/error.hpp"
 
 namespace hive::tokenizer {
 

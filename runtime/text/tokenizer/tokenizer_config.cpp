@@ -3,7 +3,7 @@
 #include <array>
 #include <map>
 
-#include "kernels/error.hpp"
+#include "base/error.hpp"
 
 namespace hive::tokenizer {
 namespace {

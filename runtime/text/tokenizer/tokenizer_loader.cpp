@@ -3,8 +3,8 @@
 #include <fstream>
 #include <sstream>
 
-#include "kernels/error.hpp"
-#include "kernels/json_reader.hpp"
+#include "base/error.hpp"
+#include "base/json_reader.hpp"
 #include "runtime/text/tokenizer/json_fields.hpp"
 #include "runtime/text/tokenizer/tokenizer_config.hpp"
 #include "runtime/text/tokenizer/tokenizer_impl.hpp"

@@ -5,7 +5,7 @@
 #include <cstdlib>
 #include <memory>
 
-#include "kernels/error.hpp"
+#include "base/error.hpp"
 #include "runtime/text/utf8.hpp"
 
 namespace hive::tokenizer {
