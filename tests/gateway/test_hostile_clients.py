@@ -186,6 +186,28 @@ class HostileClients(unittest.TestCase):
         self.expect_error(json.dumps(turns("wizard")).encode(), 400,
                           "messages[0] has the role 'wizard'", "messages", path=chat)
 
+    def test_tokens_that_end_inside_a_character_are_written_as_u_fffd(self):
+        # '“quoted” 日本 é' in the bundled tokenizer's ids, cut inside the
+        # last character: the first generated token completes it, and the
+        # logprobs' alternatives hold single bytes of other characters.
+        ids = [683, 253, 495, 4019, 1041, 223, 165, 248, 101, 165, 253, 108, 223, 130]
+        for stream in (False, True):
+            status, _, body = self.server.request(
+                "POST", "/v1/completions",
+                body=json.dumps({"prompt": ids, "max_tokens": 24, "temperature": 0,
+                                 "logprobs": 20, "stream": stream}),
+                headers={"Content-Type": "application/json"})
+            self.assertEqual(status, 200, body)
+            if stream:
+                events = [json.loads(line[len("data: "):]) for line in body.split("\n\n")
+                          if line.startswith("data: {")]
+                logprobs = [e["choices"][0]["logprobs"] for e in events
+                            if e["choices"] and e["choices"][0]["logprobs"]]
+            else:
+                logprobs = [json.loads(body)["choices"][0]["logprobs"]]
+            alternatives = [k for lp in logprobs for d in lp["top_logprobs"] for k in d]
+            self.assertTrue(any("\ufffd" in k for k in alternatives), alternatives[:40])
+
     def test_broken_framing_ends_only_that_connection(self):
         for garbage in (b"\x00\xff\xfe garbage\r\n\r\n",
                         b"GET / HTTP/9.9\r\n\r\n",
