@@ -17,6 +17,7 @@
 #include "kernels/cpu/cpu_backend.hpp"
 #include "kernels/cpu/cpu_features.hpp"
 #include "runtime/engine/llm_engine.hpp"
+#include "tests/common/cpu_paths.hpp"
 #include "tests/common/model_dirs.hpp"
 #include "tests/common/random.hpp"
 
@@ -505,8 +506,7 @@ TEST_P(EngineInvariance, DraftModelSpeculationKeepsGreedyOutputs) {
 class Bf16MatmulInvariance : public EngineInvariance {
  protected:
   void SetUp() override {
-    if (cpu::best_cpu_path() < cpu::CpuPath::avx512_bf16)
-      GTEST_SKIP() << "no AVX512_BF16 on this machine";
+    HIVE_SKIP_WITHOUT_CPU_PATH(cpu::CpuPath::avx512_bf16);
     saved_ = cpu::matmul_precision();
     cpu::set_matmul_precision(cpu::MatmulPrecision::bf16);
     ASSERT_TRUE(cpu::bf16_matmul_active());
