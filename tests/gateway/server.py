@@ -5,6 +5,7 @@ import json
 import os
 import re
 import signal
+import socket
 import subprocess
 import time
 
@@ -17,6 +18,16 @@ def expected():
     """What transformers makes of the bundled model's prompts."""
     with open(os.path.join(SOURCE, "tests", "models", "data", "expected.json")) as f:
         return json.load(f)
+
+
+def wait_until(condition, what, timeout=60):
+    """Polls `condition` every 20 ms until it holds; fails saying `what` did
+    not happen after `timeout` s (generous: 2 loaded cores, or a sanitizer)."""
+    deadline = time.time() + timeout
+    while not condition():
+        if time.time() > deadline:
+            raise AssertionError(f"{what} within {timeout} s")
+        time.sleep(0.02)
 
 
 class Server:
@@ -65,6 +76,14 @@ class Server:
             "POST", path, body=body if isinstance(body, (str, bytes)) else json.dumps(body),
             headers=all_headers)
         return status, response_headers, json.loads(text) if text else None
+
+    def refuses_connections(self):
+        """Whether the listening socket is closed: a drain (SIGTERM) has begun."""
+        try:
+            socket.create_connection(("127.0.0.1", self.port), timeout=10).close()
+            return False
+        except ConnectionRefusedError:
+            return True
 
     def metrics(self):
         """The unlabelled-by-bucket samples of /metrics, by name."""

@@ -347,4 +347,4 @@ def is_valid_at(data, i):
 
 
 if __name__ == "__main__":
-    unittest.main()
+    unittest.main(verbosity=2)

@@ -7,10 +7,9 @@ import socket
 import subprocess
 import tempfile
 import threading
-import time
 import unittest
 
-from server import HIVE, MODEL, Server
+from server import HIVE, MODEL, Server, wait_until
 
 
 def error_of(body):
@@ -173,7 +172,8 @@ class ApiKeyAndLimits(unittest.TestCase):
             waiting.request("GET", "/health")
             self.assertEqual(waiting.getresponse().read(), b'{"status":"ok"}')
             server.process.send_signal(signal.SIGTERM)
-            time.sleep(0.5)
+            # The drain has begun once the listening socket is closed.
+            wait_until(server.refuses_connections, "no drain: hive serve kept listening after SIGTERM")
             waiting.request("POST", "/v1/completions", body=json.dumps({"prompt": "x"}),
                             headers={"Content-Type": "application/json"})
             refused = waiting.getresponse()

@@ -1,11 +1,13 @@
 """Streams that end early: 200 SSE clients that drop mid-stream leave no KV
 block in use; the WebSocket endpoint with several streams on one
-connection, a cancel and the error messages; the chat page in headless
-Chromium."""
+connection, a cancel and the error messages, the API key at the upgrade,
+the bounded queue (429) and draining on SIGTERM (503) as for HTTP
+(test_http_errors.py); the chat page in headless Chromium."""
 import asyncio
 import json
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import time
@@ -14,7 +16,7 @@ import urllib.request
 
 import websockets
 
-from server import Server, expected
+from server import Server, expected, wait_until
 
 
 def drop_mid_stream(port, max_tokens):
@@ -178,6 +180,101 @@ class WebSocketStream(unittest.TestCase):
         self.assertIn("reads too slowly", closed.rcvd.reason)
         # The server goes on serving.
         self.assertEqual(self.server.get("/health")[0], 200)
+
+
+class WebSocketKeyAndLimits(unittest.TestCase):
+    """What test_http_errors.py's ApiKeyAndLimits checks for HTTP, over the
+    WebSocket."""
+
+    def run_async(self, coroutine):
+        return asyncio.run(asyncio.wait_for(coroutine, 300))
+
+    def test_the_api_key_guards_the_upgrade(self):
+        server = Server("--api-key", "sesame")
+        url = "ws://127.0.0.1:%d/v1/stream" % server.port
+
+        async def answer_of(ws):
+            await ws.send(json.dumps({"type": "start", "id": "k", "prompt": "Once",
+                                      "max_tokens": 2}))
+            return json.loads(await ws.recv())
+
+        async def session():
+            refused = []
+            for target, headers in [(url, None), (url + "?api_key=wrong", None),
+                                    (url, {"Authorization": "Bearer wrong"})]:
+                with self.assertRaises(websockets.InvalidStatus) as caught:
+                    async with websockets.connect(target, additional_headers=headers):
+                        pass
+                refused.append(caught.exception.response)
+            answers = []
+            for target, headers in [(url, {"Authorization": "Bearer sesame"}),
+                                    (url + "?api_key=sesame", None)]:
+                async with websockets.connect(target, additional_headers=headers) as ws:
+                    answers.append(await answer_of(ws))
+            return refused, answers
+        try:
+            refused, answers = self.run_async(session())
+            for response in refused:
+                self.assertEqual(response.status_code, 401)
+                self.assertEqual(response.headers["WWW-Authenticate"], "Bearer")
+                self.assertEqual(json.loads(response.body)["error"]["code"], "invalid_api_key")
+            for answer in answers:  # the first token of a request that ran
+                self.assertEqual((answer["type"], answer["id"]), ("token", "k"), answer)
+        finally:
+            self.assertEqual(server.stop(), 0, "".join(server.log))
+
+    def test_a_full_queue_answers_429_and_shutdown_drains_with_503(self):
+        server = Server("--max-queued-requests", "1")
+        url = "ws://127.0.0.1:%d/v1/stream" % server.port
+
+        async def next_not_a_token(ws, of):
+            """The next message that is not a token of `of`; counts those."""
+            while True:
+                message = json.loads(await ws.recv())
+                if message["type"] == "token" and message["id"] == of:
+                    tokens[message["index"]] += len(message["token_ids"])
+                    continue
+                return message
+
+        tokens = [0] * 16
+        async def session():
+            async with websockets.connect(url) as ws:
+                # A long request (16 samples of 500 tokens: seconds) holds the one place.
+                await ws.send(json.dumps({"type": "start", "id": "long",
+                                          "prompt": "Once upon a time", "max_tokens": 500,
+                                          "n": 16, "ignore_eos": True}))
+                first = json.loads(await ws.recv())
+                self.assertEqual((first["type"], first["id"]), ("token", "long"), first)
+                tokens[first["index"]] += len(first["token_ids"])
+                await ws.send(json.dumps({"type": "start", "id": "second", "prompt": "x"}))
+                full = await next_not_a_token(ws, "long")
+                rejected = await asyncio.to_thread(server.metric, "hive:request_rejected_total")
+                server.process.send_signal(signal.SIGTERM)
+                await asyncio.to_thread(wait_until, server.refuses_connections,
+                                        "no drain: hive serve kept listening after SIGTERM")
+                await ws.send(json.dumps({"type": "start", "id": "third", "prompt": "x"}))
+                draining = await next_not_a_token(ws, "long")
+                # The request in flight still finishes; then the server closes.
+                done = await next_not_a_token(ws, "long")
+                with self.assertRaises(websockets.ConnectionClosed) as closed:
+                    self.fail(await ws.recv())
+                return full, rejected, draining, done, closed.exception
+        try:
+            full, rejected, draining, done, closed = self.run_async(session())
+            self.assertEqual((full["type"], full["id"], full["code"]), ("error", "second", 429),
+                             full)
+            self.assertIn("requests in flight, its limit; retry later", full["message"])
+            self.assertEqual(rejected, 1)
+            self.assertEqual((draining["type"], draining["id"], draining["code"]),
+                             ("error", "third", 503), draining)
+            self.assertIn("shutting down", draining["message"])
+            self.assertEqual((done["type"], done["id"]), ("done", "long"), done)
+            self.assertEqual(done["finish_reasons"], ["length"] * 16)
+            self.assertEqual(tokens, [500] * 16)
+            self.assertIsNotNone(closed.rcvd, closed)
+            self.assertEqual(closed.rcvd.reason, "the server is shutting down")
+        finally:
+            self.assertEqual(server.stop(), 0, "".join(server.log))
 
 
 def free_port():

@@ -23,6 +23,7 @@
 #include "kernels/cpu/thread_pool.hpp"
 #include "kernels/kv_quant.hpp"
 #include "kernels/step_attention_plan.hpp"
+#include "tests/common/cpu_paths.hpp"
 #include "tests/common/cpu_settings.hpp"
 #include "tests/common/random.hpp"
 
@@ -398,8 +399,7 @@ TEST_F(BatchedPagedAttention, QuantizedCachesKeepTheInvariants) {
 // invariants bit for bit; head_dim 32, 64 and 128 take each of its value
 // loops, groups of 1-8 heads blocks of 16 rows with a partial last one.
 TEST_F(BatchedPagedAttention, Bf16ModeIsCloseAndKeepsTheInvariants) {
-  if (cpu::best_cpu_path() < cpu::CpuPath::avx512_bf16)
-    GTEST_SKIP() << "no AVX512_BF16 on this machine";
+  HIVE_SKIP_WITHOUT_CPU_PATH(cpu::CpuPath::avx512_bf16);
   std::mt19937_64 rng(test::test_seed());
   SCOPED_TRACE(testing::Message() << "seed " << test::test_seed());
   cpu::set_matmul_precision(cpu::MatmulPrecision::bf16);

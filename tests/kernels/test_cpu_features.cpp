@@ -4,6 +4,7 @@
 
 #include "base/error.hpp"
 #include "kernels/cpu/cpu_features.hpp"
+#include "tests/common/cpu_paths.hpp"
 
 namespace hive::cpu {
 namespace {
@@ -23,6 +24,15 @@ TEST(CpuFeatures, SupportedPathsRunFromScalarToTheBest) {
   std::printf("best CPU path here: %s; in use: %s\n",
               std::string(cpu_path_name(best_cpu_path())).c_str(),
               std::string(cpu_kernel_path_name()).c_str());
+}
+
+// The detection agrees with the flags Linux lists: a test that skips a path
+// the machine lacks (tests/common/cpu_paths.hpp), or a loop that passes over
+// the paths above the best, skips only what the machine truly has not.
+TEST(CpuFeatures, BestPathIsTheOneProcCpuinfoLists) {
+  const std::optional<CpuPath> listed = test::cpuinfo_best_path();
+  if (!listed.has_value()) GTEST_SKIP() << "no /proc/cpuinfo to compare with";
+  EXPECT_EQ(cpu_path_name(best_cpu_path()), cpu_path_name(*listed));
 }
 
 TEST(CpuFeatures, PathsSwitchInProcess) {

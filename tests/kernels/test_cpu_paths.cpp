@@ -15,6 +15,7 @@
 #include "kernels/cpu/gemm_kernels.hpp"
 #include "kernels/cpu/ops.hpp"
 #include "kernels/cpu/thread_pool.hpp"
+#include "tests/common/cpu_paths.hpp"
 #include "tests/common/cpu_settings.hpp"
 #include "tests/common/random.hpp"
 
@@ -219,7 +220,7 @@ TEST(CpuPathsAgree, SimdPathsGiveTheSameBits) {
   std::vector<CpuPath> simd;
   for (CpuPath path : supported_cpu_paths())
     if (path != CpuPath::scalar) simd.push_back(path);
-  if (simd.size() < 2) GTEST_SKIP() << "fewer than two SIMD paths on this machine";
+  HIVE_SKIP_WITHOUT_CPU_PATH(CpuPath::avx512);  // avx2 and avx512 at least
   std::mt19937_64 rng(test::test_seed());
   SCOPED_TRACE(testing::Message() << "seed " << test::test_seed());
   const test::KeptCpuSettings kept;
@@ -251,7 +252,7 @@ TEST(Bf16Matmul, RoundsOnlyTheActivationsAndIgnoresTheBatch) {
   std::vector<CpuPath> paths;
   for (CpuPath path : supported_cpu_paths())
     if (path >= CpuPath::avx512_bf16) paths.push_back(path);
-  if (paths.empty()) GTEST_SKIP() << "no AVX512_BF16 on this machine";
+  HIVE_SKIP_WITHOUT_CPU_PATH(CpuPath::avx512_bf16);
   std::mt19937_64 rng(test::test_seed());
   SCOPED_TRACE(testing::Message() << "seed " << test::test_seed());
   const test::KeptCpuSettings kept;

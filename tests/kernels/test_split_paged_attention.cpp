@@ -17,6 +17,7 @@
 #include "kernels/cpu/ops.hpp"
 #include "kernels/cpu/thread_pool.hpp"
 #include "kernels/step_attention_plan.hpp"
+#include "tests/common/cpu_paths.hpp"
 #include "tests/common/cpu_settings.hpp"
 #include "tests/common/random.hpp"
 
@@ -174,8 +175,7 @@ TEST_F(SplitPagedAttention, DecodeGivesThePrefillBitsOfTheSamePosition) {
 // tiles (add_tile_bf16) run in the chunks of a prefill and of a decode
 // alike; and its splits stay close to the reference.
 TEST_F(SplitPagedAttention, Bf16ModeDecodeGivesThePrefillBitsAndSplitsStayClose) {
-  if (cpu::best_cpu_path() < cpu::CpuPath::avx512_bf16)
-    GTEST_SKIP() << "no AVX512_BF16 on this machine";
+  HIVE_SKIP_WITHOUT_CPU_PATH(cpu::CpuPath::avx512_bf16);
   std::mt19937_64 rng(test::test_seed());
   SCOPED_TRACE(testing::Message() << "seed " << test::test_seed());
   cpu::set_cpu_threads(2);
