@@ -16,6 +16,7 @@
 #include <tuple>
 
 #include "kernels/cpu/cpu_backend.hpp"
+#include "kernels/cpu/cpu_features.hpp"
 #include "runtime/engine/model_text.hpp"
 #include "runtime/model/forward_batch.hpp"
 #include "runtime/model/model.hpp"
@@ -60,6 +61,7 @@ TEST(BundledModels, EvalPplMatchesTransformersWithinATenthOfAPercent) {
     EXPECT_EQ(number_after(r.out, "tokens:"), want["heldout_sample_tokens"].get<double>()) << r.out;
     const double perplexity = number_after(r.out, "perplexity:");
     const double reference = want["perplexity"][name].get<double>();
+    // The bf16 mode (models_tests_bf16) too: 1.8e-4 and 1e-5 measured.
     EXPECT_NEAR(perplexity / reference, 1.0, 1e-3)
         << name << ": hive " << perplexity << ", transformers " << reference;
   }
@@ -212,8 +214,11 @@ TEST(BundledModels, AgreeMatchesTransformers) {
   ASSERT_TRUE(std::regex_search(r.out, match, std::regex(R"(\((\d+) of (\d+) positions)")))
       << r.out;
   EXPECT_EQ(std::stoi(match[2]), want["positions"].get<int>()) << r.out;
-  // One position may flip where two logits nearly tie.
-  EXPECT_NEAR(std::stoi(match[1]), want["agreed"].get<int>(), 1) << r.out;
+  // One position may flip where two logits nearly tie; in the bf16 mode
+  // (models_tests_bf16) more do: 130 of transformers' 132 were measured, the
+  // bound is twice that.
+  EXPECT_NEAR(std::stoi(match[1]), want["agreed"].get<int>(), cpu::bf16_matmul_active() ? 4 : 1)
+      << r.out;
 }
 
 TEST(BundledModels, AgreeOfAModelWithItselfIsOne) {

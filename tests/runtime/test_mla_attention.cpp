@@ -16,6 +16,7 @@
 #include <random>
 
 #include "kernels/cpu/cpu_backend.hpp"
+#include "kernels/cpu/cpu_features.hpp"
 #include "kernels/step_attention_plan.hpp"
 #include "runtime/model/mla_attention.hpp"
 #include "runtime/model/model_weights.hpp"
@@ -26,6 +27,12 @@ namespace hive {
 namespace {
 
 using Matrix = std::vector<float>;  // row-major
+
+// The bf16 mode (golden_tests_bf16) rounds the input of each of the
+// absorbed form's matmuls with bf16 weights to bf16 (2^-9 relative, 2e-3):
+// the largest error measured over three seeds was 5.3e-3 (deepseek_v2_lite),
+// the bound about three times that, as every run draws new inputs.
+constexpr double kBf16ModeRelativeError = 1.5e-2;
 
 Matrix floats(const Tensor& t) {
   Matrix out(static_cast<size_t>(t.numel()));
@@ -156,6 +163,8 @@ TEST_P(MlaAbsorbedTest, MatchesThePlainFormOverAPagedCache) {
   // Blocks 7, 6, 5, 4: logical and physical positions never coincide.
   const std::vector<int32_t> table = {7, 6, 5, 4};
 
+  const double max_relative_error = cpu::bf16_matmul_active() ? kBf16ModeRelativeError : 1e-5;
+  double largest = 0;
   for (int64_t layer = 0; layer < config.num_layers; ++layer) {
     SCOPED_TRACE(testing::Message() << "layer " << layer);
     const MlaWeights& w = *weights.layers[static_cast<size_t>(layer)].attention.mla;
@@ -191,11 +200,14 @@ TEST_P(MlaAbsorbedTest, MatchesThePlainFormOverAPagedCache) {
           max_diff =
               std::max(max_diff, std::abs(ref[i] - out[static_cast<size_t>(t) * ref.size() + i]));
         }
-        EXPECT_LE(max_diff / max_ref, 1e-5) << "position " << start + t;
+        EXPECT_LE(max_diff / max_ref, max_relative_error) << "position " << start + t;
+        largest = std::max(largest, max_diff / max_ref);
       }
       start += count;
     }
   }
+  std::printf("%s: largest relative error %.3g%s\n", GetParam().c_str(), largest,
+              cpu::bf16_matmul_active() ? " (bf16 mode)" : "");
 }
 
 INSTANTIATE_TEST_SUITE_P(DeepSeek, MlaAbsorbedTest,
