@@ -105,6 +105,9 @@ std::vector<int32_t> encode_prompt(const Prompt& prompt, const Tokenizer& tokeni
     // client's to mend.
     throw InputError("messages", str_cat("the model's chat template refuses these messages: ",
                                          e.message()));
+  } catch (const chat_template::TemplateTooLarge& e) {
+    throw InputError("messages", str_cat("these messages are too large for the chat template: ",
+                                         e.what()));
   }
   return tokenizer.encode(text, /*add_special_tokens=*/false);
 }

@@ -101,6 +101,23 @@ TEST(JinjaErrors, DeeplyNestedMessagesAreRefusedNotACrash) {
             "20000 k19999");
 }
 
+// A render's work is bounded whatever the messages hold: statements run
+// and bytes written, each a TemplateTooLarge, not a stall.
+TEST(JinjaErrors, ARendersWorkIsBounded) {
+  const auto messages = nlohmann::ordered_json::array({{{"role", "user"}, {"content", "x"}}});
+  const auto loops = ChatTemplate::from_string(
+      "{% for i in range(2000) %}{% for j in range(1000) %}{{ '' }}{% endfor %}{% endfor %}");
+  EXPECT_THROW(loops.render(messages, false), chat_template::TemplateTooLarge);
+  const auto writes = ChatTemplate::from_string(
+      "{% for i in range(300) %}{{ 'x' * 100000 }}{% endfor %}");
+  EXPECT_THROW(writes.render(messages, false), chat_template::TemplateTooLarge);
+  // Within the bounds: 200,000 statements and 2 MB.
+  const auto fits = ChatTemplate::from_string(
+      "{% for i in range(2000) %}{% for j in range(100) %}{{ '' }}{% endfor %}{{ 'x' * 1000 }}"
+      "{% endfor %}");
+  EXPECT_EQ(fits.render(messages, false).size(), 2000u * 1000u);
+}
+
 TEST(JinjaErrors, ChatInputsAreChecked) {
   const auto chat = ChatTemplate::from_string("{{ messages | length }}");
   EXPECT_THROW(chat.render(nlohmann::ordered_json::array(), false), Error);

@@ -33,4 +33,12 @@ class TemplateRaised : public TemplateError {
   std::string message_;
 };
 
+// The render ran past its bounds (Renderer::kMaxStatements statements run,
+// or Renderer::kMaxOutputBytes written): the conversation is too large for
+// the template, which is not wrong.
+class TemplateTooLarge : public TemplateError {
+ public:
+  using TemplateError::TemplateError;
+};
+
 }  // namespace hive::chat_template

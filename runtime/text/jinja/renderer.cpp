@@ -45,6 +45,9 @@ Renderer::Flow Renderer::execute(const Body& body, const ScopePtr& scope, std::s
 }
 
 Renderer::Flow Renderer::execute(const Stmt& stmt, const ScopePtr& scope, std::string& out) const {
+  if (++statements_ > kMaxStatements || out.size() > kMaxOutputBytes)
+    throw TemplateTooLarge(str_cat("the render ran past its bounds (", kMaxStatements,
+                                   " statements, ", kMaxOutputBytes, " bytes of output)"));
   return evaluator_.at(stmt.offset, [&] {
     return std::visit([&](const auto& node) { return run(node, scope, out); }, stmt.node);
   });

@@ -44,8 +44,17 @@ class Renderer {
   // exhausting the stack (jinja2 fails at Python's recursion limit).
   static constexpr int kMaxMacroDepth = 64;
 
+ public:
+  // A render's bounds, so one request's work is bounded whatever its
+  // messages hold: statements run (a loop's body counts once per
+  // iteration) and bytes written. Past either, TemplateTooLarge.
+  static constexpr int64_t kMaxStatements = 1'000'000;
+  static constexpr size_t kMaxOutputBytes = size_t{16} << 20;
+
+ private:
   Evaluator evaluator_;
   mutable int macro_depth_ = 0;
+  mutable int64_t statements_ = 0;
 };
 
 // Binds value to a target: a name, `ns.attr`, or names to unpack into.
