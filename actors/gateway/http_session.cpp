@@ -274,12 +274,12 @@ void HttpSession::complete(const Request& request, Endpoint endpoint) {
       [self](const ChoiceDelta& delta) { self->on_delta(delta); },
       [self](const ChoiceResult& result) { self->on_choice_done(result); },
       [self, state = state_] {
-        state->release();
         self->on_done();
+        state->release();  // after the answer is queued: a drain closes flushed sessions
       },
       [self, state = state_](const std::string& cause) {
-        state->release();
         self->fail(cause);
+        state->release();
       }};
   generation_ = std::make_shared<Generation>(stream_.get_executor(), st.engine,
                                              st.inputs.tokenizer(), std::move(processed),

@@ -111,25 +111,10 @@ void WebSocketSession::start_request(const ClientMessage& message) {
       },
       {},
       [self, id, state = state_] {
-        state->release();
-        const auto it = self->requests_.find(id);
-        if (it == self->requests_.end()) return;
-        const std::shared_ptr<Generation> generation = std::move(it->second);
-        self->requests_.erase(it);
-        Json reasons = Json::array();
-        std::string error;
-        for (const ChoiceResult& r : generation->results()) {
-          reasons.push_back(r.finish_reason);
-          if (!r.error.empty()) error = r.error;
-        }
-        if (!error.empty()) return self->send_error(id, 500, error);
-        self->send({{"type", "done"},
-                    {"id", id},
-                    {"finish_reasons", std::move(reasons)},
-                    {"usage", usage_json(generation->usage())}});
+        self->end_request(id);
+        state->release();  // after the last message is queued: a drain closes flushed sessions
       },
       [self, id, state = state_](const std::string& cause) {
-        state->release();
         std::fprintf(stderr, "hive serve: internal error in a WebSocket request: %s\n",
                      cause.c_str());
         try {
@@ -138,6 +123,7 @@ void WebSocketSession::start_request(const ClientMessage& message) {
         } catch (...) {
           self->fail(cause);
         }
+        state->release();
       }};
   auto generation = std::make_shared<Generation>(
       beast::get_lowest_layer(ws_).get_executor(), st.engine, st.inputs.tokenizer(),
@@ -152,6 +138,25 @@ void WebSocketSession::start_request(const ClientMessage& message) {
     st.release();
     send_error(id, 503, e.what());
   }
+}
+
+// The request's last message: its finish reasons and usage, or its error.
+void WebSocketSession::end_request(const std::string& id) {
+  const auto it = requests_.find(id);
+  if (it == requests_.end()) return;
+  const std::shared_ptr<Generation> generation = std::move(it->second);
+  requests_.erase(it);
+  Json reasons = Json::array();
+  std::string error;
+  for (const ChoiceResult& r : generation->results()) {
+    reasons.push_back(r.finish_reason);
+    if (!r.error.empty()) error = r.error;
+  }
+  if (!error.empty()) return send_error(id, 500, error);
+  send({{"type", "done"},
+        {"id", id},
+        {"finish_reasons", std::move(reasons)},
+        {"usage", usage_json(generation->usage())}});
 }
 
 void WebSocketSession::cancel_request(const std::string& id) {

@@ -55,6 +55,7 @@ class WebSocketSession : public Connection,
   void read();
   void on_message(const std::string& text);
   void start_request(const ClientMessage& message);
+  void end_request(const std::string& id);
   void cancel_request(const std::string& id);
   void send_stats();
   void send(nlohmann::json message);
