@@ -2,7 +2,7 @@
 // mpirun with 2 and 4 ranks). Each rank's outputs must equal, bit for bit,
 // those of the same rank in an InProcessGroup of the same size run inside
 // this process (tests/moe/test_model_expert_parallel.cpp and
-// tests/runtime/test_tensor_parallel.cpp tie that group to one plain
+// tests/model/test_tensor_parallel.cpp tie that group to one plain
 // engine): all-to-all moves bytes and all_reduce_sum adds in rank order on
 // both transports, so the transport must change nothing. Greedy and seeded
 // sampling, both placements, live expert balancing, and a KV pool small

@@ -16,7 +16,7 @@
 #include <set>
 #include <string>
 
-#include "tests/runtime/scheduler_fixture.hpp"
+#include "tests/core/scheduler_fixture.hpp"
 
 namespace hive {
 namespace {

@@ -10,7 +10,7 @@
 #include <utility>
 
 #include "runtime/core/ngram_drafter.hpp"
-#include "tests/runtime/scheduler_fixture.hpp"
+#include "tests/core/scheduler_fixture.hpp"
 
 namespace hive {
 namespace {

@@ -2,7 +2,7 @@
 // sampling with copy-on-write, prefix caching across requests, abort.
 #include <map>
 
-#include "tests/runtime/scheduler_fixture.hpp"
+#include "tests/core/scheduler_fixture.hpp"
 
 namespace hive {
 namespace {

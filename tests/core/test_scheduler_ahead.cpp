@@ -7,7 +7,7 @@
 #include <string>
 #include <utility>
 
-#include "tests/runtime/scheduler_fixture.hpp"
+#include "tests/core/scheduler_fixture.hpp"
 
 namespace hive {
 namespace {

@@ -5,7 +5,7 @@
 #include <limits>
 #include <map>
 
-#include "tests/runtime/scheduler_fixture.hpp"
+#include "tests/core/scheduler_fixture.hpp"
 
 namespace hive {
 namespace {
