@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <condition_variable>
 #include <cstdio>
+#include <map>
 #include <mutex>
 
 #include <caf/actor_system.hpp>
@@ -45,22 +46,26 @@ struct LiveCallbacks {
   std::condition_variable ended;
   int count = 0;
 
+  void add() {
+    const std::lock_guard lock(mutex);
+    ++count;
+  }
+  void remove() {
+    {
+      const std::lock_guard lock(mutex);
+      --count;
+    }
+    ended.notify_all();
+  }
+
   // Held by a callback sink's state: counts the sink until the sink ends.
   class Token {
    public:
-    explicit Token(std::shared_ptr<LiveCallbacks> live) : live_(std::move(live)) {
-      const std::lock_guard lock(live_->mutex);
-      ++live_->count;
-    }
+    explicit Token(std::shared_ptr<LiveCallbacks> live) : live_(std::move(live)) { live_->add(); }
     Token(Token&&) noexcept = default;
     Token& operator=(Token&&) noexcept = default;
     ~Token() {
-      if (!live_) return;
-      {
-        const std::lock_guard lock(live_->mutex);
-        --live_->count;
-      }
-      live_->ended.notify_all();
+      if (live_) live_->remove();
     }
 
    private:
@@ -126,10 +131,101 @@ token_sink::behavior_type callback_sink(token_sink::stateful_pointer<CallbackSta
   self->set_down_handler([request_id, deliver, end](caf::down_msg& down) {
     if (deliver(scheduler_stopped(request_id, down.reason))) end();
   });
-  return {[self, deliver, end](const TokenEvent& event) {
-    if (!deliver(event)) return;
-    if (event.finished && (event.sample_index < 0 || --self->state.samples_left == 0)) end();
+  return {[self, deliver, end](const OutputBatch& batch) {
+    for (const TokenEvent& event : batch.events) {
+      if (!deliver(event)) return;
+      if (event.finished && (event.sample_index < 0 || --self->state.samples_left == 0))
+        return end();
+    }
   }};
+}
+
+struct ClientState {
+  std::function<void(OutputBatch&)> on_batch;
+  std::shared_ptr<detail::LiveCallbacks> live;
+  std::map<std::string, int> samples_left;  // the client's requests in flight
+  ClientState() = default;
+  ClientState(const ClientState&) = delete;
+  ClientState& operator=(const ClientState&) = delete;
+  // What the client still waited for will never reach it: shutdown() must
+  // not wait for it either.
+  ~ClientState() {
+    if (live)
+      for (size_t i = 0; i < samples_left.size(); ++i) live->remove();
+  }
+  static inline const char* name = "hive.engine_client";
+};
+
+// One consumer for many requests: a step's outputs of all of them arrive
+// in one OutputBatch and go to on_batch in one call.
+client_actor::behavior_type engine_client(client_actor::stateful_pointer<ClientState> self,
+                                          std::function<void(OutputBatch&)> on_batch,
+                                          scheduler_actor scheduler,
+                                          std::shared_ptr<detail::LiveCallbacks> live) {
+  self->state.on_batch = std::move(on_batch);
+  self->state.live = std::move(live);
+  self->monitor(scheduler);
+  // Runs the callback, then lets shutdown() return for the requests it ended.
+  const auto deliver = [self, scheduler](OutputBatch& batch) {
+    std::vector<std::string> ended;
+    for (const TokenEvent& event : batch.events) {
+      const auto it = self->state.samples_left.find(event.request_id);
+      if (it == self->state.samples_left.end() || !event.finished) continue;
+      if (event.sample_index < 0 || --it->second == 0) {
+        ended.push_back(it->first);
+        self->state.samples_left.erase(it);
+      }
+    }
+    try {
+      self->state.on_batch(batch);
+    } catch (const std::exception& e) {
+      // Its requests can no longer be told apart from those it handled:
+      // every one in flight ends, as a throwing per-request callback's does.
+      std::fprintf(stderr,
+                   "hive: an engine client's callback threw (%s); its requests are cancelled\n",
+                   e.what());
+      for (const auto& [id, samples] : self->state.samples_left)
+        self->send(scheduler, cancel_atom_v, id, caf::actor_cast<token_sink>(self));
+    }
+    for (size_t i = 0; i < ended.size(); ++i) self->state.live->remove();
+  };
+  self->set_down_handler([self, deliver](caf::down_msg& down) {
+    OutputBatch batch;
+    for (const auto& [id, samples] : self->state.samples_left)
+      batch.events.push_back(scheduler_stopped(id, down.reason));
+    deliver(batch);
+    self->quit();
+  });
+  // The client's owner went away: nobody reads the rest.
+  self->set_exit_handler([self, scheduler](caf::exit_msg& msg) {
+    for (const auto& [id, samples] : self->state.samples_left)
+      self->send(scheduler, cancel_atom_v, id, caf::actor_cast<token_sink>(self));
+    self->demonitor(scheduler.address());
+    self->quit(msg.reason);
+  });
+  return {
+      [self, scheduler, deliver](Submission& submission) {
+        const std::string& id = submission.request.id;
+        if (self->state.samples_left.count(id) > 0) {
+          // Refused here: the scheduler's refusal would also end the request
+          // in flight in this client's count.
+          OutputBatch refused{
+              {TokenEvent::finish(id, -1, {}, FinishReason::aborted,
+                                  str_cat("request id '", id, "' is already in use"))}};
+          try {
+            self->state.on_batch(refused);
+          } catch (...) {
+            // As for any refusal: the request did not start.
+          }
+          self->state.live->remove();
+          return;
+        }
+        self->state.samples_left[id] = std::max(submission.request.n, 1);
+        submission.sink = caf::actor_cast<token_sink>(self);
+        self->send(scheduler, submit_atom_v, std::move(submission));
+      },
+      [deliver](OutputBatch& batch) { deliver(batch); },
+  };
 }
 
 }  // namespace
@@ -246,10 +342,16 @@ token_sink TokenStream::sink() const {
 
 std::optional<TokenEvent> TokenStream::next() {
   if (samples_left_ <= 0) return std::nullopt;
-  std::optional<TokenEvent> event;
-  (*self_)->receive(
-      [&](TokenEvent& e) { event = std::move(e); },
-      [&](caf::down_msg& down) { event = scheduler_stopped(request_id_, down.reason); });
+  while (pending_.empty())
+    (*self_)->receive(
+        [&](OutputBatch& batch) {
+          for (TokenEvent& e : batch.events) pending_.push_back(std::move(e));
+        },
+        [&](caf::down_msg& down) {
+          pending_.push_back(scheduler_stopped(request_id_, down.reason));
+        });
+  std::optional<TokenEvent> event = std::move(pending_.front());
+  pending_.pop_front();
   if (event->finished && (event->sample_index < 0 || --samples_left_ == 0)) samples_left_ = 0;
   return event;
 }
@@ -352,6 +454,27 @@ void Engine::submit(Request request, std::function<void(const TokenEvent&)> on_e
       system().spawn(callback_sink, std::move(on_event), scheduler_, request.id,
                      std::max(request.n, 1), detail::LiveCallbacks::Token(callbacks_));
   caf::anon_send(scheduler_, submit_atom_v, Submission{std::move(request), std::move(sink)});
+}
+
+EngineClient::EngineClient(client_actor actor, std::shared_ptr<const void> keep_alive)
+    : keep_alive_(std::move(keep_alive)), actor_(std::move(actor)) {}
+
+EngineClient::EngineClient(EngineClient&&) noexcept = default;
+
+EngineClient::~EngineClient() {
+  if (actor_) caf::anon_send_exit(actor_, caf::exit_reason::user_shutdown);
+}
+
+EngineClient Engine::connect(std::function<void(OutputBatch&)> on_batch) {
+  check(!shut_down_, "connect: the engine is shut down");
+  return EngineClient(system().spawn(engine_client, std::move(on_batch), scheduler_, callbacks_),
+                      runtime_);
+}
+
+void Engine::submit(Request request, const EngineClient& client) {
+  check(!shut_down_, "submit: the engine is shut down");
+  callbacks_->add();  // the client ends it with the request's last event
+  caf::anon_send(client.actor_, Submission{std::move(request), {}});
 }
 
 void Engine::cancel(const std::string& request_id) {

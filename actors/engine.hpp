@@ -5,6 +5,8 @@
 //   hive::TokenStream stream = engine.submit(request);      // blocking iterator
 //   for (const hive::TokenEvent& event : stream) ...
 //   engine.submit(request, [](const hive::TokenEvent& e) { ... });  // callback
+//   auto client = engine.connect([](hive::OutputBatch& b) { ... });  // many requests
+//   engine.submit(request, client);
 //   engine.cancel("id");  engine.metrics();  engine.shutdown();
 //
 // Inside: a CAF actor system with the scheduler actor, one worker actor per
@@ -12,10 +14,14 @@
 // expert_actor.hpp). Streams and callbacks receive TokenEvents: new token ids
 // of one sample as they are sampled, then one finished event per sample (all
 // its ids, the finish reason and, when asked for, the logits; or an error).
+// They arrive in one OutputBatch per step and consumer: a stream or callback
+// is the consumer of one request, an EngineClient (connect()) of many, so a
+// server with one client costs one message per step, not one per token.
 // Every request ends: a worker fault fails the requests that ran on its rank
 // (the others continue), and a stopped engine ends the rest with an error.
 #include <atomic>
 #include <cstdint>
+#include <deque>
 #include <filesystem>
 #include <functional>
 #include <memory>
@@ -47,8 +53,8 @@ struct EngineOptions {
   // widens a GGUF's quantized tensors to bf16.
   LoadOptions load;
   DeviceChoice device = DeviceChoice::automatic;  // resolved by select_backend, as in the CLI
-  EngineConfig engine;          // block size, KV budget, swap space, prefix caching, scheduler
-  int world_size = 1;           // ranks: threads of this process, or processes (transport)
+  EngineConfig engine;  // block size, KV budget, swap space, prefix caching, scheduler
+  int world_size = 1;   // ranks: threads of this process, or processes (transport)
   // mpi, nccl: this process is rank 0 of an MPI job of world_size
   // processes; the other ranks run run_worker_rank (actors/worker_ranks.hpp).
   RankTransport transport = RankTransport::in_process;
@@ -56,7 +62,7 @@ struct EngineOptions {
   // world_size: the ranks hold one tensor-parallel model (tensor_parallel.hpp).
   int tensor_parallel_size = 1;
   PlacementKind expert_placement = PlacementKind::contiguous;
-  int replicate_hot_experts = 0;                // hottest experts copied onto every rank
+  int replicate_hot_experts = 0;  // hottest experts copied onto every rank
   // Live replica balancing (period_steps > 0; replaces replicate_hot_experts).
   BalancerConfig rebalance_experts;
   std::chrono::milliseconds worker_timeout{60000};
@@ -111,6 +117,31 @@ class TokenStream {
   scheduler_actor scheduler_;
   std::string request_id_;
   int samples_left_;
+  std::deque<TokenEvent> pending_;  // received in one batch, not yet read
+};
+
+// A client's consumer: it takes submissions and receives the step's outputs
+// of all of them.
+using client_actor = token_sink::extend<caf::reacts_to<Submission>>;
+
+// A consumer of many requests (vLLM's output queue per client): each step's
+// events of every request submitted through it (Engine::submit(request,
+// client)) arrive in one OutputBatch, in one call of its callback on the
+// engine's thread, however many requests and tokens the step had. Its
+// request ids must differ from each other. Destroying it cancels its
+// requests still in flight; it may outlive its Engine.
+class EngineClient {
+ public:
+  EngineClient(EngineClient&&) noexcept;
+  EngineClient& operator=(EngineClient&&) = delete;
+  ~EngineClient();
+
+ private:
+  friend class Engine;
+  EngineClient(client_actor actor, std::shared_ptr<const void> keep_alive);
+
+  std::shared_ptr<const void> keep_alive_;  // declared first: destroyed after actor_
+  client_actor actor_;
 };
 
 enum class ShutdownMode { drain, fail_in_flight };
@@ -130,6 +161,12 @@ class Engine {
   // nothing more. A TokenStream instead wakes the reading thread for every
   // event.
   void submit(Request request, std::function<void(const TokenEvent&)> on_event);
+  // A client for many requests: `on_batch` gets one OutputBatch per step
+  // for all of them, on the engine's thread, under the same rules as a
+  // callback's (keep it short; a throw cancels the client's requests).
+  EngineClient connect(std::function<void(OutputBatch&)> on_batch);
+  // Its events reach the client's callback.
+  void submit(Request request, const EngineClient& client);
   void cancel(const std::string& request_id);
   // Ends one sample of a request whose text met a stop string (the output
   // processor found it): it finishes with FinishReason::stop_string, and its

@@ -12,8 +12,8 @@
 #include <vector>
 
 #include <caf/actor.hpp>
-#include <caf/meta/load_callback.hpp>
 #include <caf/actor_addr.hpp>
+#include <caf/meta/load_callback.hpp>
 #include <caf/meta/type_name.hpp>
 #include <caf/typed_actor.hpp>
 
@@ -106,8 +106,18 @@ struct TokenEvent {
   }
 };
 
-// What receives a request's TokenEvents (a stream, a callback, a test).
-using token_sink = caf::typed_actor<caf::reacts_to<TokenEvent>>;
+// One message per step for one consumer: the step's events of every request
+// that reports to it, in order (a sample's new tokens in one event, then the
+// finished samples). A consumer is what a Submission names as its sink: a
+// stream or callback of one request, or a client of many (Engine::connect),
+// so a step costs one message per consumer, not one per token.
+struct OutputBatch {
+  std::vector<TokenEvent> events;
+  int64_t step_id = 0;  // the step that completed; 0: outside a step (a cancel, a fault)
+};
+
+// What receives a request's outputs (a stream, a callback, a client, a test).
+using token_sink = caf::typed_actor<caf::reacts_to<OutputBatch>>;
 
 // A request and the actor that receives its TokenEvents.
 struct Submission {
@@ -130,6 +140,10 @@ struct EngineMetrics {
   int64_t prefix_hit_tokens = 0;
   int64_t prefix_queried_tokens = 0;
   int64_t num_preemptions = 0;  // by recompute or swap
+  // OutputBatch messages sent to consumers, and the completed steps that
+  // had outputs: one message per consumer of those steps' requests.
+  int64_t num_output_messages = 0;
+  int64_t num_output_steps = 0;
   // Scheduler: a step taken up (sent, or the one before it answered) -> all
   // ranks replied.
   double step_seconds = 0;
@@ -199,13 +213,13 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, SampleSlot& x) {
   bool has_history = x.history.has_value();
   TokenHistory history = x.history.value_or(TokenHistory{});
-  return f(
-      caf::meta::type_name("SampleSlot"), x.seq_id, x.scheduled_index, x.sampling, x.return_logits,
-      x.num_sampled, has_history, history, x.draft_token_ids, x.draft_probs,
-      caf::meta::load_callback([&]() -> caf::error {
-        x.history = has_history ? std::optional<TokenHistory>(std::move(history)) : std::nullopt;
-        return caf::none;
-      }));
+  return f(caf::meta::type_name("SampleSlot"), x.seq_id, x.scheduled_index, x.sampling,
+           x.return_logits, x.num_sampled, has_history, history, x.draft_token_ids, x.draft_probs,
+           caf::meta::load_callback([&]() -> caf::error {
+             x.history =
+                 has_history ? std::optional<TokenHistory>(std::move(history)) : std::nullopt;
+             return caf::none;
+           }));
 }
 
 template <class Inspector>
@@ -282,6 +296,11 @@ typename Inspector::result_type inspect(Inspector& f, TokenEvent& x) {
 }
 
 template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, OutputBatch& x) {
+  return f(caf::meta::type_name("OutputBatch"), x.events, x.step_id);
+}
+
+template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, Submission& x) {
   return f(caf::meta::type_name("Submission"), x.request, x.sink);
 }
@@ -291,12 +310,12 @@ typename Inspector::result_type inspect(Inspector& f, EngineMetrics& x) {
   return f(caf::meta::type_name("EngineMetrics"), x.num_steps, x.num_generated_tokens,
            x.num_finished_requests, x.num_failed_requests, x.num_worker_restarts, x.ready,
            x.num_running, x.num_waiting, x.num_free_blocks, x.num_blocks, x.prefix_hit_tokens,
-           x.prefix_queried_tokens, x.num_preemptions, x.step_seconds, x.compute_seconds,
-           x.world_size, x.num_experts, x.expert_load, x.expert_remote, x.expert_imbalance,
-           x.replicated_experts, x.expert_replans, x.spec_num_drafts, x.spec_num_draft_tokens,
-           x.spec_num_accepted_tokens, x.spec_drafts_per_position, x.spec_accepted_per_position,
-           x.spec_proposed_ahead, x.spec_used_ahead, x.spec_draft_error,
-           x.stopped_serving);
+           x.prefix_queried_tokens, x.num_preemptions, x.num_output_messages, x.num_output_steps,
+           x.step_seconds, x.compute_seconds, x.world_size, x.num_experts, x.expert_load,
+           x.expert_remote, x.expert_imbalance, x.replicated_experts, x.expert_replans,
+           x.spec_num_drafts, x.spec_num_draft_tokens, x.spec_num_accepted_tokens,
+           x.spec_drafts_per_position, x.spec_accepted_per_position, x.spec_proposed_ahead,
+           x.spec_used_ahead, x.spec_draft_error, x.stopped_serving);
 }
 
 template <class Inspector>

@@ -39,8 +39,7 @@ void spawn_workers(Self self) {
   st.replicas_sent = false;  // fresh workers hold no replicas yet
   // A fresh group per worker generation: a failed generation aborted its own.
   const bool collectives = st.setup.num_experts > 0 || st.setup.tensor_parallel_size > 1;
-  st.group =
-      collectives ? st.setup.make_group(static_cast<int>(st.setup.workers.size())) : nullptr;
+  st.group = collectives ? st.setup.make_group(static_cast<int>(st.setup.workers.size())) : nullptr;
   for (WorkerSpec spec : st.setup.workers) {
     spec.group = st.group;
     spec.placement = st.setup.placement;
@@ -66,37 +65,81 @@ void stop_workers(Self self, caf::exit_reason reason) {
   self->state.workers.clear();
 }
 
-void send_event(Self self, const token_sink& sink, TokenEvent event) {
-  if (sink) self->send(sink, std::move(event));
-}
-
 void fail_event(Self self, const token_sink& sink, const std::string& id, std::string error) {
   // Sample index -1: the event ends the whole request.
-  send_event(self, sink, TokenEvent::finish(id, -1, {}, FinishReason::aborted, std::move(error)));
+  if (!sink) return;
+  ++self->state.metrics.num_output_messages;
+  self->send(
+      sink, OutputBatch{{TokenEvent::finish(id, -1, {}, FinishReason::aborted, std::move(error))}});
 }
 
-// Streams the tokens, then hands the finished samples to their owners.
-void send_events(Self self, CoreEvents& events) {
+// The events of one call of the core, gathered per consumer: one message
+// each, however many requests and tokens it holds, because a message per
+// token and request cost a mailbox round and a wake-up each.
+class Outbox {
+ public:
+  TokenEvent& event_for(const token_sink& sink) { return batch(sink).events.emplace_back(); }
+  // The open token event of (request, sample) if it is this consumer's
+  // latest: a step's drafts and its sampled token travel as one delta.
+  TokenEvent* open_tokens(const token_sink& sink, const std::string& id, int sample_index) {
+    std::vector<TokenEvent>& events = batch(sink).events;
+    if (events.empty()) return nullptr;
+    TokenEvent& last = events.back();
+    return !last.finished && last.sample_index == sample_index && last.request_id == id ? &last
+                                                                                        : nullptr;
+  }
+  // Returns the number of messages sent.
+  int64_t send(Self self, int64_t step_id) {
+    for (auto& [sink, batch] : batches_) {
+      batch.step_id = step_id;
+      self->send(sink, std::move(batch));
+    }
+    return static_cast<int64_t>(batches_.size());
+  }
+
+ private:
+  OutputBatch& batch(const token_sink& sink) {
+    // Few consumers per step (a gateway has one); a linear search is cheapest.
+    for (auto& [s, b] : batches_)
+      if (s == sink) return b;
+    return batches_.emplace_back(sink, OutputBatch{}).second;
+  }
+  std::vector<std::pair<token_sink, OutputBatch>> batches_;
+};
+
+// Streams the tokens, then hands the finished samples to their owners, one
+// message per consumer; returns the number sent.
+int64_t send_events(Self self, CoreEvents& events, int64_t step_id = 0) {
   SchedulerState& st = self->state;
+  Outbox outbox;
   for (NewToken& token : events.tokens) {
     const auto it = st.sinks.find(token.request_id);
-    if (it == st.sinks.end()) continue;
-    TokenEvent event = TokenEvent::token(token.request_id, token.sample_index, token.token);
-    if (token.logprobs) event.logprobs.push_back(std::move(*token.logprobs));
-    send_event(self, it->second, std::move(event));
+    if (it == st.sinks.end() || !it->second) continue;
+    TokenEvent* event = outbox.open_tokens(it->second, token.request_id, token.sample_index);
+    if (!event) {
+      event = &outbox.event_for(it->second);
+      event->request_id = token.request_id;
+      event->sample_index = token.sample_index;
+    }
+    event->token_ids.push_back(token.token);
+    if (token.logprobs) event->logprobs.push_back(std::move(*token.logprobs));
   }
   for (FinishedSample& done : events.finished) {
     SequenceOutput& out = done.output;
     const auto it = st.sinks.find(out.request_id);
     if (it == st.sinks.end()) continue;
-    TokenEvent event =
-        TokenEvent::finish(out.request_id, out.sample_index, std::move(out.token_ids),
-                           out.finish_reason, std::move(out.error));
-    event.logits = std::move(out.logits);
-    event.logprobs = std::move(out.logprobs);
-    send_event(self, it->second, std::move(event));
+    if (it->second) {
+      TokenEvent& event = outbox.event_for(it->second);
+      event = TokenEvent::finish(out.request_id, out.sample_index, std::move(out.token_ids),
+                                 out.finish_reason, std::move(out.error));
+      event.logits = std::move(out.logits);
+      event.logprobs = std::move(out.logprobs);
+    }
     if (done.request_done) st.sinks.erase(it);
   }
+  const int64_t sent = outbox.send(self, step_id);
+  st.metrics.num_output_messages += sent;
+  return sent;
 }
 
 void check_drained(Self self) {
@@ -173,7 +216,7 @@ void finish_step(Self self) {
   // The next plan goes out before the tokens of this one: the workers
   // compute while the events are sent.
   maybe_step(self);
-  send_events(self, events);
+  if (send_events(self, events, step.id) > 0) ++st.metrics.num_output_steps;
   check_drained(self);
 }
 

@@ -7,8 +7,9 @@
 //   send each rank its plan's diff          (a deadline on each step)
 //   all workers replied -> load delta to the expert actor;
 //   events = core.complete_step(sampled); plan and send the next step;
-//   only then stream the tokens and finished samples to their sinks, so the
-//   workers are computing while the events go out
+//   only then send each consumer (sink) one OutputBatch with its requests'
+//   new tokens and finished samples, so the workers are computing while the
+//   events go out
 //
 // Besides the core it holds only what the transport needs: the workers,
 // each request's sink, the steps in flight with their replies and

@@ -14,6 +14,7 @@ CAF_ADD_TYPE_ID(hive, (hive::StepPlan))
 CAF_ADD_TYPE_ID(hive, (hive::WorkerStep))
 CAF_ADD_TYPE_ID(hive, (hive::WorkerResult))
 CAF_ADD_TYPE_ID(hive, (hive::TokenEvent))
+CAF_ADD_TYPE_ID(hive, (hive::OutputBatch))
 CAF_ADD_TYPE_ID(hive, (hive::Submission))
 CAF_ADD_TYPE_ID(hive, (hive::EngineMetrics))
 CAF_ADD_TYPE_ID(hive, (hive::ExpertStats))
@@ -46,6 +47,7 @@ inline void register_message_types(caf::actor_system_config& config) {
   config.add_message_type<WorkerStep>("hive::WorkerStep");
   config.add_message_type<WorkerResult>("hive::WorkerResult");
   config.add_message_type<TokenEvent>("hive::TokenEvent");
+  config.add_message_type<OutputBatch>("hive::OutputBatch");
   config.add_message_type<Submission>("hive::Submission");
   config.add_message_type<EngineMetrics>("hive::EngineMetrics");
   config.add_message_type<ExpertStats>("hive::ExpertStats");

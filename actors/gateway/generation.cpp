@@ -1,7 +1,5 @@
 #include "actors/gateway/generation.hpp"
 
-#include <boost/asio/post.hpp>
-
 namespace hive::gateway {
 
 namespace {
@@ -23,33 +21,24 @@ std::string api_finish_reason(FinishReason reason) {
 
 }  // namespace
 
-Generation::Generation(boost::asio::any_io_executor executor, Engine& engine,
-                       const Tokenizer& tokenizer, std::vector<ProcessedRequest> requests, int n,
-                       Metrics& metrics, Callbacks callbacks)
-    : executor_(std::move(executor)),
-      engine_(engine),
+Generation::Generation(Engine& engine, EngineOutputs& outputs,
+                       std::vector<ProcessedRequest> requests, int n, Metrics& metrics,
+                       Callbacks callbacks)
+    : engine_(engine),
+      outputs_(outputs),
       requests_(std::move(requests)),
       n_(n),
       metrics_(metrics),
       callbacks_(std::move(callbacks)) {
-  for (size_t r = 0; r < requests_.size(); ++r) {
-    usage_.prompt_tokens += static_cast<int64_t>(requests_[r].request.prompt_token_ids.size());
-    for (int k = 0; k < n_; ++k)
-      choices_.push_back(
-          {r, k, SampleText(tokenizer, requests_[r].request.prompt_token_ids, requests_[r].text),
-           {}, {}, std::nullopt, false});
-  }
+  for (const ProcessedRequest& r : requests_)
+    usage_.prompt_tokens += static_cast<int64_t>(r.request.prompt_token_ids.size());
+  choices_.resize(requests_.size() * static_cast<size_t>(n_));
   results_.resize(choices_.size());
 }
 
 void Generation::start() {
   start_ = Clock::now();
-  for (const ProcessedRequest& r : requests_) {
-    // The engine's thread only copies the event over to the I/O executor.
-    engine_.submit(r.request, [self = shared_from_this()](const TokenEvent& event) {
-      boost::asio::post(self->executor_, [self, event] { self->handle(event); });
-    });
-  }
+  for (const ProcessedRequest& r : requests_) outputs_.submit(r, shared_from_this());
 }
 
 void Generation::cancel() {
@@ -62,7 +51,7 @@ void Generation::cancel() {
   }
 }
 
-void Generation::handle(const TokenEvent& event) noexcept {
+void Generation::handle(TokenEvent& event) noexcept {
   if (failed_) return;
   std::string cause;
   try {
@@ -79,6 +68,7 @@ void Generation::handle(const TokenEvent& event) noexcept {
   } catch (...) {
     // The engine is stopping; its requests end there.
   }
+  for (const ProcessedRequest& r : requests_) outputs_.forget(r.request.id);
   num_done_ = choices_.size();
   if (callbacks_.on_failed) callbacks_.on_failed(cause);
 }
@@ -89,7 +79,7 @@ size_t Generation::request_index(const std::string& request_id) const {
   fail("gateway: an event for unknown request ", request_id);
 }
 
-void Generation::on_event(const TokenEvent& event) {
+void Generation::on_event(TokenEvent& event) {
   const size_t r = request_index(event.request_id);
   const auto first = r * static_cast<size_t>(n_);
   if (event.sample_index < 0) {  // the whole request failed
@@ -111,32 +101,39 @@ void Generation::on_event(const TokenEvent& event) {
         std::chrono::duration<double>(now - *choice.last_token).count());
   choice.last_token = now;
   ChoiceDelta delta{static_cast<int>(index), "", event.token_ids, event.logprobs};
-  choice.token_ids.insert(choice.token_ids.end(), event.token_ids.begin(), event.token_ids.end());
-  choice.logprobs.insert(choice.logprobs.end(), event.logprobs.begin(), event.logprobs.end());
-  const bool was_stopped = choice.text.stopped_by_string();
-  for (const int32_t id : event.token_ids) delta.text += choice.text.add(id);
-  if (!was_stopped && choice.text.stopped_by_string())
-    engine_.stop_sample(event.request_id, event.sample_index);
+  bool stopped = false;
+  for (const int32_t id : event.token_ids) {
+    OutputProcessor::Delta text =
+        outputs_.text().add_token(event.request_id, event.sample_index, id);
+    delta.text += text.text;
+    stopped = stopped || text.stopped_by_string;
+  }
+  if (stopped) engine_.stop_sample(event.request_id, event.sample_index);
   if (callbacks_.on_delta) callbacks_.on_delta(delta);
 }
 
-void Generation::finish_choice(size_t index, const TokenEvent& event) {
+void Generation::finish_choice(size_t index, TokenEvent& event) {
   Choice& choice = choices_[index];
   choice.done = true;
   ++num_done_;
   ChoiceResult& result = results_[index];
   result.index = static_cast<int>(index);
-  const std::string rest = choice.text.finish();
-  result.text = choice.text.text();
-  result.num_tokens = event.sample_index < 0 ? 0 : static_cast<int64_t>(event.token_ids.size());
+  const size_t request = index / static_cast<size_t>(n_);
+  const OutputProcessor::Final text = outputs_.text().finish(
+      requests_[request].request.id, static_cast<int>(index % static_cast<size_t>(n_)));
+  result.text = text.full_text;
   result.error = event.error;
-  result.token_ids = std::move(choice.token_ids);
-  result.logprobs = std::move(choice.logprobs);
-  result.finish_reason = choice.text.stopped_by_string() ? "stop" : api_finish_reason(event.reason());
+  if (event.sample_index >= 0) {
+    // The engine hands a sample's ids and logprobs over once, as it ends.
+    result.num_tokens = static_cast<int64_t>(event.token_ids.size());
+    result.token_ids = std::move(event.token_ids);
+    result.logprobs = std::move(event.logprobs);
+  }
+  result.finish_reason = text.stopped_by_string ? "stop" : api_finish_reason(event.reason());
   usage_.completion_tokens += result.num_tokens;
   metrics_.generation_tokens += result.num_tokens;
-  if (!rest.empty() && callbacks_.on_delta)
-    callbacks_.on_delta({static_cast<int>(index), rest, {}, {}});
+  if (!text.text.empty() && callbacks_.on_delta)
+    callbacks_.on_delta({static_cast<int>(index), text.text, {}, {}});
   if (callbacks_.on_choice_done) callbacks_.on_choice_done(result);
   if (!done()) return;
   metrics_.prompt_tokens += usage_.prompt_tokens;

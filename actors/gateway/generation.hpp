@@ -1,13 +1,14 @@
 #pragma once
 // One API request in flight: its engine requests (one per prompt, n samples
-// each), each sample's text through the output processor, and the results
-// of its choices (choice index = prompt index * n + sample index).
+// each) and the results of its choices (choice index = prompt index * n +
+// sample index).
 //
-// Engine events arrive on the engine's thread; each is copied and posted to
-// the gateway's I/O executor, where everything here runs. A sample whose
-// text meets a stop string is ended in the engine (Engine::stop_sample); a
-// client that goes away cancels the rest (cancel()).
-#include <boost/asio/any_io_executor.hpp>
+// Engine events reach it on the gateway's I/O thread through EngineOutputs
+// (engine_outputs.hpp), whose OutputProcessor holds each sample's text; the
+// ids and logprobs of a finished choice come with its finished event, so
+// they are held once, by the engine, until then. A sample whose text meets a
+// stop string is ended in the engine (Engine::stop_sample); a client that
+// goes away cancels the rest (cancel()).
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -17,6 +18,7 @@
 #include <vector>
 
 #include "actors/engine.hpp"
+#include "actors/gateway/engine_outputs.hpp"
 #include "actors/gateway/metrics.hpp"
 #include "runtime/engine/input_processor.hpp"
 #include "runtime/engine/output_processor.hpp"
@@ -57,9 +59,8 @@ class Generation : public std::enable_shared_from_this<Generation> {
     std::function<void(const std::string& cause)> on_failed;
   };
 
-  Generation(boost::asio::any_io_executor executor, Engine& engine, const Tokenizer& tokenizer,
-             std::vector<ProcessedRequest> requests, int n, Metrics& metrics,
-             Callbacks callbacks);
+  Generation(Engine& engine, EngineOutputs& outputs, std::vector<ProcessedRequest> requests, int n,
+             Metrics& metrics, Callbacks callbacks);
 
   // Submits the engine requests; throws hive::Error if the engine refuses.
   void start();
@@ -67,6 +68,9 @@ class Generation : public std::enable_shared_from_this<Generation> {
   void cancel();
 
   bool done() const { return num_done_ == choices_.size(); }
+  // The boundary of the engine's events: on_event, and whatever it throws
+  // ends this generation through on_failed.
+  void handle(TokenEvent& event) noexcept;
   const Usage& usage() const { return usage_; }
   // By choice index.
   const std::vector<ChoiceResult>& results() const { return results_; }
@@ -74,24 +78,16 @@ class Generation : public std::enable_shared_from_this<Generation> {
  private:
   using Clock = std::chrono::steady_clock;
   struct Choice {
-    size_t request = 0;  // index into requests_
-    int sample = 0;
-    SampleText text;
-    std::vector<int32_t> token_ids;  // streamed so far
-    std::vector<TokenLogprobs> logprobs;
     std::optional<Clock::time_point> last_token;
     bool done = false;
   };
 
-  // The boundary of the engine's events: on_event, and whatever it throws
-  // ends this generation through on_failed.
-  void handle(const TokenEvent& event) noexcept;
-  void on_event(const TokenEvent& event);
-  void finish_choice(size_t index, const TokenEvent& event);
+  void on_event(TokenEvent& event);
+  void finish_choice(size_t index, TokenEvent& event);
   size_t request_index(const std::string& request_id) const;
 
-  boost::asio::any_io_executor executor_;
   Engine& engine_;
+  EngineOutputs& outputs_;
   std::vector<ProcessedRequest> requests_;
   int n_;
   Metrics& metrics_;

@@ -281,8 +281,7 @@ void HttpSession::complete(const Request& request, Endpoint endpoint) {
         self->fail(cause);
         state->release();
       }};
-  generation_ = std::make_shared<Generation>(stream_.get_executor(), st.engine,
-                                             st.inputs.tokenizer(), std::move(processed),
+  generation_ = std::make_shared<Generation>(st.engine, *st.outputs, std::move(processed),
                                              static_cast<int>(api_request_.n), st.metrics,
                                              std::move(callbacks));
   ++st.in_flight;

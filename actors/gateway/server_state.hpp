@@ -7,10 +7,11 @@
 #include <cstdint>
 #include <memory>
 #include <random>
-#include <vector>
 #include <string>
+#include <vector>
 
 #include "actors/engine.hpp"
+#include "actors/gateway/engine_outputs.hpp"
 #include "actors/gateway/metrics.hpp"
 #include "actors/gateway/server.hpp"
 #include "runtime/engine/input_processor.hpp"
@@ -27,7 +28,12 @@ class Connection {
 
 struct ServerState {
   ServerState(Engine& e, InputProcessor& i, ServerOptions o)
-      : engine(e), inputs(i), options(std::move(o)), acceptor(io), accept_pause(io) {}
+      : engine(e),
+        inputs(i),
+        options(std::move(o)),
+        acceptor(io),
+        accept_pause(io),
+        outputs(EngineOutputs::make(e, i.tokenizer(), io.get_executor())) {}
 
   Engine& engine;
   InputProcessor& inputs;
@@ -36,6 +42,8 @@ struct ServerState {
   boost::asio::ip::tcp::acceptor acceptor;
   boost::asio::steady_timer accept_pause;  // after a failed accept
   Metrics metrics;
+  // Every request's engine outputs, one batch per step, and their text.
+  std::shared_ptr<EngineOutputs> outputs;
   int64_t in_flight = 0;  // API requests submitted and not yet answered
   // Set by Server::stop(): new requests get 503 on the connections still
   // open; when the last request in flight is answered, every connection

@@ -125,9 +125,9 @@ void WebSocketSession::start_request(const ClientMessage& message) {
         }
         state->release();
       }};
-  auto generation = std::make_shared<Generation>(
-      beast::get_lowest_layer(ws_).get_executor(), st.engine, st.inputs.tokenizer(),
-      std::move(processed), static_cast<int>(request.n), st.metrics, std::move(callbacks));
+  auto generation =
+      std::make_shared<Generation>(st.engine, *st.outputs, std::move(processed),
+                                   static_cast<int>(request.n), st.metrics, std::move(callbacks));
   requests_[id] = generation;
   ++st.in_flight;
   try {

@@ -74,6 +74,11 @@ bool OutputProcessor::has_request(const std::string& request_id) const {
   return it != samples_.end() && it->first.first == request_id;
 }
 
+void OutputProcessor::abort_request(const std::string& request_id) {
+  auto it = samples_.lower_bound(std::pair(request_id, 0));
+  while (it != samples_.end() && it->first.first == request_id) it = samples_.erase(it);
+}
+
 SampleText& OutputProcessor::sample(const std::string& request_id, int sample_index) {
   const auto it = samples_.find(std::pair(request_id, sample_index));
   check(it != samples_.end(), "output processor: no sample ", sample_index, " of request '",

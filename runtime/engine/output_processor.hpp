@@ -61,14 +61,15 @@ class SampleText {
   std::string text_;
 };
 
-// The samples of many requests, by request id and sample index.
+// The samples of many requests, by request id and sample index: `hive run`'s
+// and the gateway's one table of output text.
 class OutputProcessor {
  public:
   explicit OutputProcessor(Tokenizer tokenizer) : tokenizer_(std::move(tokenizer)) {}
 
   // Throws if the id is in use or a stop string is empty.
-  void add_request(const std::string& request_id, int num_samples,
-                   std::span<const int32_t> prompt, const TextParams& params);
+  void add_request(const std::string& request_id, int num_samples, std::span<const int32_t> prompt,
+                   const TextParams& params);
   // The text a new id of one sample releases; `stopped_by_string` tells the
   // caller to end that sample in the engine.
   struct Delta {
@@ -85,6 +86,8 @@ class OutputProcessor {
   };
   Final finish(const std::string& request_id, int sample_index);
   bool has_request(const std::string& request_id) const;
+  // Forgets the request's samples not yet finished (its owner went away).
+  void abort_request(const std::string& request_id);
 
  private:
   SampleText& sample(const std::string& request_id, int sample_index);

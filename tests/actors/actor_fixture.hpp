@@ -1,7 +1,8 @@
 #pragma once
 // A deterministic actor system (caf/test/dsl.hpp) with the scheduler actor
 // over one worker rank on the Qwen3-MoE fixture, a collector actor that
-// records TokenEvents, and the offline LLMEngine as the reference.
+// records the TokenEvents of its OutputBatches, and the offline LLMEngine as
+// the reference.
 // dsl.hpp's fetch helper reports errors through a FAIL macro it does not define.
 #include <caf/test/unit_test.hpp>
 #ifndef FAIL
@@ -29,6 +30,7 @@ struct ActorConfig : caf::actor_system_config {
 
 struct CollectorState {
   std::vector<TokenEvent> events;
+  std::vector<int64_t> batch_steps;  // each OutputBatch's step
   static inline const char* name = "collector";
 };
 
@@ -40,7 +42,10 @@ struct CollectorState {
 struct Collector : token_sink::stateful_base<CollectorState> {
   using token_sink::stateful_base<CollectorState>::stateful_base;
   behavior_type make_behavior() override {
-    return {[this](TokenEvent& event) { state.events.push_back(std::move(event)); }};
+    return {[this](OutputBatch& batch) {
+      state.batch_steps.push_back(batch.step_id);
+      for (TokenEvent& event : batch.events) state.events.push_back(std::move(event));
+    }};
   }
 };
 

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <chrono>
 #include <limits>
+#include <map>
 #include <optional>
 #include <stdexcept>
 #include <thread>
@@ -72,6 +73,37 @@ TEST(Engine, StreamsCallbacksAndMetrics) {
   EXPECT_TRUE(callback_events.back().finished);
   EXPECT_EQ(callback_events.back().token_ids, offline(b));
   EXPECT_THROW(engine.submit(a), Error);
+}
+
+// A client's requests reach it in one batch per step, in the engine's
+// order, with the same tokens as one stream each; shutdown waits for the
+// client's last batch.
+TEST(Engine, AClientGetsOneBatchPerStep) {
+  Engine engine(fixture_options());
+  std::vector<OutputBatch> batches;  // written on the engine's thread, read after shutdown
+  const EngineClient client =
+      engine.connect([&](OutputBatch& batch) { batches.push_back(std::move(batch)); });
+  std::vector<Request> requests;
+  for (int i = 0; i < 8; ++i) {
+    requests.push_back(greedy(str_cat("r", i), {5, 9, 13, static_cast<int32_t>(i)}, 5));
+    engine.submit(requests.back(), client);
+  }
+  EngineMetrics m = engine.metrics();
+  for (; m.num_finished_requests < 8; m = engine.metrics())
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  EXPECT_EQ(m.num_output_messages, m.num_output_steps);
+  EXPECT_EQ(engine.shutdown(ShutdownMode::drain), 0);
+  std::map<std::string, std::vector<int32_t>> streamed, finished;
+  for (const OutputBatch& batch : batches)
+    for (const TokenEvent& e : batch.events) {
+      auto& ids = e.finished ? finished[e.request_id] : streamed[e.request_id];
+      ids.insert(ids.end(), e.token_ids.begin(), e.token_ids.end());
+    }
+  for (const Request& r : requests) {
+    EXPECT_EQ(streamed[r.id], offline(r)) << r.id;
+    EXPECT_EQ(finished[r.id], offline(r)) << r.id;
+  }
+  EXPECT_LT(batches.size(), size_t{8 * 5});
 }
 
 TEST(Engine, MetricsCountTheWork) {
