@@ -211,11 +211,15 @@ typename Inspector::result_type inspect(Inspector& f, TokenHistory& x) {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, SampleSlot& x) {
+  bool has_sampling = x.sampling.has_value();
+  SamplingParams sampling = x.sampling.value_or(SamplingParams{});
   bool has_history = x.history.has_value();
   TokenHistory history = x.history.value_or(TokenHistory{});
-  return f(caf::meta::type_name("SampleSlot"), x.seq_id, x.scheduled_index, x.sampling,
+  return f(caf::meta::type_name("SampleSlot"), x.seq_id, x.scheduled_index, has_sampling, sampling,
            x.return_logits, x.num_sampled, has_history, history, x.draft_token_ids, x.draft_probs,
            caf::meta::load_callback([&]() -> caf::error {
+             x.sampling =
+                 has_sampling ? std::optional<SamplingParams>(std::move(sampling)) : std::nullopt;
              x.history =
                  has_history ? std::optional<TokenHistory>(std::move(history)) : std::nullopt;
              return caf::none;

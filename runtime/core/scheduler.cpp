@@ -21,9 +21,10 @@ void validate(const SchedulerConfig& config) {
   check(config.recompute_seconds_per_token >= 0 && config.swap_seconds_per_block >= 0,
         "preemption costs must be >= 0 (got ", config.recompute_seconds_per_token, " s/token and ",
         config.swap_seconds_per_block, " s/block)");
-  check(config.num_speculative_tokens >= 0 && config.num_speculative_tokens <= kMaxSpeculativeTokens,
-        "num_speculative_tokens must be in [0, ", kMaxSpeculativeTokens, "] (got ",
-        config.num_speculative_tokens, ")");
+  check(
+      config.num_speculative_tokens >= 0 && config.num_speculative_tokens <= kMaxSpeculativeTokens,
+      "num_speculative_tokens must be in [0, ", kMaxSpeculativeTokens, "] (got ",
+      config.num_speculative_tokens, ")");
 }
 
 Scheduler::Scheduler(const SchedulerConfig& config, KVCacheManager& kv_cache)
@@ -256,6 +257,7 @@ void Scheduler::schedule_waiting(StepPlan& plan, int64_t& budget) {
     // in part (a prefix-cache hit skips prompt tokens): its next sample
     // carries its history again.
     seq.history_sent = false;
+    seq.sampling_sent = false;
     waiting_.pop_front();
     seq.status = SequenceStatus::running;
     insert_in_order(running_, &seq);
@@ -288,7 +290,11 @@ void Scheduler::add_to_plan(Sequence& seq, int64_t num_tokens, const PrefixHit& 
   SamplingParams sampling = seq.request->sampling;
   sampling.seed = *sampling.seed + static_cast<uint64_t>(seq.sample_index);
   plan.samples.push_back(
-      {seq.id, index, sampling, seq.request->return_logits, seq.num_output_tokens(), {}});
+      {seq.id, index, std::nullopt, seq.request->return_logits, seq.num_output_tokens(), {}});
+  if (!seq.sampling_sent) {
+    plan.samples.back().sampling = sampling;
+    seq.sampling_sent = true;
+  }
   if (seq.num_draft_tokens > 0) {
     const auto drafts = seq.token_ids.end() - seq.num_draft_tokens;
     plan.samples.back().draft_token_ids.assign(drafts, seq.token_ids.end());
@@ -328,6 +334,7 @@ void Scheduler::fork_children(Sequence& parent, size_t scheduled_index, StepPlan
     sampling.seed = *sampling.seed + static_cast<uint64_t>(k);
     plan.samples.push_back(
         {child->id, scheduled_index, sampling, parent.request->return_logits, 0, {}});
+    child->sampling_sent = true;
     if (sampling.has_penalties()) {
       plan.samples.back().history = TokenHistory{parent.request->prompt_token_ids, {}};
       child->history_sent = true;

@@ -113,7 +113,10 @@ struct TokenHistory {
 struct SampleSlot {
   SequenceId seq_id = 0;
   size_t scheduled_index = 0;
-  SamplingParams sampling;
+  // Sent with a sequence's first sample after each admission, its seed
+  // already offset by the sample's index; the runner keeps a Sampler per
+  // sequence and reads nothing else of them later.
+  std::optional<SamplingParams> sampling;
   bool return_logits = false;
   int64_t num_sampled = 0;  // tokens the sequence sampled before this one
   // With penalties on, the sequence's first sample since it was admitted

@@ -70,6 +70,7 @@ struct Sequence {
   // A sample slot carried its TokenHistory since the sequence was last
   // admitted: the runner that samples it keeps counting from there.
   bool history_sent = false;
+  bool sampling_sent = false;  // SampleSlot::sampling went out since admission
 
   int64_t num_tokens() const { return static_cast<int64_t>(token_ids.size()); }
   int64_t num_output_tokens() const { return num_tokens() - num_prompt_tokens; }

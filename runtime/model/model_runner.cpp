@@ -37,6 +37,17 @@ void ModelRunner::set_history(Sampler& sampler, const SampleSlot& slot,
   sampler.set_history(history.prompt_token_ids, resolved_);
 }
 
+// A sequence's parameters come with its first sample after admission; a
+// sampler kept from before (a preempted sequence readmitted) goes on with
+// its stream.
+Sampler& ModelRunner::sampler_for(const SampleSlot& slot) {
+  const auto it = samplers_.find(slot.seq_id);
+  if (it != samplers_.end()) return it->second;
+  check(slot.sampling.has_value(), "model runner: sequence ", slot.seq_id,
+        " samples before its sampling parameters came");
+  return samplers_.try_emplace(slot.seq_id, *slot.sampling, slot.num_sampled).first->second;
+}
+
 std::vector<SampledToken> ModelRunner::run(const StepPlan& plan) {
   for (const SequenceId id : plan.finished_seq_ids) {
     samplers_.erase(id);
@@ -72,8 +83,7 @@ std::vector<SampledToken> ModelRunner::run(const StepPlan& plan) {
     const int64_t row = logits_row.at(slot.scheduled_index);
     check(row >= 0, "model runner: sample slot for sequence ", slot.seq_id,
           " points at a run without logits");
-    Sampler& sampler =
-        samplers_.try_emplace(slot.seq_id, slot.sampling, slot.num_sampled).first->second;
+    Sampler& sampler = sampler_for(slot);
     if (slot.history) set_history(sampler, slot, plan.sequences[slot.scheduled_index]);
     if (!slot.draft_token_ids.empty()) {
       verify(sampler, slot, plan.sequences[slot.scheduled_index], row, sampled);
@@ -84,8 +94,8 @@ std::vector<SampledToken> ModelRunner::run(const StepPlan& plan) {
     SampledToken token{slot.seq_id, -1, {}, {}, {}};
     try {
       token.token = sampler.sample(row_logits);
-      if (slot.sampling.logprobs)
-        token.logprobs = compute_logprobs(row_logits, token.token, *slot.sampling.logprobs);
+      if (sampler.params().logprobs)
+        token.logprobs = compute_logprobs(row_logits, token.token, *sampler.params().logprobs);
     } catch (const Error& e) {
       // This sequence's logits are unusable; the batch's others are not.
       token.error = e.what();
@@ -122,8 +132,8 @@ void ModelRunner::verify(Sampler& sampler, const SampleSlot& slot, const Schedul
     const std::span<const float> row = rows.subspan(i * vocab, vocab);
     SampledToken token{slot.seq_id, verified.tokens[i], {}, {}, {}};
     token.accepted_draft = static_cast<int>(i) < verified.num_accepted;
-    if (slot.sampling.logprobs)
-      token.logprobs = compute_logprobs(row, token.token, *slot.sampling.logprobs);
+    if (sampler.params().logprobs)
+      token.logprobs = compute_logprobs(row, token.token, *sampler.params().logprobs);
     if (slot.return_logits) token.logits.assign(row.begin(), row.end());
     sampled.push_back(std::move(token));
   }

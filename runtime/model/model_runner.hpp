@@ -38,6 +38,7 @@ class ModelRunner {
  private:
   // The run's token ids, its pending token replaced (valid until the next call).
   std::span<const int32_t> resolve(const ScheduledSequence& s);
+  Sampler& sampler_for(const SampleSlot& slot);
   void set_history(Sampler& sampler, const SampleSlot& slot, const ScheduledSequence& run);
   // Speculation: the slot's drafts against the logits rows from first_row;
   // appends the accepted drafts and the token after them.

@@ -71,6 +71,7 @@ class Sampler {
     counts_.assign(prompt, output);
   }
   const TokenCounts& counts() const { return counts_; }
+  const SamplingParams& params() const { return params_; }
 
  private:
   int32_t draw(std::span<const float> logits);

@@ -151,6 +151,40 @@ TEST_F(SchedulerTest, RecomputePreemptionFreesTheLastAndRequeuesItFirst) {
   EXPECT_EQ(rest.back().token_ids, (Ids{106, 107, 108, 109, 110, 111, 112, 113}));
 }
 
+// Sampling parameters travel once per admission: with a sequence's first
+// sample, not with the ones after; a preempted sequence readmitted sends
+// them again (the worker that samples it may be a new one).
+TEST_F(SchedulerTest, SamplingParametersGoWithTheFirstSampleOfEachAdmission) {
+  make(preempting(PreemptionMode::recompute), blocks(5));
+  scheduler->add_request(request("a", 7, 8));
+  scheduler->add_request(request("b", 6, 8));
+  const auto carried = [&] {
+    std::vector<std::pair<SequenceId, bool>> out;
+    for (const SampleSlot& slot : last_plan.samples)
+      out.emplace_back(slot.seq_id, slot.sampling.has_value());
+    return out;
+  };
+  using Carried = std::vector<std::pair<SequenceId, bool>>;
+  step();
+  EXPECT_EQ(carried(), (Carried{{0, true}, {1, true}}));
+  step();
+  EXPECT_EQ(carried(), (Carried{{0, false}, {1, false}}));
+  step();  // b is preempted
+  EXPECT_EQ(carried(), (Carried{{0, false}}));
+  bool readmitted = false;
+  while (!readmitted) {
+    step();
+    for (const auto& [id, sent] : carried())
+      if (id == 1) {
+        EXPECT_TRUE(sent) << "b's first sample after readmission";
+        readmitted = true;
+      }
+  }
+  step();
+  for (const auto& [id, sent] : carried()) EXPECT_FALSE(sent) << id;
+  run_to_completion();
+}
+
 TEST_F(SchedulerTest, SwapPreemptionMovesBlocksToTheHostAndBack) {
   make(preempting(PreemptionMode::swap), blocks(5, 5));
   scheduler->add_request(request("a", 7, 8));

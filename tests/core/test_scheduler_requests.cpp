@@ -80,15 +80,15 @@ TEST_F(RequestsTest, ARequestWithoutASeedDrawsARandomOneOnce) {
   step();
   std::map<SequenceId, uint64_t> seeds;
   for (const SampleSlot& slot : last_plan.samples) {
-    ASSERT_TRUE(slot.sampling.seed.has_value());
-    seeds[slot.seq_id] = *slot.sampling.seed;
+    ASSERT_TRUE(slot.sampling && slot.sampling->seed.has_value());
+    seeds[slot.seq_id] = *slot.sampling->seed;
   }
   ASSERT_EQ(seeds.size(), 3u);              // a's two samples and b
   EXPECT_EQ(seeds.at(2), seeds.at(0) + 1);  // a's second sample: a's seed + 1
   EXPECT_NE(seeds.at(1), seeds.at(0));      // b's own random seed
-  step();
+  step();  // the runner's samplers keep the seeds: nothing is sent again
   for (const SampleSlot& slot : last_plan.samples)
-    EXPECT_EQ(slot.sampling.seed, seeds.at(slot.seq_id)) << "seq " << slot.seq_id;
+    EXPECT_FALSE(slot.sampling.has_value()) << "seq " << slot.seq_id;
   run_to_completion();
 }
 
@@ -128,7 +128,7 @@ TEST_F(RequestsTest, ParallelSamplesShareThePromptAndCopyOnWrite) {
   ASSERT_EQ(last_plan.samples.size(), 3u);
   for (size_t k = 0; k < 3; ++k) {
     EXPECT_EQ(last_plan.samples[k].scheduled_index, 0u);
-    EXPECT_EQ(last_plan.samples[k].sampling.seed, 40u + k);  // sample k draws with seed + k
+    EXPECT_EQ(last_plan.samples[k].sampling->seed, 40u + k);  // sample k draws with seed + k
   }
   EXPECT_EQ(scheduler->num_running(), 3u);
   EXPECT_EQ(kv->device_pool().ref_count(1), 3);
