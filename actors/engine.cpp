@@ -230,41 +230,6 @@ client_actor::behavior_type engine_client(client_actor::stateful_pointer<ClientS
 
 }  // namespace
 
-EngineOptions engine_options(const LaunchConfig& config) {
-  EngineOptions options;
-  options.model = config.model;
-  options.load.dequantize = config.dequantize;
-  options.device = config.device;
-  const ParallelConfig& parallel = config.parallel;
-  const int tp = parallel.tensor_parallel_size;
-  check_parallel_layout(parallel, "parallel: ");
-  options.world_size = parallel.world_size;
-  options.transport = parallel.transport;
-  options.tensor_parallel_size = tp;
-  options.expert_placement = parallel.expert_placement;
-  options.replicate_hot_experts = parallel.replicate_hot_experts;
-  options.rebalance_experts = parallel.rebalance_experts;
-  EngineConfig& e = options.engine;
-  e.block_size = config.kv_cache.block_size;
-  e.kv_budget =
-      KVBudget{config.kv_cache.memory_budget_bytes.value_or(0), config.kv_cache.memory_fraction};
-  e.swap_space_bytes = config.kv_cache.swap_space_bytes;
-  e.kv_cache_dtype = config.kv_cache.dtype;
-  e.enable_prefix_caching = config.kv_cache.enable_prefix_caching;
-  e.speculative = config.speculative;
-  SchedulerConfig& s = e.scheduler;
-  s.max_num_seqs = config.scheduler.max_num_seqs;
-  s.max_num_batched_tokens = config.scheduler.max_num_batched_tokens;
-  s.enable_chunked_prefill = config.scheduler.enable_chunked_prefill;
-  s.async_scheduling = config.scheduler.async_scheduling;
-  options.worker_timeout = std::chrono::milliseconds(config.scheduler.worker_timeout_ms);
-  options.worker_start_timeout =
-      std::chrono::milliseconds(config.scheduler.worker_start_timeout_ms);
-  s.policy = config.scheduler.policy;
-  s.preemption_mode = config.scheduler.preemption_mode;
-  return options;
-}
-
 SchedulerSetup make_scheduler_setup(std::shared_ptr<Model> model, const EngineConfig& config,
                                     int world_size, int tensor_parallel_size) {
   std::shared_ptr<Model> draft_model;
@@ -274,19 +239,9 @@ SchedulerSetup make_scheduler_setup(std::shared_ptr<Model> model, const EngineCo
   const EngineCoreConfig core =
       engine_core_config(*model, config, world_size, tensor_parallel_size, draft_model.get());
   const ModelConfig& c = model->config();
-  // Each expert-parallel rank holds at least one expert: more ranks than
-  // experts would only fail in every worker's start, three times over.
-  check(c.num_experts == 0 || tensor_parallel_size > 1 || world_size <= c.num_experts,
-        "expert parallelism over ", world_size,
-        " ranks needs at least as many experts; the model "
-        "has ",
-        c.num_experts, " (parallel.world_size at most ", c.num_experts, ")");
   SchedulerSetup setup;
-  setup.kv_cache = core.kv_cache;
-  const KVCacheConfig& kv = setup.kv_cache;
-  setup.scheduler = core.scheduler;
-  setup.vocab_size = core.vocab_size;
-  setup.speculative = core.speculative;
+  setup.core = core;
+  const KVCacheConfig& kv = setup.core.kv_cache;
   if (draft_model) {
     setup.draft_model = draft_model;
     for (int rank = 0; rank < core.num_ranks; ++rank)
@@ -297,7 +252,8 @@ SchedulerSetup make_scheduler_setup(std::shared_ptr<Model> model, const EngineCo
           c.vocab_size));
   }
   if (core.speculative.enabled() && core.speculative.adaptive)
-    setup.spec_cost = measure_spec_cost(*model, setup.draft_model.get(), config.kv_cache_dtype);
+    setup.core.spec_cost =
+        measure_spec_cost(*model, setup.draft_model.get(), config.kv_cache_dtype);
   setup.num_experts = static_cast<int>(c.num_experts);
   setup.num_layers = static_cast<int>(c.num_layers);
   setup.detached_workers = world_size > 1;
@@ -310,8 +266,8 @@ SchedulerSetup make_scheduler_setup(std::shared_ptr<Model> model, const EngineCo
   // Checked here, in the caller's thread: the scheduler actor builds its
   // KV manager and Scheduler from these, and an error there would only kill
   // the actor.
-  validate(setup.kv_cache);
-  validate(setup.scheduler);
+  validate(setup.core.kv_cache);
+  validate(setup.core.scheduler);
   return setup;
 }
 
@@ -356,22 +312,27 @@ std::optional<TokenEvent> TokenStream::next() {
   return event;
 }
 
-Engine::Engine(const EngineOptions& options)
+Engine::Engine(const HiveConfig& given)
     : runtime_(std::make_shared<detail::EngineRuntime>()),
       callbacks_(std::make_shared<detail::LiveCallbacks>()) {
+  // Resolved from config.json before the weights load: a mistake in the tree
+  // fails in a moment, not after minutes of loading.
+  HiveConfig config = given;
+  resolve(config, load_model_config(config.model));
+  const int world_size = config.parallel.world_size;
+  const int tensor_parallel_size = config.parallel.tensor_parallel_size;
   detail::EngineRuntime& rt = *runtime_;
-  BackendChoice choice = select_backend(options.device, Model::required_ops());
+  BackendChoice choice = select_backend(config.device, Model::required_ops());
   rt.backend = std::move(choice.backend);
   device_note_ = std::move(choice.note);
-  rt.model = std::make_shared<Model>(options.model, *rt.backend, options.load);
-  SchedulerSetup setup = make_scheduler_setup(rt.model, options.engine, options.world_size,
-                                              options.tensor_parallel_size);
-  max_sequence_tokens_ = int64_t{setup.kv_cache.num_device_blocks - 1} * setup.kv_cache.block_size;
-  if (setup.scheduler.max_model_len > 0)
-    max_sequence_tokens_ = std::min(max_sequence_tokens_, setup.scheduler.max_model_len);
-  setup.worker_timeout = options.worker_timeout;
-  setup.worker_start_timeout = options.worker_start_timeout;
-  setup.placement = options.expert_placement;
+  rt.model = std::make_shared<Model>(config.model, *rt.backend, LoadOptions{config.dequantize});
+  SchedulerSetup setup =
+      make_scheduler_setup(rt.model, config.engine, world_size, tensor_parallel_size);
+  max_sequence_tokens_ =
+      int64_t{setup.core.kv_cache.num_device_blocks - 1} * setup.core.kv_cache.block_size;
+  if (setup.core.scheduler.max_model_len > 0)
+    max_sequence_tokens_ = std::min(max_sequence_tokens_, setup.core.scheduler.max_model_len);
+  setup.placement = config.parallel.expert_placement;
   rt.config = std::make_unique<caf::actor_system_config>();
   // One scheduler thread, work sharing: the scheduler actor, the expert
   // actor and callback sinks take turns on it. CAF's default work stealing
@@ -382,16 +343,16 @@ Engine::Engine(const EngineOptions& options)
   // thread. Without it, a single-rank engine's worker shares this thread:
   // waking a sleeping thread costs about 8 us to the waker and 30 us to the
   // wakee on the development VM, twice per step when the steps alternate.
-  if (setup.scheduler.async_scheduling) setup.detached_workers = true;
+  if (setup.core.scheduler.async_scheduling) setup.detached_workers = true;
   rt.config->set("scheduler.policy", caf::atom("sharing"));
   rt.config->set("scheduler.max-threads", size_t{1});
   register_message_types(*rt.config);
-  if (options.transport != RankTransport::in_process) {
+  if (config.parallel.transport != RankTransport::in_process) {
 #ifdef HIVE_HAVE_MPI
     // Every rank of the job is one process; a fault in one ends the job, so
     // there is one generation and one group, made first so that a process
     // without its GPU (nccl) fails before anything starts.
-    const std::shared_ptr<RankGroup> group = make_process_rank_group(options);
+    const std::shared_ptr<RankGroup> group = make_process_rank_group(config);
     rt.config->load<caf::io::middleman>();
     // The scheduler starts the other ranks' workers through the middleman
     // and waits for each answer, which the middleman's own actors deliver on
@@ -400,10 +361,10 @@ Engine::Engine(const EngineOptions& options)
     rt.config->set("scheduler.max-threads", size_t{2});
     rt.system = std::make_unique<caf::actor_system>(*rt.config);
     setup.make_group = [group](int) { return group; };
-    setup.spawn_worker = connect_worker_ranks(*rt.system, options.world_size);
+    setup.spawn_worker = connect_worker_ranks(*rt.system, world_size);
     setup.end_job = [](const std::string& cause) { mpi_abort(cause.c_str()); };
 #else
-    fail("parallel.transport ", options.transport == RankTransport::mpi ? "mpi" : "nccl",
+    fail("parallel.transport ", config.parallel.transport == RankTransport::mpi ? "mpi" : "nccl",
          ": this Hive was built without MPI (-DHIVE_MPI=OFF)");
 #endif
   } else {
@@ -413,11 +374,11 @@ Engine::Engine(const EngineOptions& options)
   ExpertSetup expert_setup;
   expert_setup.num_layers = static_cast<int>(c.num_layers);
   expert_setup.num_experts = static_cast<int>(c.num_experts);
-  expert_setup.replicate_hot_experts = options.replicate_hot_experts;
-  expert_setup.world_size = options.world_size;
+  expert_setup.replicate_hot_experts = config.parallel.replicate_hot_experts;
+  expert_setup.world_size = world_size;
   expert_setup.placement = setup.placement;
-  if (options.tensor_parallel_size == 1 && options.world_size > 1)
-    expert_setup.rebalance = options.rebalance_experts;
+  if (tensor_parallel_size == 1 && world_size > 1)
+    expert_setup.rebalance = config.parallel.rebalance_experts;
   expert_ = rt.system->spawn(expert, expert_setup);
   setup.expert = expert_;
   scheduler_ = rt.system->spawn(scheduler, std::move(setup));

@@ -1,7 +1,7 @@
 #pragma once
 // hive::Engine: the actor runtime behind one C++ object, for embedding.
 //
-//   hive::Engine engine(hive::load_launch_config("configs/cpu.yaml"));
+//   hive::Engine engine(hive::load_hive_config("configs/cpu.yaml"));
 //   hive::TokenStream stream = engine.submit(request);      // blocking iterator
 //   for (const hive::TokenEvent& event : stream) ...
 //   engine.submit(request, [](const hive::TokenEvent& e) { ... });  // callback
@@ -29,7 +29,7 @@
 #include <optional>
 #include <string>
 
-#include "actors/launch_config.hpp"
+#include "actors/hive_config.hpp"
 #include "actors/scheduler_actor.hpp"
 #include "runtime/engine/llm_engine.hpp"
 #include "runtime/loader/weight_store.hpp"
@@ -46,32 +46,6 @@ namespace detail {
 struct EngineRuntime;
 struct LiveCallbacks;
 }  // namespace detail
-
-struct EngineOptions {
-  std::filesystem::path model;
-  // How every rank loads it (and the draft model): LoadOptions::dequantize
-  // widens a GGUF's quantized tensors to bf16.
-  LoadOptions load;
-  DeviceChoice device = DeviceChoice::automatic;  // resolved by select_backend, as in the CLI
-  EngineConfig engine;  // block size, KV budget, swap space, prefix caching, scheduler
-  int world_size = 1;   // ranks: threads of this process, or processes (transport)
-  // mpi, nccl: this process is rank 0 of an MPI job of world_size
-  // processes; the other ranks run run_worker_rank (actors/worker_ranks.hpp).
-  RankTransport transport = RankTransport::in_process;
-  // 1: the ranks are data parallel (MoE layers expert-parallel over them);
-  // world_size: the ranks hold one tensor-parallel model (tensor_parallel.hpp).
-  int tensor_parallel_size = 1;
-  PlacementKind expert_placement = PlacementKind::contiguous;
-  int replicate_hot_experts = 0;  // hottest experts copied onto every rank
-  // Live replica balancing (period_steps > 0; replaces replicate_hot_experts).
-  BalancerConfig rebalance_experts;
-  std::chrono::milliseconds worker_timeout{60000};
-  // Workers not all started by then (a hung load) are a fault.
-  std::chrono::milliseconds worker_start_timeout{600000};
-};
-
-// The engine options a launch file describes.
-EngineOptions engine_options(const LaunchConfig& config);
 
 // The events of one request, in order; next() blocks until one arrives and
 // returns nullopt after every sample finished. Destroying a stream whose
@@ -148,8 +122,9 @@ enum class ShutdownMode { drain, fail_in_flight };
 
 class Engine {
  public:
-  explicit Engine(const EngineOptions& options);
-  explicit Engine(const LaunchConfig& config) : Engine(engine_options(config)) {}
+  // Resolves its copy of the tree against the model's config.json (see
+  // resolve()), then loads the model and starts the actors.
+  explicit Engine(const HiveConfig& config);
   ~Engine();  // shutdown(fail_in_flight) unless already shut down
 
   TokenStream submit(Request request);

@@ -21,13 +21,10 @@ using scheduler_detail::propose_ahead;
 using scheduler_detail::Self;
 
 void build_core(SchedulerState& st) {
-  EngineCoreConfig config;
-  config.kv_cache = st.setup.kv_cache;
-  config.scheduler = st.setup.scheduler;
+  EngineCoreConfig config = st.setup.core;
+  // The workers say how many planning ranks there are (a fixture may start
+  // fewer than the setup was derived for).
   config.num_ranks = static_cast<int>(st.setup.workers.size()) / st.setup.tensor_parallel_size;
-  config.vocab_size = st.setup.vocab_size;
-  config.speculative = st.setup.speculative;
-  config.spec_cost = st.setup.spec_cost;
   st.core = std::make_unique<EngineCore>(config);
 }
 
@@ -35,7 +32,8 @@ void spawn_workers(Self self) {
   SchedulerState& st = self->state;
   st.workers.clear();
   st.num_ready = 0;
-  self->delayed_send(self, st.setup.worker_start_timeout, start_due_atom_v, ++st.generation);
+  self->delayed_send(self, st.setup.core.scheduler.worker_start_timeout, start_due_atom_v,
+                     ++st.generation);
   st.replicas_sent = false;  // fresh workers hold no replicas yet
   // A fresh group per worker generation: a failed generation aborted its own.
   const bool collectives = st.setup.num_experts > 0 || st.setup.tensor_parallel_size > 1;
@@ -206,7 +204,7 @@ void finish_step(Self self) {
   if (!st.in_flight.empty()) {
     // The next step is the workers' from now on, and so is its deadline.
     st.in_flight.front().start = now;
-    st.step_deadline = self->clock().now() + st.setup.worker_timeout;
+    st.step_deadline = self->clock().now() + st.setup.core.scheduler.worker_timeout;
   }
   // The load goes out before any token: whoever sees a request finish and
   // then asks the expert actor for metrics finds this step counted.
@@ -322,7 +320,7 @@ bool send_step(Self self) {
   step.sampled.resize(planned->plans.size());
   if (st.in_flight.size() == 1) {
     step.start = std::chrono::steady_clock::now();
-    st.step_deadline = self->clock().now() + st.setup.worker_timeout;
+    st.step_deadline = self->clock().now() + st.setup.core.scheduler.worker_timeout;
   }
   watch_steps(self);
   propose_ahead(self, *planned);  // reads the plans before they move out
@@ -483,11 +481,11 @@ scheduler_actor::behavior_type scheduler(Self self, SchedulerSetup setup) {
       [self](start_due_atom, int64_t generation) {
         SchedulerState& st = self->state;
         if (generation != st.generation || st.num_ready == st.workers.size()) return;
-        handle_fault(
-            self,
-            str_cat(st.workers.size() - st.num_ready, " of ", st.workers.size(),
-                    " workers did not start within ", st.setup.worker_start_timeout.count(), " ms"),
-            -1);
+        handle_fault(self,
+                     str_cat(st.workers.size() - st.num_ready, " of ", st.workers.size(),
+                             " workers did not start within ",
+                             st.setup.core.scheduler.worker_start_timeout.count(), " ms"),
+                     -1);
       },
       [self](watchdog_atom) { on_watchdog(self); },
       [self](end_job_atom) { self->state.setup.end_job(self->state.core->stopped_serving()); },

@@ -105,22 +105,23 @@ using scheduler_actor = caf::typed_actor<
     caf::reacts_to<watchdog_atom, int64_t>,   // internal: step id past it
     caf::reacts_to<end_job_atom>>;            // internal: the grace after a fault ran out
 
+// What the scheduler actor starts from: its engine core's configuration
+// (derived from the config tree by engine_core_config, held by value as
+// the actor's own) and the handles it needs.
 struct SchedulerSetup {
-  KVCacheConfig kv_cache;
-  SchedulerConfig scheduler;
-  std::vector<WorkerSpec> workers;  // one per rank, rank order
-  bool detached_workers = false;    // each worker on its own thread (needed for > 1 rank)
-  int tensor_parallel_size = 1;     // workers per planning rank (1, or all of them)
-  // A step not answered by then is a fault. A worker that shares the
+  // The KV pool and scheduler limits per planning rank, the speculative
+  // settings and their measured step costs. core.scheduler.worker_timeout:
+  // a step not answered by then is a fault. A worker that shares the
   // scheduler's thread (not detached): there a step that runs is always
   // answered (its reply is read before the deadline is checked again), and
   // a step that hangs blocks the engine; the deadline catches only a worker
-  // that never ran the step.
-  std::chrono::milliseconds worker_timeout{60000};
-  // A generation of workers not all started (ready) by then is a fault: a
+  // that never ran the step. core.scheduler.worker_start_timeout: a
+  // generation of workers not all started (ready) by then is a fault: a
   // load that hangs must not stall its requests for ever.
-  std::chrono::milliseconds worker_start_timeout{600000};
-  int64_t vocab_size = 0;  // prompt token ids are checked against it
+  EngineCoreConfig core;
+  std::vector<WorkerSpec> workers;  // one per rank, rank order
+  bool detached_workers = false;    // each worker on its own thread (needed for > 1 rank)
+  int tensor_parallel_size = 1;     // workers per planning rank (1, or all of them)
   int num_experts = 0;
   int num_layers = 0;
   PlacementKind placement = PlacementKind::contiguous;
@@ -141,10 +142,8 @@ struct SchedulerSetup {
   std::function<void(const std::string& cause)> end_job;
   std::chrono::milliseconds end_job_grace{2000};
   expert_actor expert;  // optional: receives each step's expert load
-  // Speculative decoding. A draft model's drafters (one per planning rank,
-  // sharing the draft) run in the draft actor (draft_actor.hpp).
-  SpeculativeConfig speculative;
-  SpecCostModel spec_cost;  // measured at setup, for its load-aware control
+  // Speculative decoding with a draft model: its drafters (one per planning
+  // rank, sharing the draft) run in the draft actor (draft_actor.hpp).
   std::shared_ptr<Model> draft_model;
   std::vector<std::shared_ptr<DraftModelDrafter>> drafters;
 };

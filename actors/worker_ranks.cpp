@@ -79,11 +79,11 @@ void configure(caf::actor_system_config& config) {
 
 }  // namespace
 
-std::shared_ptr<RankGroup> make_process_rank_group(const EngineOptions& options) {
-  if (options.transport == RankTransport::nccl) {
+std::shared_ptr<RankGroup> make_process_rank_group(const HiveConfig& config) {
+  if (config.parallel.transport == RankTransport::nccl) {
 #ifdef HIVE_HAVE_CUDA
     // A collective that outlasts a whole step's deadline will not finish.
-    return make_nccl_rank_group(options.worker_timeout);
+    return make_nccl_rank_group(config.engine.scheduler.worker_timeout);
 #else
     fail("parallel.transport nccl: this Hive was built without CUDA");
 #endif
@@ -91,28 +91,29 @@ std::shared_ptr<RankGroup> make_process_rank_group(const EngineOptions& options)
   return make_mpi_rank_group();
 }
 
-void run_worker_rank(const EngineOptions& options) {
+void run_worker_rank(const HiveConfig& config) {
   RankContext& context = rank_context();
   // The group first: a rank without its device says so before loading.
-  context.group = make_process_rank_group(options);
-  context.backend = select_backend(options.device, Model::required_ops()).backend;
-  context.model = std::make_shared<Model>(options.model, *context.backend, options.load);
+  context.group = make_process_rank_group(config);
+  context.backend = select_backend(config.device, Model::required_ops()).backend;
+  context.model =
+      std::make_shared<Model>(config.model, *context.backend, LoadOptions{config.dequantize});
   {
-    caf::actor_system_config config;
-    configure(config);
-    config.add_actor_type("hive.worker", remote_worker);
-    caf::actor_system system(config);
+    caf::actor_system_config system_config;
+    configure(system_config);
+    system_config.add_actor_type("hive.worker", remote_worker);
+    caf::actor_system system(system_config);
     const std::string address = rank_address();
     const caf::expected<uint16_t> port = system.middleman().open(0, address.c_str());
     if (!port)
       fail("cannot listen on ", address, ": ", system.render(port.error()));
     mpi_gather_strings(str_cat(address, ":", *port));
     std::unique_lock lock(context.mutex);
-    const bool started = context.started.wait_for(lock, options.worker_start_timeout,
-                                                  [&] { return context.worker_started; });
+    const bool started = context.started.wait_for(
+        lock, config.engine.scheduler.worker_start_timeout, [&] { return context.worker_started; });
     lock.unlock();
     check(started, "rank 0 did not start this rank's worker within ",
-          options.worker_start_timeout.count(), " ms");
+          config.engine.scheduler.worker_start_timeout.count(), " ms");
     // Until the scheduler stops the worker (or its process goes away).
     system.await_all_actors_done();
   }

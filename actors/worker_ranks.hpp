@@ -26,13 +26,13 @@
 namespace hive {
 
 // The group of every process of the job, as this process's worker sees it:
-// over MPI or NCCL (options.transport); a fault in one rank ends the job.
-std::shared_ptr<RankGroup> make_process_rank_group(const EngineOptions& options);
+// over MPI or NCCL (config.parallel.transport); a fault in one rank ends the job.
+std::shared_ptr<RankGroup> make_process_rank_group(const HiveConfig& config);
 
 // Rank r > 0's whole life: loads its model, serves its worker to rank 0's
 // scheduler, and returns when the scheduler ended it (or throws naming what
 // went wrong: a model it cannot load, a scheduler that never came).
-void run_worker_rank(const EngineOptions& options);
+void run_worker_rank(const HiveConfig& config);
 
 // Rank 0: the ranks' addresses from the MPI job, a connection to each, and
 // the function the scheduler starts each rank's worker with (rank 0 here,

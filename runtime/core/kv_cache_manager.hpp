@@ -36,8 +36,11 @@
 
 namespace hive {
 
+// The KV manager's own parameters, derived by engine_core_config from the
+// kv_cache settings (EngineConfig) and the pool sizing; block_size has no
+// default here so that kv_cache.block_size's is the only one.
 struct KVCacheConfig {
-  int32_t block_size = 16;
+  int32_t block_size = 0;
   int32_t num_device_blocks = 0;  // including the null block
   int32_t num_host_blocks = 0;    // swap space including its null block; 0: no swapping
   bool enable_prefix_caching = false;

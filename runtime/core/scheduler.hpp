@@ -39,6 +39,7 @@
 // A request with n > 1 samples runs its prompt once; when the prompt's last
 // chunk is scheduled the sequence forks n - 1 children that share its blocks
 // (copy-on-write) and sample from the same logits row.
+#include <chrono>
 #include <cstdint>
 #include <deque>
 #include <memory>
@@ -60,6 +61,10 @@ namespace hive {
 enum class SchedulingPolicy : uint8_t { fcfs, priority };
 enum class PreemptionMode : uint8_t { by_cost, recompute, swap };
 
+// A launch file's scheduler: section is this struct (actors/hive_config.hpp),
+// and its defaults are the product's. eos_token_ids, num_speculative_tokens
+// and an unset max_model_len are derived from the model and the speculative
+// settings (engine_core_config).
 struct SchedulerConfig {
   int64_t max_num_batched_tokens = 512;  // the token budget of one step
   int64_t max_num_seqs = 64;
@@ -80,6 +85,12 @@ struct SchedulerConfig {
   // γ: the most draft tokens a sequence verifies per step; 0: no
   // speculation. Needs a drafter (set_drafter).
   int num_speculative_tokens = 0;
+  // The actor engine's deadlines (actors/scheduler_actor.hpp): a step not
+  // answered by worker_timeout is a fault, and so are workers not started by
+  // worker_start_timeout (a shard load can take minutes). The offline
+  // LLMEngine has no workers to wait for.
+  std::chrono::milliseconds worker_timeout{60000};
+  std::chrono::milliseconds worker_start_timeout{600000};
 };
 
 // Throws hive::Error naming the first bad field.

@@ -18,7 +18,7 @@ enum class SpeculativeMethod : uint8_t {
 
 struct SpeculativeConfig {
   SpeculativeMethod method = SpeculativeMethod::none;
-  int num_speculative_tokens = 0;  // γ; must be >= 1 unless method is none
+  int num_speculative_tokens = 4;  // γ, when a method is on
   NgramConfig ngram;
   std::filesystem::path draft_model;  // the draft model's directory (draft_model)
   // Load-aware control (spec_cost.hpp): per-sequence γ from its acceptance,

@@ -15,26 +15,17 @@
 #include <optional>
 #include <vector>
 
-#include "runtime/model/kv_budget.hpp"
 #include "runtime/core/kv_cache_manager.hpp"
+#include "runtime/core/scheduler.hpp"
 #include "runtime/engine/draft_model_drafter.hpp"
+#include "runtime/engine/engine_config.hpp"
 #include "runtime/engine/engine_core.hpp"
+#include "runtime/model/kv_budget.hpp"
 #include "runtime/model/model.hpp"
 #include "runtime/model/model_runner.hpp"
 #include "runtime/model/paged_kv_cache.hpp"
-#include "runtime/core/scheduler.hpp"
 
 namespace hive {
-
-struct EngineConfig {
-  int32_t block_size = 16;
-  KVBudget kv_budget;                           // 0.9 of the free memory, capped; or exact bytes
-  int64_t swap_space_bytes = 0;                 // host pool for swap preemption
-  DType kv_cache_dtype = kDefaultKVCacheDType;  // f32 or bf16
-  bool enable_prefix_caching = false;
-  SchedulerConfig scheduler;  // its eos_token_ids default to the model's
-  SpeculativeConfig speculative;
-};
 
 // The engine core's configuration for `model` on `world_size` ranks that
 // share its backend's memory, each holding 1/tensor_parallel_size of the KV

@@ -18,8 +18,8 @@
 namespace hive {
 namespace {
 
-EngineOptions fixture_options() {
-  EngineOptions options;
+HiveConfig fixture_options() {
+  HiveConfig options;
   options.model = std::string(HIVE_TEST_DATA) + "/models/qwen3_moe";
   options.engine.block_size = 4;
   options.engine.kv_budget = KVBudget{int64_t{1} << 20, 0.0};
@@ -47,7 +47,7 @@ std::vector<int32_t> offline(const Request& request) {
 // why the CPU runs. Automatic today always means the CPU: no CUDA device
 // here, and with one the CUDA backend still lacks ops the model needs.
 TEST(Engine, KeepsTheDeviceNote) {
-  EngineOptions options = fixture_options();
+  HiveConfig options = fixture_options();
   options.device = DeviceChoice::cpu;
   EXPECT_EQ(Engine(options).device_note(), "");
   options.device = DeviceChoice::automatic;
@@ -165,7 +165,7 @@ TEST(Engine, ARefusedRequestEndsItsStreamWithTheError) {
 // Options the scheduler or KV manager would reject fail the constructor, in
 // the caller's thread, instead of the actor that would build them.
 TEST(Engine, BadSchedulerOptionsFailTheConstructor) {
-  EngineOptions o = fixture_options();
+  HiveConfig o = fixture_options();
   o.engine.scheduler.max_num_seqs = 0;
   try {
     Engine engine(o);
@@ -179,7 +179,7 @@ TEST(Engine, BadSchedulerOptionsFailTheConstructor) {
 // n > 1 asks for several samples; cancelled before the prompt is done, the
 // stream still ends (with one aborted event per sample).
 TEST(Engine, CancelBeforeParallelSamplesForkEndsEverySample) {
-  EngineOptions o = fixture_options();
+  HiveConfig o = fixture_options();
   o.engine.scheduler.max_num_batched_tokens = 4;  // the prompt takes several steps
   Engine engine(o);
   Request pair = greedy("pair", std::vector<int32_t>(40, 7), 5);
@@ -305,11 +305,11 @@ TEST(Engine, AStreamMayOutliveItsEngine) {
   done.reset();
 }
 
-// EngineOptions::load reaches the model: a quantized GGUF loaded with
+// HiveConfig::dequantize reaches the model: a quantized GGUF loaded with
 // dequantize gives the logits of the offline engine on the bf16 copies, not
 // those of the file's blocks (which differ: 8-bit activations).
 TEST(Engine, LoadsAGgufDequantizedWhenAsked) {
-  EngineOptions options = fixture_options();
+  HiveConfig options = fixture_options();
   options.model = std::string(HIVE_TEST_DATA) + "/gguf/models/qwen3_moe-q8_0.gguf";
   options.device = DeviceChoice::cpu;
   Request request = greedy("q", {5, 9, 13, 2}, 3);
@@ -320,7 +320,7 @@ TEST(Engine, LoadsAGgufDequantizedWhenAsked) {
     LLMEngine engine(model, options.engine);
     return engine.generate({request}).at(0).samples.at(0).logits;
   };
-  const auto engine_logits = [&](const EngineOptions& o) {
+  const auto engine_logits = [&](const HiveConfig& o) {
     Engine engine(o);
     std::vector<std::vector<float>> logits;
     for (const TokenEvent& event : engine.submit(request))
@@ -331,9 +331,9 @@ TEST(Engine, LoadsAGgufDequantizedWhenAsked) {
   const std::vector<std::vector<float>> quantized = offline_logits({});
   ASSERT_EQ(dequantized.size(), 3u);
   ASSERT_NE(dequantized, quantized);
-  options.load.dequantize = true;
+  options.dequantize = true;
   EXPECT_EQ(engine_logits(options), dequantized);
-  options.load.dequantize = false;
+  options.dequantize = false;
   EXPECT_EQ(engine_logits(options), quantized);
 }
 

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "actors/engine.hpp"
-#include "actors/launch_config.hpp"
+#include "actors/hive_config.hpp"
 #include "base/error.hpp"
 #include "kernels/cpu/cpu_backend.hpp"
 #include "runtime/loader/safetensors.hpp"
@@ -116,7 +116,7 @@ TEST_P(EngineAsync, EverySampleIsTheOfflineEngines) {
   EXPECT_LT(expected.at({"r0", 0}).size(), 8u);
   EXPECT_LT(expected.at({"r2", 0}).size(), 10u);
 
-  EngineOptions options;
+  HiveConfig options;
   options.model = std::string(HIVE_TEST_DATA) + "/models/qwen3_moe";
   options.engine = config;
   Engine engine(options);
@@ -180,7 +180,7 @@ std::filesystem::path nan_token_model() {
 // With two steps in flight the step after a failed sample already feeds the
 // sequence's pending token: the sequence must still fail alone.
 TEST_P(EngineAsync, ASequenceThatCouldNotBeSampledFailsAlone) {
-  EngineOptions options;
+  HiveConfig options;
   options.model = nan_token_model();
   options.engine = tight_config(GetParam());
   Request good, bad;
@@ -208,39 +208,42 @@ TEST_P(EngineAsync, ASequenceThatCouldNotBeSampledFailsAlone) {
 }
 
 TEST(EngineAsyncOption, ALaunchFileTurnsItOffAndTheSchedulerKeepsOneStepInFlight) {
-  LaunchConfig launch;
-  launch.model = std::string(HIVE_TEST_DATA) + "/models/qwen3_moe";
-  EXPECT_TRUE(engine_options(launch).engine.scheduler.async_scheduling);
-  launch.scheduler.async_scheduling = false;
-  const EngineOptions options = engine_options(launch);
-  EXPECT_FALSE(options.engine.scheduler.async_scheduling);
+  HiveConfig launch = parse_hive_config("model: qwen3_moe\n", "launch.yaml",
+                                        std::string(HIVE_TEST_DATA) + "/models");
+  EXPECT_TRUE(launch.engine.scheduler.async_scheduling);
+  launch = parse_hive_config("model: qwen3_moe\nscheduler: {async_scheduling: false}\n",
+                             "launch.yaml", std::string(HIVE_TEST_DATA) + "/models");
+  EXPECT_FALSE(launch.engine.scheduler.async_scheduling);
   CpuBackend cpu;
-  const auto model = std::make_shared<Model>(options.model, cpu);
-  EXPECT_FALSE(make_scheduler_setup(model, options.engine, 1).scheduler.async_scheduling);
-  EXPECT_TRUE(make_scheduler_setup(model, tight_config(true), 1).scheduler.async_scheduling);
+  const auto model = std::make_shared<Model>(launch.model, cpu);
+  EXPECT_FALSE(make_scheduler_setup(model, launch.engine, 1).core.scheduler.async_scheduling);
+  EXPECT_TRUE(make_scheduler_setup(model, tight_config(true), 1).core.scheduler.async_scheduling);
 }
 
 TEST(EngineLaunchOptions, ALaunchFileSetsTheWorkerTimeouts) {
-  LaunchConfig launch;
-  launch.model = std::string(HIVE_TEST_DATA) + "/models/qwen3_moe";
-  EXPECT_EQ(engine_options(launch).worker_timeout, std::chrono::seconds(60));
-  EXPECT_EQ(engine_options(launch).worker_start_timeout, std::chrono::minutes(10));
-  launch.scheduler.worker_timeout_ms = 2500;
-  launch.scheduler.worker_start_timeout_ms = 90000;
-  EXPECT_EQ(engine_options(launch).worker_timeout, std::chrono::milliseconds(2500));
-  EXPECT_EQ(engine_options(launch).worker_start_timeout, std::chrono::seconds(90));
+  const std::string models = std::string(HIVE_TEST_DATA) + "/models";
+  const SchedulerConfig defaults =
+      parse_hive_config("model: qwen3_moe\n", "launch.yaml", models).engine.scheduler;
+  EXPECT_EQ(defaults.worker_timeout, std::chrono::seconds(60));
+  EXPECT_EQ(defaults.worker_start_timeout, std::chrono::minutes(10));
+  const SchedulerConfig set = parse_hive_config(
+                                  "model: qwen3_moe\nscheduler: {worker_timeout: 2500ms, "
+                                  "worker_start_timeout: 90s}\n",
+                                  "launch.yaml", models)
+                                  .engine.scheduler;
+  EXPECT_EQ(set.worker_timeout, std::chrono::milliseconds(2500));
+  EXPECT_EQ(set.worker_start_timeout, std::chrono::seconds(90));
 }
 
 TEST(EngineLaunchOptions, DeviceAutoMeansWhatItMeansOnTheCommandLine) {
   // The launch file's "auto" reaches select_backend as the CLI's --device
   // does (a CUDA device when one is there), instead of meaning the CPU.
-  LaunchConfig launch;
-  launch.model = std::string(HIVE_TEST_DATA) + "/models/qwen3_moe";
-  EXPECT_EQ(launch.device, DeviceChoice::automatic);
-  EXPECT_EQ(engine_options(launch).device, DeviceChoice::automatic);
-  EXPECT_EQ(EngineOptions{}.device, DeviceChoice::automatic);
-  launch.device = DeviceChoice::cpu;
-  EXPECT_EQ(engine_options(launch).device, DeviceChoice::cpu);
+  const std::string models = std::string(HIVE_TEST_DATA) + "/models";
+  EXPECT_EQ(parse_hive_config("model: qwen3_moe\n", "launch.yaml", models).device,
+            DeviceChoice::automatic);
+  EXPECT_EQ(HiveConfig{}.device, DeviceChoice::automatic);
+  EXPECT_EQ(parse_hive_config("model: qwen3_moe\ndevice: cpu\n", "launch.yaml", models).device,
+            DeviceChoice::cpu);
 }
 
 INSTANTIATE_TEST_SUITE_P(Scheduling, EngineAsync, ::testing::Bool(),
@@ -266,7 +269,7 @@ TEST_P(EngineSpeculation, GreedySamplesAreThoseWithout) {
   config.speculative.num_speculative_tokens = 3;
   config.speculative.adaptive = false;  // the mechanics, not the control
   if (GetParam() == SpeculativeMethod::draft_model) config.speculative.draft_model = model;
-  EngineOptions options;
+  HiveConfig options;
   options.model = model;
   options.engine = config;
   Engine engine(options);

@@ -156,7 +156,7 @@ CAF_TEST(steps that each end before their deadline never time out) {
   // Simulated time runs 0.6 of a timeout per step, so the one deadline
   // timer fires several times while a step is in flight and re-arms itself.
   const Request r = make_request("r", {6, 6, 6}, 6);
-  const auto timeout = scheduler_state().setup.worker_timeout;
+  const auto timeout = scheduler_state().setup.core.scheduler.worker_timeout;
   submit(r);
   size_t fired = 0;
   for (size_t k = 1; k <= 6; ++k) {
@@ -197,7 +197,7 @@ CAF_TEST(a worker slower to start than the step deadline fails nothing) {
   const Request r = make_request("r", {1, 2, 3, 4}, 5);
   submit_before_the_worker_starts(r);
   CAF_CHECK(scheduler_state().in_flight.empty());
-  CAF_CHECK_EQUAL(advance_time(scheduler_state().setup.worker_timeout * 3), 0u);
+  CAF_CHECK_EQUAL(advance_time(scheduler_state().setup.core.scheduler.worker_timeout * 3), 0u);
   run();
   check_completed(r);
   CAF_CHECK_EQUAL(metrics().num_worker_restarts, 1);
@@ -207,7 +207,8 @@ CAF_TEST(workers that do not start within the start timeout are a fault) {
   const Request r = make_request("r", {1, 2, 3, 4}, 5);
   const worker_actor hung = submit_before_the_worker_starts(r);
   // The new worker never gets to start; its start deadline passes.
-  CAF_CHECK_GREATER_OR_EQUAL(advance_time(scheduler_state().setup.worker_start_timeout), 1u);
+  CAF_CHECK_GREATER_OR_EQUAL(
+      advance_time(scheduler_state().setup.core.scheduler.worker_start_timeout), 1u);
   while (sched.prioritize(scheduler_hdl)) sched.run_once();  // the scheduler alone
   CAF_CHECK(worker_hdl() != hung);
   CAF_CHECK_EQUAL(metrics().num_worker_restarts, 2);

@@ -606,6 +606,46 @@ TEST(Cli, BadInputGetsAClearErrorAndExitCode) {
   EXPECT_EQ(run("frobnicate").status, 2);
 }
 
+// serve --print-config prints the resolved tree with each value's source,
+// without loading the weights, and what it prints is a launch file that
+// prints the same values again.
+TEST(Cli, ServePrintConfigRoundTrips) {
+  const fs::path launch = fs::path(HIVE_SOURCE_DIR) / "configs" / "cpu.yaml";
+  const Result r = run("serve --config " + launch.string() + " --port 9002 --print-config");
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("  port: 9002  # flag --port\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("  max_num_seqs: 32  # " + launch.string() + ":14\n"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("  preemption_mode: by_cost  # default\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("  max_model_len: "), std::string::npos) << r.out;
+  const fs::path printed =
+      fs::temp_directory_path() / ("hive_print_config_" + std::to_string(getpid()) + ".yaml");
+  std::ofstream(printed) << r.out;
+  const Result again = run("serve --config " + printed.string() + " --print-config");
+  fs::remove(printed);
+  ASSERT_EQ(again.status, 0) << again.out;
+  const auto values = [](const std::string& text) {
+    std::istringstream lines(text);
+    std::string out;
+    for (std::string line; std::getline(lines, line);)
+      out += line.substr(0, line.find("  #")) + "\n";
+    return out;
+  };
+  EXPECT_EQ(values(again.out), values(r.out));
+  // Without a launch file: --model's directory, the command's own limits.
+  const Result model = run("serve --model " + (kModels / "qwen3_moe").string() + " --print-config");
+  ASSERT_EQ(model.status, 0) << model.out;
+  EXPECT_NE(model.out.find("  served_model_name: \"qwen3_moe\"  # derived"), std::string::npos)
+      << model.out;
+  EXPECT_NE(model.out.find("  max_num_seqs: 32  # hive serve without --config"), std::string::npos)
+      << model.out;
+  const Result bad = run("serve --config " + launch.string() + " --max-num-seqs 0 --print-config");
+  EXPECT_NE(bad.status, 0);
+  EXPECT_NE(bad.out.find("flag --max-num-seqs: scheduler.max_num_seqs: must be in [1, "),
+            std::string::npos)
+      << bad.out;
+}
+
 // Every command answers --help with its own usage, exit 0; hive --version.
 TEST(Cli, EveryCommandAnswersHelp) {
   for (const char* command : {"generate", "run", "serve", "bench serve", "inspect", "eval-ppl",

@@ -44,7 +44,7 @@ namespace {
 constexpr auto kReadTimeout = std::chrono::seconds(8);
 
 struct Served {
-  hive::LaunchConfig config;
+  hive::HiveConfig config;
   std::unique_ptr<hive::Engine> engine;
   std::unique_ptr<hive::InputProcessor> inputs;
   std::unique_ptr<hive::gateway::Server> server;
@@ -54,9 +54,9 @@ struct Served {
   Served() {
     config.model = std::string(HIVE_SOURCE_DIR) + "/models/hive-moe-target";
     config.device = hive::DeviceChoice::cpu;
-    config.kv_cache.memory_budget_bytes = int64_t{8} << 20;
-    config.scheduler.max_num_seqs = 8;
-    config.scheduler.max_num_batched_tokens = 128;
+    config.engine.kv_budget.bytes = int64_t{8} << 20;
+    config.engine.scheduler.max_num_seqs = 8;
+    config.engine.scheduler.max_num_batched_tokens = 128;
     engine = std::make_unique<hive::Engine>(config);
     hive::InputLimits limits;
     limits.max_sequence_tokens = 24;

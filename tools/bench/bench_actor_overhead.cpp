@@ -115,15 +115,16 @@ int main(int argc, char** argv) {
     const int64_t tokens = args.get_int("--tokens", 64);
     const int64_t prompt_len = args.get_int("--prompt-len", 8);
     const int64_t repeats = std::max<int64_t>(1, args.get_int("--repeats", 5));
-    hive::EngineOptions options;
+    hive::HiveConfig options;
     options.model = model_dir;
     options.engine.kv_budget = hive::KVBudget{int64_t{64} << 20, 0.0};
-    options.world_size = static_cast<int>(args.get_int("--world-size", 1));
-    if (args.has("--tensor-parallel")) options.tensor_parallel_size = options.world_size;
+    options.parallel.world_size = static_cast<int>(args.get_int("--world-size", 1));
+    if (args.has("--tensor-parallel"))
+      options.parallel.tensor_parallel_size = options.parallel.world_size;
 
     hive::CpuBackend cpu;
     hive::Model model(model_dir, cpu);
-    hive::EngineOptions one_step = options;
+    hive::HiveConfig one_step = options;
     one_step.engine.scheduler.async_scheduling = false;
     hive::Engine engines[2] = {hive::Engine(options), hive::Engine(one_step)};  // [0] async
     // Warm-up on every side: weights paged in, allocations made.
@@ -165,7 +166,8 @@ int main(int argc, char** argv) {
                         summarize("one step", "callback", samples[1][1])};
     std::printf("model %s, batch 1, %lld tokens, median of %lld runs, %d rank(s)%s\n",
                 model_dir.c_str(), static_cast<long long>(tokens), static_cast<long long>(repeats),
-                options.world_size, options.tensor_parallel_size > 1 ? " tensor parallel" : "");
+                options.parallel.world_size,
+                options.parallel.tensor_parallel_size > 1 ? " tensor parallel" : "");
     std::printf(
         "| scheduling | tokens to | step (ms) | compute (ms) | messaging (ms) | messaging share | "
         "offline (ms/token) | actors (ms/token) | end-to-end overhead |\n");
@@ -173,8 +175,8 @@ int main(int argc, char** argv) {
     nlohmann::json j = {{"model", model_dir},
                         {"tokens", tokens},
                         {"repeats", repeats},
-                        {"world_size", options.world_size},
-                        {"tensor_parallel_size", options.tensor_parallel_size}};
+                        {"world_size", options.parallel.world_size},
+                        {"tensor_parallel_size", options.parallel.tensor_parallel_size}};
     for (const Row& r : rows) {
       std::printf("| %s | %s | %.3f | %.3f | %.4f | %.2f %% | %.3f | %.3f | %.2f %% |\n",
                   r.scheduling, r.receiver, r.step_ms, r.compute_ms, r.step_ms - r.compute_ms,

@@ -146,12 +146,13 @@ int main(int argc, char** argv) {
         {"--tensor-parallel"});
     hive::check(mpi.world_size() >= 2, "run under mpirun -np W with W >= 2 (got ", mpi.world_size(),
                 " process)");
-    hive::EngineOptions processes;
+    hive::HiveConfig processes;
     processes.model = args.require("--model");
     processes.engine.kv_budget = hive::KVBudget{int64_t{128} << 20, 0.0};
-    processes.world_size = mpi.world_size();
-    processes.transport = hive::RankTransport::mpi;
-    if (args.has("--tensor-parallel")) processes.tensor_parallel_size = processes.world_size;
+    processes.parallel.world_size = mpi.world_size();
+    processes.parallel.transport = hive::RankTransport::mpi;
+    if (args.has("--tensor-parallel"))
+      processes.parallel.tensor_parallel_size = processes.parallel.world_size;
     if (mpi.rank() != 0) {
       hive::run_worker_rank(processes);
       return 0;
@@ -160,8 +161,8 @@ int main(int argc, char** argv) {
     const int64_t tokens = args.get_int("--tokens", 32);
     const int64_t prompt_len = args.get_int("--prompt-len", 8);
     const int64_t repeats = std::max<int64_t>(1, args.get_int("--repeats", 5));
-    hive::EngineOptions threads = processes;
-    threads.transport = hive::RankTransport::in_process;
+    hive::HiveConfig threads = processes;
+    threads.parallel.transport = hive::RankTransport::in_process;
 
     hive::Engine engines[2] = {hive::Engine(threads), hive::Engine(processes)};
     // Warm-up: weights paged in, allocations made, at the largest batch.
@@ -186,8 +187,8 @@ int main(int argc, char** argv) {
     std::printf(
         "model %s, %d ranks%s, %lld tokens per request, prompt %lld, median of %lld "
         "rounds; each pair threads / processes\n",
-        processes.model.c_str(), processes.world_size,
-        processes.tensor_parallel_size > 1 ? " tensor parallel" : " data parallel + EP",
+        processes.model.c_str(), processes.parallel.world_size,
+        processes.parallel.tensor_parallel_size > 1 ? " tensor parallel" : " data parallel + EP",
         static_cast<long long>(tokens), static_cast<long long>(prompt_len),
         static_cast<long long>(repeats));
     std::printf(
@@ -195,8 +196,8 @@ int main(int argc, char** argv) {
         "the step (range) | tok/s | tok/s ratio (range) |\n");
     std::printf("|---|---|---|---|---|---|---|---|\n");
     nlohmann::json j = {{"model", processes.model.string()},
-                        {"world_size", processes.world_size},
-                        {"tensor_parallel_size", processes.tensor_parallel_size},
+                        {"world_size", processes.parallel.world_size},
+                        {"tensor_parallel_size", processes.parallel.tensor_parallel_size},
                         {"tokens", tokens},
                         {"prompt_len", prompt_len},
                         {"repeats", repeats},

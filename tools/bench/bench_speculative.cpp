@@ -108,7 +108,7 @@ Result run_once(hive::Model& model, const Mode& mode, const std::vector<hive::Re
 // The same through hive::Engine; the clock starts once its workers are up.
 Result run_actor(const std::string& model_dir, const Mode& mode,
                  const std::vector<hive::Request>& requests, int batch) {
-  hive::EngineOptions options;
+  hive::HiveConfig options;
   options.model = model_dir;
   options.device = hive::DeviceChoice::cpu;
   options.engine.scheduler.max_num_seqs = batch;

@@ -370,20 +370,19 @@ int run_bench_serve(const std::vector<std::string>& argv) {
       return send_http(pool, body(prompts[static_cast<size_t>(i)]));
     })));
   } else {
-    LaunchConfig config;
+    HiveConfig config;
     config.model = model_dir_or_default(args);
     config.device = DeviceChoice::cpu;
-    config.kv_cache.memory_budget_bytes = int64_t{256} << 20;
-    config.scheduler.max_num_seqs = std::max(load.max_concurrency, 1);
-    config.scheduler.max_num_batched_tokens = 512;
+    config.engine.kv_budget.bytes = int64_t{256} << 20;
+    config.engine.scheduler.max_num_seqs = std::max(load.max_concurrency, 1);
     // Both runs send the same prompts, one after the other: with the prefix
     // cache on, the second would find every prompt cached and skip its
     // prefill (a 64-token prompt's time to first token: 2 ms against 18).
-    config.kv_cache.enable_prefix_caching = false;
+    config.engine.enable_prefix_caching = false;
     Engine engine(config);
     InputLimits limits;
     limits.max_sequence_tokens = engine.max_sequence_tokens();
-    limits.max_n = config.scheduler.max_num_seqs;
+    limits.max_n = config.engine.scheduler.max_num_seqs;
     InputProcessor inputs(config.model, engine.model_config(), limits);
     gateway::ServerOptions options;
     options.port = 0;

@@ -134,25 +134,30 @@ SpeculativeConfig speculative_config(const Args& args) {
   check(spec.enabled() || !args.has("--num-speculative-tokens"),
         "--num-speculative-tokens needs --speculative ngram or --draft-model DIR");
   if (spec.enabled())
-    spec.num_speculative_tokens = static_cast<int>(
-        args.get_int("--num-speculative-tokens", 4, 1, kMaxSpeculativeTokens));
+    spec.num_speculative_tokens = static_cast<int>(args.get_int(
+        "--num-speculative-tokens", spec.num_speculative_tokens, 1, kMaxSpeculativeTokens));
   return spec;
 }
 
 EngineConfig engine_config(const Args& args) {
   EngineConfig config;
   config.speculative = speculative_config(args);
-  config.block_size = static_cast<int32_t>(args.get_int("--block-size", 16, 1, 1 << 16));
+  // Unset flags leave the tree's defaults (runtime/engine/engine_config.hpp).
+  config.block_size =
+      static_cast<int32_t>(args.get_int("--block-size", config.block_size, 1, 1 << 16));
   // Without --kv-budget-mb: the engine's default, a share of the free memory.
   if (args.has("--kv-budget-mb"))
     config.kv_budget.bytes = args.get_int("--kv-budget-mb", 0, 1, kMaxMiB) << 20;
   config.swap_space_bytes = args.get_int("--swap-space-mb", 0, 0, kMaxMiB) << 20;
+  // Each prompt runs once: prefix caching only when asked for.
   config.enable_prefix_caching = args.has("--enable-prefix-caching");
-  config.kv_cache_dtype =
-      parse_kv_cache_dtype(args.get("--kv-cache-dtype", "bf16"), "--kv-cache-dtype");
-  config.scheduler.max_num_seqs = args.get_int("--max-num-seqs", 64, 1, kInt32Max);
-  config.scheduler.max_num_batched_tokens =
-      args.get_int("--max-num-batched-tokens", 512, 1, kInt32Max);
+  if (args.has("--kv-cache-dtype"))
+    config.kv_cache_dtype =
+        parse_kv_cache_dtype(args.get("--kv-cache-dtype", ""), "--kv-cache-dtype");
+  SchedulerConfig& s = config.scheduler;
+  s.max_num_seqs = args.get_int("--max-num-seqs", s.max_num_seqs, 1, kInt32Max);
+  s.max_num_batched_tokens =
+      args.get_int("--max-num-batched-tokens", s.max_num_batched_tokens, 1, kInt32Max);
   return config;
 }
 

@@ -16,7 +16,7 @@ ProcessRanks::ProcessRanks() = default;
 ProcessRanks::~ProcessRanks() = default;
 ProcessRanks::ProcessRanks(ProcessRanks&&) noexcept = default;
 
-ProcessRanks start_process_ranks(const LaunchConfig& config) {
+ProcessRanks start_process_ranks(const HiveConfig& config) {
   ProcessRanks ranks;
   const RankTransport transport = config.parallel.transport;
   if (transport == RankTransport::in_process) return ranks;
@@ -33,7 +33,7 @@ ProcessRanks start_process_ranks(const LaunchConfig& config) {
         config.parallel.world_size, ")");
   if (ranks.mpi->rank() != 0) {
     try {
-      run_worker_rank(engine_options(config));
+      run_worker_rank(config);
     } catch (const Error& e) {
       fail("rank ", ranks.mpi->rank(), ": ", e.what());
     }

@@ -5,7 +5,7 @@
 // until rank 0's engine ends it, and the command then returns.
 #include <memory>
 
-#include "actors/launch_config.hpp"
+#include "actors/hive_config.hpp"
 
 namespace hive {
 class MpiSession;
@@ -24,7 +24,7 @@ struct ProcessRanks {
 // In-process transport: nothing. MPI or NCCL: starts MPI (NCCL: checks
 // that this process has its GPU); a rank other than 0 runs its worker here
 // and returns with served_worker set.
-ProcessRanks start_process_ranks(const LaunchConfig& config);
+ProcessRanks start_process_ranks(const HiveConfig& config);
 
 // After a command failed: a process of an MPI job ends the job (its peers
 // may be waiting for it), others return.

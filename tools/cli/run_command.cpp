@@ -27,17 +27,18 @@
 
 #include "actors/engine.hpp"
 #include "base/error.hpp"
+#include "base/json_writer.hpp"
 #include "runtime/engine/input_processor.hpp"
 #include "runtime/loader/model_config.hpp"
 #include "tools/cli/args.hpp"
 #include "tools/cli/commands.hpp"
+#include "tools/cli/config_flags.hpp"
 #include "tools/cli/logprobs_json.hpp"
 #include "tools/cli/matmul_precision.hpp"
 #include "tools/cli/output.hpp"
 #include "tools/cli/process_ranks.hpp"
 #include "tools/cli/progress.hpp"
 #include "tools/cli/prompt_file.hpp"
-#include "base/json_writer.hpp"
 
 namespace hive::cli {
 
@@ -82,9 +83,18 @@ void print_expert_load(const EngineMetrics& m) {
 }  // namespace
 
 int run_run(const std::vector<std::string>& argv) {
-  const Args args(argv, {"--config", "--prompts", "--matmul-precision"}, {"--dequantize"});
-  LaunchConfig config = load_launch_config(args.require("--config"));
-  if (args.has("--dequantize")) config.dequantize = true;
+  std::set<std::string> valued = config_value_flags(), switches = config_switches();
+  valued.insert({"--config", "--prompts"});
+  switches.insert("--print-config");
+  const Args args(argv, valued, switches);
+  args.require("--config");
+  check(!args.has("--model"),
+        "give --model or --config, not both (the launch file names its model)");
+  HiveConfig config = config_from_args(args, HiveConfig{});
+  if (args.has("--print-config")) {
+    print_resolved_config(config);
+    return 0;
+  }
   apply_matmul_precision(args, config.matmul_precision);
   const ProcessRanks ranks = start_process_ranks(config);
   if (ranks.served_worker) return 0;
@@ -94,7 +104,7 @@ int run_run(const std::vector<std::string>& argv) {
   // then again once it has: a default max_tokens is cut to what a rank's KV
   // pool leaves too.
   InputLimits limits;
-  limits.max_n = config.scheduler.max_num_seqs;
+  limits.max_n = config.engine.scheduler.max_num_seqs;
   InputProcessor inputs(config.model, load_model_config(config.model), limits);
   for (const std::string& key : inputs.ignored_generation_keys())
     std::fprintf(stderr, "note: generation_config.json sets %s, which Hive does not apply\n",

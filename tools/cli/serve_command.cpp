@@ -1,7 +1,8 @@
 // hive serve: the OpenAI-compatible HTTP server (with SSE), the WebSocket
 // stream and the chat page, over the actor engine. The model comes from a
 // launch file (--config) or a directory (--model; the bundled one by
-// default); flags override the launch file's server section.
+// default); flags override the launch file's values (config_flags.hpp).
+// --print-config prints the resolved tree and exits without loading weights.
 #include <pthread.h>
 #include <signal.h>
 
@@ -14,6 +15,7 @@
 #include "runtime/engine/input_processor.hpp"
 #include "tools/cli/args.hpp"
 #include "tools/cli/commands.hpp"
+#include "tools/cli/config_flags.hpp"
 #include "tools/cli/matmul_precision.hpp"
 #include "tools/cli/process_ranks.hpp"
 #include "tools/cli/text_prompt.hpp"
@@ -22,53 +24,43 @@ namespace hive::cli {
 
 namespace {
 
-// Without a launch file: the bundled CPU defaults (configs/cpu.yaml's KV
-// budget and scheduler limits) for the model directory.
-LaunchConfig config_for_model(const std::string& model_dir, const Args& args) {
-  LaunchConfig config;
-  config.model = model_dir;
-  config.device = parse_device_choice(args.get("--device", "auto"), "--device");
-  if (args.has("--kv-budget-mb"))  // else kv_cache.memory_fraction of the free memory
-    config.kv_cache.memory_budget_bytes = args.get_int("--kv-budget-mb", 0, 1, int64_t{1} << 30)
-                                          << 20;
-  if (args.has("--kv-cache-dtype"))
-    config.kv_cache.dtype = parse_kv_cache_dtype(args.get("--kv-cache-dtype", ""), "--kv-cache-dtype");
-  config.scheduler.max_num_seqs = 32;
-  config.scheduler.max_num_batched_tokens = 256;
+// Without a launch file: a small CPU server for the model directory. The
+// limits are this command's choice, not the tree's defaults (which suit a
+// launch file's engine), so they are recorded with this source.
+HiveConfig config_for_model(const Args& args) {
+  HiveConfig config;
+  config.model = model_dir_or_default(args);
+  if (!args.has("--model")) config.sources["model"] = "the bundled model";
+  const std::string source = "hive serve without --config";
+  config.engine.scheduler.max_num_seqs = 32;
+  config.engine.scheduler.max_num_batched_tokens = 256;
+  config.sources["scheduler.max_num_seqs"] = source;
+  config.sources["scheduler.max_num_batched_tokens"] = source;
   return config;
 }
 
 }  // namespace
 
 int run_serve(const std::vector<std::string>& argv) {
-  const Args args(argv,
-                  {"--model", "--config", "--host", "--port", "--api-key", "--max-queued-requests",
-                   "--max-connections", "--served-model-name", "--device", "--kv-budget-mb", "--kv-cache-dtype",
-                   "--matmul-precision"},
-                  {"--dequantize"});
+  std::set<std::string> valued = config_value_flags(), switches = config_switches();
+  valued.insert("--config");
+  switches.insert("--print-config");
+  const Args args(argv, valued, switches);
   check(!(args.has("--model") && args.has("--config")),
         "give --model or --config, not both (the launch file names its model)");
-  check(!(args.has("--config") &&
-          (args.has("--device") || args.has("--kv-budget-mb") || args.has("--kv-cache-dtype"))),
-        "--device, --kv-budget-mb and --kv-cache-dtype are for --model; a launch file sets them "
-        "itself");
-  LaunchConfig config = args.has("--config") ? load_launch_config(args.get("--config", ""))
-                                             : config_for_model(model_dir_or_default(args), args);
-  if (args.has("--dequantize")) config.dequantize = true;
+  HiveConfig config =
+      config_from_args(args, args.has("--config") ? HiveConfig{} : config_for_model(args));
+  if (args.has("--print-config")) {
+    print_resolved_config(config);
+    return 0;
+  }
+  // From config.json: a mistake fails before the weights load (the Engine
+  // resolves its copy again, to the same values).
+  resolve(config, load_model_config(config.model));
   apply_matmul_precision(args, config.matmul_precision);
   const ProcessRanks ranks = start_process_ranks(config);
   if (ranks.served_worker) return 0;
-  ServerConfig& server = config.server;
-  server.host = args.get("--host", server.host);
-  server.port = static_cast<int>(args.get_int("--port", server.port, 0, 65535));
-  server.api_key = args.get("--api-key", server.api_key);
-  server.max_queued_requests =
-      args.get_int("--max-queued-requests", server.max_queued_requests, 1, int64_t{1} << 20);
-  server.max_connections =
-      args.get_int("--max-connections", server.max_connections, 1, int64_t{1} << 20);
-  server.served_model_name = args.get("--served-model-name", server.served_model_name);
-  if (server.served_model_name.empty())
-    server.served_model_name = std::filesystem::path(config.model).lexically_normal().filename();
+  const ServerConfig& server = config.server;
 
   // SIGINT and SIGTERM go to one thread that drains the server; every
   // thread started from here on (the engine's too) inherits the mask.
@@ -85,7 +77,7 @@ int run_serve(const std::vector<std::string>& argv) {
   limits.default_max_tokens = 16;       // OpenAI's completions default
   limits.default_max_tokens_text = 16;
   limits.default_max_tokens_chat = engine.max_sequence_tokens();  // all that is left
-  limits.max_n = config.scheduler.max_num_seqs;
+  limits.max_n = config.engine.scheduler.max_num_seqs;
   const ModelConfig& model = engine.model_config();
   InputProcessor inputs(config.model, model, limits);
   inputs.tokenizer();  // answers are text: a model without a tokenizer fails here, not per request

@@ -15,7 +15,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   try {
-    hive::Engine engine(hive::load_launch_config(argv[1]));
+    hive::Engine engine(hive::load_hive_config(argv[1]));
     hive::Request request;
     request.id = "example";
     for (int i = 2; i < argc; ++i) request.prompt_token_ids.push_back(std::atoi(argv[i]));

@@ -117,13 +117,12 @@ int64_t resident_kib() {
   return resident * (sysconf(_SC_PAGESIZE) / 1024);
 }
 
-EngineOptions engine_options(const std::string& model, int64_t kv_budget_bytes) {
-  EngineOptions o;
+HiveConfig engine_options(const std::string& model, int64_t kv_budget_bytes) {
+  HiveConfig o;
   o.model = model;
   o.device = DeviceChoice::cpu;
   o.engine.block_size = 16;
   o.engine.kv_budget = KVBudget{kv_budget_bytes, 0.0};
-  o.engine.enable_prefix_caching = true;
   o.engine.scheduler.policy = SchedulingPolicy::priority;
   o.engine.scheduler.max_num_seqs = 32;
   return o;

@@ -45,7 +45,7 @@ struct Report {
 
 // A launch for the soak: `model` with a small KV pool, prefix caching and
 // the priority policy.
-EngineOptions engine_options(const std::string& model, int64_t kv_budget_bytes);
+HiveConfig engine_options(const std::string& model, int64_t kv_budget_bytes);
 
 Report run(Engine& engine, const Options& options);
 

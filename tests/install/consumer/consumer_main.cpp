@@ -17,7 +17,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   try {
-    hive::EngineOptions options;
+    hive::HiveConfig options;
     options.model = argv[1];
     options.engine.block_size = 4;
     options.engine.kv_budget = hive::KVBudget{int64_t{1} << 20, 0.0};

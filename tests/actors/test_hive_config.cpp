@@ -3,9 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <sstream>
 
-#include "actors/engine.hpp"
-#include "actors/launch_config.hpp"
+#include "actors/hive_config.hpp"
 #include "base/error.hpp"
 
 namespace hive {
@@ -14,8 +14,8 @@ namespace {
 namespace fs = std::filesystem;
 const fs::path kConfigs = fs::path(HIVE_TEST_DATA) / ".." / ".." / "configs";
 
-LaunchConfig parse(const std::string& text) {
-  return parse_launch_config(text, "test.yaml", "/base");
+HiveConfig parse(const std::string& text) {
+  return parse_hive_config(text, "test.yaml", "/base");
 }
 
 void expect_error(const std::string& text, const std::string& message) {
@@ -28,21 +28,21 @@ void expect_error(const std::string& text, const std::string& message) {
   }
 }
 
-TEST(LaunchConfig, BundledConfigsParse) {
-  const LaunchConfig cpu = load_launch_config(kConfigs / "cpu.yaml");
+TEST(HiveConfig, BundledConfigsParse) {
+  const HiveConfig cpu = load_hive_config(kConfigs / "cpu.yaml");
   EXPECT_EQ(cpu.model.filename(), "hive-moe-target");
   EXPECT_EQ(cpu.device, DeviceChoice::cpu);
-  EXPECT_EQ(cpu.kv_cache.memory_budget_bytes, 256 * 1024 * 1024);
-  EXPECT_EQ(cpu.scheduler.max_num_batched_tokens, 256);
-  EXPECT_TRUE(cpu.scheduler.async_scheduling);
+  EXPECT_EQ(cpu.engine.kv_budget.bytes, 256 * 1024 * 1024);
+  EXPECT_EQ(cpu.engine.scheduler.max_num_batched_tokens, 256);
+  EXPECT_TRUE(cpu.engine.scheduler.async_scheduling);
   EXPECT_FALSE(
-      parse("model: m\nscheduler:\n  async_scheduling: false\n").scheduler.async_scheduling);
-  const LaunchConfig ep = load_launch_config(kConfigs / "ep_cpu4.yaml");
+      parse("model: m\nscheduler:\n  async_scheduling: false\n").engine.scheduler.async_scheduling);
+  const HiveConfig ep = load_hive_config(kConfigs / "ep_cpu4.yaml");
   EXPECT_EQ(ep.parallel.world_size, 4);
   EXPECT_EQ(ep.parallel.expert_placement, PlacementKind::round_robin);
   EXPECT_EQ(ep.parallel.replicate_hot_experts, 1);
   EXPECT_EQ(ep.parallel.rebalance_experts.period_steps, 0);  // live balancing: off unless asked
-  const LaunchConfig ep_live = load_launch_config(kConfigs / "ep_cpu4_live.yaml");
+  const HiveConfig ep_live = load_hive_config(kConfigs / "ep_cpu4_live.yaml");
   EXPECT_EQ(ep_live.parallel.rebalance_experts.period_steps, 5);
   EXPECT_EQ(ep_live.parallel.rebalance_experts.window_steps, 10);
   const ParallelConfig live = parse(
@@ -55,57 +55,46 @@ TEST(LaunchConfig, BundledConfigsParse) {
   EXPECT_EQ(live.rebalance_experts.slots_per_rank, 2);
   EXPECT_DOUBLE_EQ(live.rebalance_experts.threshold, 1.1);
   EXPECT_EQ(ep.parallel.transport, RankTransport::in_process);
-  const LaunchConfig ep_mpi = load_launch_config(kConfigs / "ep_mpi4.yaml");
+  const HiveConfig ep_mpi = load_hive_config(kConfigs / "ep_mpi4.yaml");
   EXPECT_EQ(ep_mpi.parallel.transport, RankTransport::mpi);
   EXPECT_EQ(ep_mpi.parallel.world_size, 4);
-  EXPECT_EQ(engine_options(ep_mpi).transport, RankTransport::mpi);
-  const LaunchConfig tp_mpi = load_launch_config(kConfigs / "tp_mpi2.yaml");
+  const HiveConfig tp_mpi = load_hive_config(kConfigs / "tp_mpi2.yaml");
   EXPECT_EQ(tp_mpi.parallel.transport, RankTransport::mpi);
   EXPECT_EQ(tp_mpi.parallel.tensor_parallel_size, 2);
-  const LaunchConfig spec = load_launch_config(kConfigs / "spec_cpu.yaml");
-  EXPECT_EQ(spec.speculative.method, SpeculativeMethod::draft_model);
-  EXPECT_EQ(spec.speculative.draft_model.filename(), "hive-draft");
-  EXPECT_EQ(spec.speculative.num_speculative_tokens, 4);
-  const LaunchConfig ngram =
+  const HiveConfig spec = load_hive_config(kConfigs / "spec_cpu.yaml");
+  EXPECT_EQ(spec.engine.speculative.method, SpeculativeMethod::draft_model);
+  EXPECT_EQ(spec.engine.speculative.draft_model.filename(), "hive-draft");
+  EXPECT_EQ(spec.engine.speculative.num_speculative_tokens, 4);
+  const HiveConfig ngram =
       parse("model: m\nspeculative: {method: ngram, ngram: {min_n: 2, max_n: 4}}\n");
-  EXPECT_EQ(ngram.speculative.method, SpeculativeMethod::ngram);
-  EXPECT_EQ(ngram.speculative.ngram.min_n, 2);
-  EXPECT_EQ(ngram.speculative.ngram.max_n, 4);
-  EXPECT_EQ(ngram.speculative.num_speculative_tokens, 4);
+  EXPECT_EQ(ngram.engine.speculative.method, SpeculativeMethod::ngram);
+  EXPECT_EQ(ngram.engine.speculative.ngram.min_n, 2);
+  EXPECT_EQ(ngram.engine.speculative.ngram.max_n, 4);
+  EXPECT_EQ(ngram.engine.speculative.num_speculative_tokens, 4);
 }
 
-TEST(LaunchConfig, NamedChoicesAreEnums) {
-  const LaunchConfig c = parse(
+TEST(HiveConfig, NamedChoicesAreEnums) {
+  const HiveConfig c = parse(
       "model: m\ndevice: cpu\nscheduler: {policy: priority, preemption_mode: recompute}\n"
       "parallel: {world_size: 2, expert_placement: round_robin}\nkv_cache: {dtype: f32}\n");
   EXPECT_EQ(c.device, DeviceChoice::cpu);
-  EXPECT_EQ(c.scheduler.policy, SchedulingPolicy::priority);
-  EXPECT_EQ(c.scheduler.preemption_mode, PreemptionMode::recompute);
+  EXPECT_EQ(c.engine.scheduler.policy, SchedulingPolicy::priority);
+  EXPECT_EQ(c.engine.scheduler.preemption_mode, PreemptionMode::recompute);
   EXPECT_EQ(c.parallel.expert_placement, PlacementKind::round_robin);
-  EXPECT_EQ(c.kv_cache.dtype, DType::f32);
-  const LaunchConfig d = parse("model: m\n");
-  EXPECT_EQ(d.scheduler.policy, SchedulingPolicy::fcfs);
-  EXPECT_EQ(d.scheduler.preemption_mode, PreemptionMode::by_cost);
-  // The engine gets them as they are.
-  const EngineOptions options = engine_options(c);
-  EXPECT_EQ(options.device, DeviceChoice::cpu);
-  EXPECT_EQ(options.engine.scheduler.policy, SchedulingPolicy::priority);
-  EXPECT_EQ(options.engine.scheduler.preemption_mode, PreemptionMode::recompute);
-  EXPECT_EQ(options.expert_placement, PlacementKind::round_robin);
-  EXPECT_EQ(options.engine.kv_cache_dtype, DType::f32);
+  EXPECT_EQ(c.engine.kv_cache_dtype, DType::f32);
+  const HiveConfig d = parse("model: m\n");
+  EXPECT_EQ(d.engine.scheduler.policy, SchedulingPolicy::fcfs);
+  EXPECT_EQ(d.engine.scheduler.preemption_mode, PreemptionMode::by_cost);
   // Unset leaves HIVE_MATMUL_PRECISION's; a bad name is refused.
   EXPECT_FALSE(d.matmul_precision.has_value());
   EXPECT_EQ(parse("model: m\nmatmul_precision: bf16\n").matmul_precision,
             cpu::MatmulPrecision::bf16);
-  EXPECT_EQ(parse("model: m\nmatmul_precision: f32\n").matmul_precision,
-            cpu::MatmulPrecision::f32);
+  EXPECT_EQ(parse("model: m\nmatmul_precision: f32\n").matmul_precision, cpu::MatmulPrecision::f32);
   EXPECT_THROW(parse("model: m\nmatmul_precision: fp8\n"), Error);
-  // dequantize: off unless asked for, a boolean, and it reaches the engine's load options.
+  // dequantize: off unless asked for, and a boolean.
   EXPECT_FALSE(d.dequantize);
-  EXPECT_FALSE(engine_options(d).load.dequantize);
-  const LaunchConfig widened = parse("model: m.gguf\ndequantize: true\n");
+  const HiveConfig widened = parse("model: m.gguf\ndequantize: true\n");
   EXPECT_TRUE(widened.dequantize);
-  EXPECT_TRUE(engine_options(widened).load.dequantize);
   EXPECT_FALSE(parse("model: m\ndequantize: false\n").dequantize);
   expect_error("model: m\ndequantize: bf16\n", "dequantize: expected true or false (got 'bf16')");
   expect_error("model: m\nparallel: {world_size: 2, transport: tcp}\n",
@@ -114,12 +103,11 @@ TEST(LaunchConfig, NamedChoicesAreEnums) {
 
 // transport: nccl needs CUDA (and MPI, its bootstrap) in the build; a build
 // without them says so at parse time, before any process starts.
-TEST(LaunchConfig, NcclTransportNeedsCudaAndMpiInTheBuild) {
+TEST(HiveConfig, NcclTransportNeedsCudaAndMpiInTheBuild) {
 #if defined(HIVE_HAVE_CUDA) && defined(HIVE_HAVE_MPI)
-  const LaunchConfig ep_nccl = load_launch_config(kConfigs / "ep_nccl2.yaml");
+  const HiveConfig ep_nccl = load_hive_config(kConfigs / "ep_nccl2.yaml");
   EXPECT_EQ(ep_nccl.parallel.transport, RankTransport::nccl);
   EXPECT_EQ(ep_nccl.parallel.world_size, 2);
-  EXPECT_EQ(engine_options(ep_nccl).transport, RankTransport::nccl);
 #elif defined(HIVE_HAVE_MPI)
   expect_error("model: m\nparallel: {world_size: 2, transport: nccl}\n",
                "nccl: this Hive was built without CUDA");
@@ -129,22 +117,22 @@ TEST(LaunchConfig, NcclTransportNeedsCudaAndMpiInTheBuild) {
 #endif
 }
 
-TEST(LaunchConfig, DefaultsAndRelativePaths) {
-  const LaunchConfig c = parse("model: models/m\n");
+TEST(HiveConfig, DefaultsAndRelativePaths) {
+  const HiveConfig c = parse("model: models/m\n");
   EXPECT_EQ(c.model, fs::path("/base/models/m"));
   EXPECT_EQ(c.device, DeviceChoice::automatic);
-  EXPECT_EQ(c.kv_cache.block_size, 16);
-  EXPECT_FALSE(c.kv_cache.memory_budget_bytes.has_value());
-  EXPECT_EQ(c.kv_cache.dtype, DType::bf16);
-  EXPECT_EQ(parse("model: m\nkv_cache: {dtype: f32}\n").kv_cache.dtype, DType::f32);
-  EXPECT_EQ(parse("model: m\nkv_cache: {dtype: int8}\n").kv_cache.dtype, DType::i8);
-  EXPECT_EQ(parse("model: m\nkv_cache: {dtype: fp8}\n").kv_cache.dtype, DType::f8_e4m3);
+  EXPECT_EQ(c.engine.block_size, 16);
+  EXPECT_EQ(c.engine.kv_budget.bytes, 0);  // memory_fraction of the free memory
+  EXPECT_EQ(c.engine.kv_cache_dtype, DType::bf16);
+  EXPECT_EQ(parse("model: m\nkv_cache: {dtype: f32}\n").engine.kv_cache_dtype, DType::f32);
+  EXPECT_EQ(parse("model: m\nkv_cache: {dtype: int8}\n").engine.kv_cache_dtype, DType::i8);
+  EXPECT_EQ(parse("model: m\nkv_cache: {dtype: fp8}\n").engine.kv_cache_dtype, DType::f8_e4m3);
   EXPECT_EQ(c.server.host, "127.0.0.1");
-  EXPECT_EQ(c.speculative.method, SpeculativeMethod::none);
+  EXPECT_EQ(c.engine.speculative.method, SpeculativeMethod::none);
   EXPECT_EQ(parse("model: /abs/m\n").model, fs::path("/abs/m"));
 }
 
-TEST(LaunchConfig, ByteSizes) {
+TEST(HiveConfig, ByteSizes) {
   EXPECT_EQ(parse_byte_size("512MiB"), 512 * 1024 * 1024);
   EXPECT_EQ(parse_byte_size("1.5GB"), 1500000000);
   EXPECT_EQ(parse_byte_size("4096"), 4096);
@@ -166,7 +154,7 @@ TEST(LaunchConfig, ByteSizes) {
   EXPECT_FALSE(parse_byte_size("8589934592GiB").has_value());
 }
 
-TEST(LaunchConfig, Durations) {
+TEST(HiveConfig, Durations) {
   EXPECT_EQ(parse_duration_ms("500ms"), 500);
   EXPECT_EQ(parse_duration_ms("60s"), 60000);
   EXPECT_EQ(parse_duration_ms("10min"), 600000);
@@ -177,11 +165,11 @@ TEST(LaunchConfig, Durations) {
         std::string(" 5s"), std::string("5 s"), std::string("5sec"),
         std::string("9223372036854775807h"), too_long})
     EXPECT_FALSE(parse_duration_ms(bad).has_value()) << bad;
-  const LaunchConfig c =
+  const HiveConfig c =
       parse("model: m\nscheduler: {worker_timeout: 2s, worker_start_timeout: 30min}\n");
-  EXPECT_EQ(c.scheduler.worker_timeout_ms, 2000);
-  EXPECT_EQ(c.scheduler.worker_start_timeout_ms, 1800000);
-  EXPECT_EQ(parse("model: m\n").scheduler.worker_timeout_ms, 60000);
+  EXPECT_EQ(c.engine.scheduler.worker_timeout.count(), 2000);
+  EXPECT_EQ(c.engine.scheduler.worker_start_timeout.count(), 1800000);
+  EXPECT_EQ(parse("model: m\n").engine.scheduler.worker_timeout.count(), 60000);
   expect_error("model: m\nscheduler:\n  worker_timeout: 60\n",
                "test.yaml:3: scheduler.worker_timeout: expected a positive duration such as "
                "500ms, 60s or 10min (got '60')");
@@ -191,13 +179,13 @@ TEST(LaunchConfig, Durations) {
 
 // yaml-cpp 0.7's LoadAll never returns on these (it pushes empty documents
 // forever); found by fuzz_launch_config.
-TEST(LaunchConfig, AStrayCommaIsAnErrorNotAHang) {
+TEST(HiveConfig, AStrayCommaIsAnErrorNotAHang) {
   expect_error(",a: b\n", "test.yaml:1: not valid YAML: the parser makes no progress");
   expect_error(",pecult paraatzecoding: step,pecult paraativlle-de", "test.yaml:1: not valid YAML");
   expect_error("model: m\n---\n,\n", "not valid YAML");
 }
 
-TEST(LaunchConfig, MistakesNameLineKeyExpectedAndGot) {
+TEST(HiveConfig, MistakesNameLineKeyExpectedAndGot) {
   expect_error("device: cpu\n", "test.yaml:1: missing required key 'model'");
   expect_error("model: m\nmodle_path: x\n", "test.yaml:2: unknown key 'modle_path'");
   expect_error("model: m\nscheduler:\n  max_num_seqs: 0\n",
@@ -260,7 +248,7 @@ TEST(LaunchConfig, MistakesNameLineKeyExpectedAndGot) {
                "test.yaml:3: scheduler.preemption_mode: swap needs kv_cache.swap_space");
 }
 
-TEST(LaunchConfig, EmptyQuotedAndExtraValuesAreRefused) {
+TEST(HiveConfig, EmptyQuotedAndExtraValuesAreRefused) {
   // An empty value is reported on its key's line, not on the next token's.
   expect_error("model: m\nparallel:\n\n\n",
                "test.yaml:2: parallel: expected a value (got nothing)");
@@ -275,7 +263,7 @@ TEST(LaunchConfig, EmptyQuotedAndExtraValuesAreRefused) {
   expect_error("model: m\n---\nmodel: n\n", "test.yaml:3: a second YAML document");
   // A quoted string value stays a string.
   EXPECT_EQ(parse("model: m\nserver: {api_key: '123'}\n").server.api_key, "123");
-  const LaunchConfig served =
+  const HiveConfig served =
       parse("model: m\nserver: {max_queued_requests: 8, served_model_name: tiny}\n");
   EXPECT_EQ(served.server.max_queued_requests, 8);
   EXPECT_EQ(served.server.served_model_name, "tiny");
@@ -283,7 +271,7 @@ TEST(LaunchConfig, EmptyQuotedAndExtraValuesAreRefused) {
                "test.yaml:3: server.max_queued_requests: must be in [1, 1048576] (got 0)");
 }
 
-TEST(LaunchConfig, ParallelLayouts) {
+TEST(HiveConfig, ParallelLayouts) {
   const ParallelConfig ep = parse("model: m\nparallel: {world_size: 4}\n").parallel;
   EXPECT_EQ(check_parallel_layout(ep, ""), 4);  // the default: experts over all ranks
   const ParallelConfig tp =
@@ -297,6 +285,129 @@ TEST(LaunchConfig, ParallelLayouts) {
   // A trailing document marker is not a second document.
   EXPECT_EQ(parse("model: m\n---\n").model, fs::path("/base/m"));
   EXPECT_EQ(parse("model: m\n--- # nothing more\n").model, fs::path("/base/m"));
+}
+
+// Each value says where it came from: its default, the file's line, or the
+// flag that set it last.
+TEST(HiveConfig, EveryValueRecordsItsSource) {
+  HiveConfig c = parse("model: m\nscheduler:\n  max_num_seqs: 8\n  policy: priority\n");
+  EXPECT_EQ(c.source_of("model"), "test.yaml:1");
+  EXPECT_EQ(c.source_of("scheduler.max_num_seqs"), "test.yaml:3");
+  EXPECT_EQ(c.source_of("scheduler.max_num_batched_tokens"), "default");
+  set_config_value(c, "scheduler.max_num_seqs", "4", "flag --max-num-seqs");
+  EXPECT_EQ(c.source_of("scheduler.max_num_seqs"), "flag --max-num-seqs");
+  EXPECT_EQ(c.source_of("scheduler.policy"), "test.yaml:4");
+}
+
+// Flags go on after the file: a flag's value wins, the file's others stay.
+TEST(HiveConfig, FlagsOverrideTheFile) {
+  HiveConfig c = parse("model: m\nserver: {port: 8080, host: 0.0.0.0}\nkv_cache: {dtype: f32}\n");
+  set_config_value(c, "server.port", "9000", "flag --port");
+  set_config_value(c, "kv_cache.dtype", "int8", "flag --kv-cache-dtype");
+  EXPECT_EQ(c.server.port, 9000);
+  EXPECT_EQ(c.server.host, "0.0.0.0");
+  EXPECT_EQ(c.engine.kv_cache_dtype, DType::i8);
+  // A flag may ask for any free port; a file names a real one.
+  set_config_value(c, "server.port", "0", "flag --port");
+  EXPECT_EQ(c.server.port, 0);
+}
+
+void expect_flag_error(const std::string& key, const std::string& value,
+                       const std::string& message) {
+  HiveConfig c = parse("model: m\n");
+  try {
+    set_config_value(c, key, value, "flag --x");
+    ADD_FAILURE() << "no error for " << key << " " << value;
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(message), std::string::npos)
+        << "got: " << e.what() << "\nwanted: " << message;
+  }
+}
+
+TEST(HiveConfig, ErrorsNameTheSourceAndTheKey) {
+  expect_flag_error("scheduler.max_num_seqs", "0",
+                    "flag --x: scheduler.max_num_seqs: must be in [1, 1048576] (got 0)");
+  expect_flag_error("kv_cache.dtype", "f16", "flag --x: kv_cache.dtype: expected one of f32");
+  expect_flag_error("kv_cache.memory_budget", "lotsMiB", "flag --x: kv_cache.memory_budget:");
+  expect_flag_error("scheduler.max_num_sequences", "4",
+                    "unknown key 'scheduler.max_num_sequences'");
+  // Checks across keys name the key they are about, where it was set.
+  HiveConfig c = parse("model: m\n");
+  set_config_value(c, "scheduler.preemption_mode", "swap", "flag --preemption");
+  try {
+    validate(c);
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("flag --preemption: scheduler.preemption_mode: swap "
+                                         "needs kv_cache.swap_space"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+ModelConfig model_of(int64_t context, int64_t experts) {
+  ModelConfig model;
+  model.max_position_embeddings = context;
+  model.num_experts = experts;
+  return model;
+}
+
+// resolve() fills what follows from the model's config.json, says so in
+// the sources, and refuses what the model cannot do.
+TEST(HiveConfig, ResolveDerivesFromTheModel) {
+  HiveConfig c = parse("model: models/tiny\nparallel: {world_size: 2}\n");
+  resolve(c, model_of(512, 4));
+  EXPECT_EQ(c.engine.scheduler.max_model_len, 512);
+  EXPECT_EQ(c.source_of("scheduler.max_model_len"), "derived: the model's max_position_embeddings");
+  EXPECT_EQ(c.parallel.expert_parallel_size, 2);
+  EXPECT_EQ(c.server.served_model_name, "tiny");
+  HiveConfig again = c;
+  resolve(again, model_of(512, 4));  // idempotent
+  EXPECT_EQ(print_config(again), print_config(c));
+  HiveConfig too_long = parse("model: m\nscheduler:\n  max_model_len: 1024\n");
+  try {
+    resolve(too_long, model_of(512, 0));
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("test.yaml:3: scheduler.max_model_len: must be at most "
+                                         "the model's context length, max_position_embeddings "
+                                         "512 (got 1024)"),
+              std::string::npos)
+        << e.what();
+  }
+  HiveConfig wide = parse("model: m\nparallel:\n  world_size: 8\n");
+  EXPECT_THROW(resolve(wide, model_of(512, 4)), Error);
+}
+
+// The printed tree without its comments: the values alone.
+std::string values_of(const std::string& printed) {
+  std::istringstream lines(printed);
+  std::string values;
+  for (std::string line; std::getline(lines, line);)
+    values += line.substr(0, line.find("  #")) + "\n";
+  return values;
+}
+
+// print_config writes a launch file: parsed again, it gives the same tree.
+TEST(HiveConfig, PrintedConfigParsesToTheSameTree) {
+  for (const fs::path& file : {kConfigs / "cpu.yaml", kConfigs / "spec_cpu.yaml",
+                               kConfigs / "ep_cpu4_live.yaml", kConfigs / "tp_cpu2.yaml"}) {
+    HiveConfig c = load_hive_config(file);
+    set_config_value(c, "server.port", "9001", "flag --port");
+    resolve(c, model_of(4096, 64));
+    const std::string printed = print_config(c);
+    EXPECT_NE(printed.find("  port: 9001  # flag --port\n"), std::string::npos) << printed;
+    EXPECT_NE(printed.find("  policy: fcfs  # "), std::string::npos) << printed;
+    HiveConfig again = parse_hive_config(printed, "printed.yaml", "/elsewhere");
+    resolve(again, model_of(4096, 64));
+    EXPECT_EQ(values_of(print_config(again)), values_of(printed)) << file;
+    EXPECT_EQ(again.model, c.model);
+    EXPECT_EQ(again.engine.kv_budget.bytes, c.engine.kv_budget.bytes);
+    EXPECT_EQ(again.engine.scheduler.max_num_seqs, c.engine.scheduler.max_num_seqs);
+  }
+  // A set API key is not printed.
+  HiveConfig keyed = parse("model: m\nserver: {api_key: secret}\n");
+  EXPECT_EQ(print_config(keyed).find("secret"), std::string::npos);
 }
 
 }  // namespace
