@@ -632,13 +632,12 @@ TEST(Cli, ServePrintConfigRoundTrips) {
     return out;
   };
   EXPECT_EQ(values(again.out), values(r.out));
-  // Without a launch file: --model's directory, the command's own limits.
+  // Without a launch file: --model's directory, the tree's defaults.
   const Result model = run("serve --model " + (kModels / "qwen3_moe").string() + " --print-config");
   ASSERT_EQ(model.status, 0) << model.out;
   EXPECT_NE(model.out.find("  served_model_name: \"qwen3_moe\"  # derived"), std::string::npos)
       << model.out;
-  EXPECT_NE(model.out.find("  max_num_seqs: 32  # hive serve without --config"), std::string::npos)
-      << model.out;
+  EXPECT_NE(model.out.find("  max_num_seqs: 64  # default"), std::string::npos) << model.out;
   const Result bad = run("serve --config " + launch.string() + " --max-num-seqs 0 --print-config");
   EXPECT_NE(bad.status, 0);
   EXPECT_NE(bad.out.find("flag --max-num-seqs: scheduler.max_num_seqs: must be in [1, "),

@@ -62,7 +62,7 @@ class HttpErrors(unittest.TestCase):
                     "exceed the model's context length of 512 tokens", "max_tokens")
         self.expect(400, {"prompt": "word " * 600}, "leaves no room in the model's context",
                     "prompt")
-        self.expect(400, {"prompt": "x", "n": 1000}, "n must be in [1, 32] (got 1000)", "n")
+        self.expect(400, {"prompt": "x", "n": 1000}, "n must be in [1, 64] (got 1000)", "n")
         self.expect(400, {"prompt": [1, 99999]}, "prompt token id 99999 is out of range",
                     "prompt")
         self.expect(400, {"prompt": "x", "stop": ["a", "b", "c", "d", "e"]},

@@ -24,18 +24,12 @@ namespace hive::cli {
 
 namespace {
 
-// Without a launch file: a small CPU server for the model directory. The
-// limits are this command's choice, not the tree's defaults (which suit a
-// launch file's engine), so they are recorded with this source.
+// Without a launch file: the model directory (or the bundled model) with
+// the tree's defaults, as a launch file that names only its model gets.
 HiveConfig config_for_model(const Args& args) {
   HiveConfig config;
   config.model = model_dir_or_default(args);
   if (!args.has("--model")) config.sources["model"] = "the bundled model";
-  const std::string source = "hive serve without --config";
-  config.engine.scheduler.max_num_seqs = 32;
-  config.engine.scheduler.max_num_batched_tokens = 256;
-  config.sources["scheduler.max_num_seqs"] = source;
-  config.sources["scheduler.max_num_batched_tokens"] = source;
   return config;
 }
 
