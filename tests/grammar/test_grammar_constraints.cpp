@@ -107,14 +107,32 @@ TEST(GrammarConstraints, RandomWalksOfSchemasValidate) {
     } catch (const Json::exception& e) {
       std::string tokens;
       for (const int32_t t : walk.tokens)
-        tokens +=
-            " " + std::to_string(t) + ":" + Json(test::bundled_tokenizer().token_bytes(t)).dump();
+        tokens += " " + std::to_string(t) + ":" +
+                  Json(test::bundled_tokenizer().token_bytes(t))
+                      .dump(-1, ' ', false, Json::error_handler_t::replace);
       ADD_FAILURE() << e.what() << "\n" << tokens;
       continue;
     }
     EXPECT_TRUE(valid(value, schema, schema)) << walk.text;
   }
   EXPECT_GE(ended, 6);
+}
+
+// tools/setup's two fixes to xgrammar 0.2.9: JSON strings admit neither
+// raw control characters nor UTF-16 surrogates (not valid UTF-8).
+TEST(GrammarConstraints, StringsAreValidJsonAndUtf8) {
+  for (const char* schema : {R"({"type": "string"})", R"({"type": "string", "maxLength": 5})",
+                             R"({"type": "object", "additionalProperties": {"type": "string"}})"}) {
+    const CompiledGrammar grammar =
+        test::bundled_compiler().compile({ConstraintKind::json_schema, schema, {}});
+    const std::string open = schema[10] == 'o' ? "{\"k\": \"" : "\"";
+    for (const char* bad : {"\x0e", "\x1f", "\xed\xa0\x80", "\xed\xbf\xbf"}) {
+      GrammarMatcher matcher(grammar);
+      ASSERT_TRUE(matcher.accept_bytes(open + "a\xed\x9f\xbf")) << schema;  // U+D7FF
+      EXPECT_FALSE(matcher.accept_bytes(bad))
+          << schema << ": " << Json(bad).dump(-1, ' ', false, Json::error_handler_t::replace);
+    }
+  }
 }
 
 TEST(GrammarConstraints, RegexChoiceAndGrammarOutputs) {
