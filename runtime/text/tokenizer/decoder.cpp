@@ -17,6 +17,11 @@ class ByteLevelDecoder final : public Decoder {
     for (const std::string& token : tokens) append_alphabet_bytes(token, bytes);
     tokens.assign(1, utf8::to_valid(bytes));
   }
+  void decode_chain_bytes(std::vector<std::string>& tokens) const override {
+    std::string bytes;
+    for (const std::string& token : tokens) append_alphabet_bytes(token, bytes);
+    tokens.assign(1, std::move(bytes));
+  }
 };
 
 class MetaspaceDecoder final : public Decoder {
@@ -47,12 +52,16 @@ std::optional<unsigned char> byte_token_value(const std::string& token) {
 // one U+FFFD per byte token.
 class ByteFallbackDecoder final : public Decoder {
  public:
-  void decode_chain(std::vector<std::string>& tokens) const override {
+  void decode_chain(std::vector<std::string>& tokens) const override { run(tokens, true); }
+  void decode_chain_bytes(std::vector<std::string>& tokens) const override { run(tokens, false); }
+
+ private:
+  static void run(std::vector<std::string>& tokens, bool repair) {
     std::vector<std::string> out;
     std::string pending;
     auto flush = [&] {
       if (pending.empty()) return;
-      if (utf8::is_valid(pending)) {
+      if (!repair || utf8::is_valid(pending)) {
         out.push_back(pending);
       } else {
         for (std::size_t i = 0; i < pending.size(); ++i) out.emplace_back("\xEF\xBF\xBD");
@@ -126,6 +135,9 @@ class SequenceDecoder final : public Decoder {
       : steps_(std::move(steps)) {}
   void decode_chain(std::vector<std::string>& tokens) const override {
     for (const auto& step : steps_) step->decode_chain(tokens);
+  }
+  void decode_chain_bytes(std::vector<std::string>& tokens) const override {
+    for (const auto& step : steps_) step->decode_chain_bytes(tokens);
   }
 
  private:

@@ -15,6 +15,9 @@ class Decoder {
  public:
   virtual ~Decoder() = default;
   virtual void decode_chain(std::vector<std::string>& tokens) const = 0;
+  // decode_chain without the UTF-8 repair: a token's own bytes, which may
+  // be part of a character (what a grammar matcher walks).
+  virtual void decode_chain_bytes(std::vector<std::string>& tokens) const { decode_chain(tokens); }
 };
 
 // nullptr for a null spec. Errors name `path` (e.g. "tokenizer.json: decoder").

@@ -1,5 +1,6 @@
 #include "runtime/text/tokenizer/tokenizer.hpp"
 
+#include "base/error.hpp"
 #include "runtime/text/tokenizer/tokenizer_impl.hpp"
 #include "runtime/text/utf8.hpp"
 
@@ -80,6 +81,20 @@ std::optional<std::string> Tokenizer::id_to_token(int32_t id) const {
 bool Tokenizer::is_special(int32_t id) const {
   const tokenizer::AddedToken* token = impl_->added.find(id);
   return token != nullptr && impl_->added.is_special_content(token->content);
+}
+
+std::string Tokenizer::token_bytes(int32_t id) const {
+  const std::string* token = impl_->token_string(id);
+  if (token == nullptr) return {};
+  if (!impl_->decoder) return *token;
+  // Decoded after a plain "a", so that the decoders' first-token rules
+  // (Metaspace dropping the leading space, Strip) do not apply to it.
+  std::vector<std::string> tokens{"a", *token};
+  impl_->decoder->decode_chain_bytes(tokens);
+  std::string bytes;
+  for (const std::string& piece : tokens) bytes += piece;
+  check(bytes.starts_with('a'), "tokenizer: the decoder changed the text before token ", id);
+  return bytes.substr(1);
 }
 
 std::optional<int32_t> Tokenizer::bos_token_id() const {

@@ -41,6 +41,11 @@ class Tokenizer {
   std::optional<int32_t> token_to_id(std::string_view token) const;
   std::optional<std::string> id_to_token(int32_t id) const;
   bool is_special(int32_t id) const;
+  // The bytes token `id` adds to a decoded text in the middle of a sequence
+  // (no leading-space removal), not repaired to UTF-8: a byte-level token may
+  // hold part of a character. Empty for an unknown id. What a grammar
+  // matcher walks (runtime/text/grammar).
+  std::string token_bytes(int32_t id) const;
   std::optional<int32_t> bos_token_id() const;
   std::optional<int32_t> eos_token_id() const;
   // Model vocabulary plus added tokens.
