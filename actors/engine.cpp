@@ -144,6 +144,9 @@ struct ClientState {
   std::function<void(OutputBatch&)> on_batch;
   std::shared_ptr<detail::LiveCallbacks> live;
   std::map<std::string, int> samples_left;  // the client's requests in flight
+  // Why the scheduler stopped, once it did: requests submitted after that
+  // end at once with it (a message to the dead scheduler would be dropped).
+  std::optional<caf::error> stopped;
   ClientState() = default;
   ClientState(const ClientState&) = delete;
   ClientState& operator=(const ClientState&) = delete;
@@ -194,7 +197,7 @@ client_actor::behavior_type engine_client(client_actor::stateful_pointer<ClientS
     for (const auto& [id, samples] : self->state.samples_left)
       batch.events.push_back(scheduler_stopped(id, down.reason));
     deliver(batch);
-    self->quit();
+    self->state.stopped = down.reason;
   });
   // The client's owner went away: nobody reads the rest.
   self->set_exit_handler([self, scheduler](caf::exit_msg& msg) {
@@ -206,6 +209,12 @@ client_actor::behavior_type engine_client(client_actor::stateful_pointer<ClientS
   return {
       [self, scheduler, deliver](Submission& submission) {
         const std::string& id = submission.request.id;
+        if (self->state.stopped) {
+          self->state.samples_left[id] = std::max(submission.request.n, 1);
+          OutputBatch ended{{scheduler_stopped(id, *self->state.stopped)}};
+          deliver(ended);
+          return;
+        }
         if (self->state.samples_left.count(id) > 0) {
           // Refused here: the scheduler's refusal would also end the request
           // in flight in this client's count.
@@ -434,6 +443,7 @@ EngineClient Engine::connect(std::function<void(OutputBatch&)> on_batch) {
 
 void Engine::submit(Request request, const EngineClient& client) {
   check(!shut_down_, "submit: the engine is shut down");
+  check(client.keep_alive_ == runtime_, "submit: the client was connected to another engine");
   callbacks_->add();  // the client ends it with the request's last event
   caf::anon_send(client.actor_, Submission{std::move(request), {}});
 }
@@ -448,6 +458,10 @@ void Engine::stop_sample(const std::string& request_id, int sample_index) {
 
 void Engine::inject_worker_fault(int rank) {
   if (!shut_down_) caf::anon_send(scheduler_, fault_atom_v, rank);
+}
+
+void Engine::inject_scheduler_stop() {
+  if (!shut_down_) caf::anon_send_exit(scheduler_, caf::exit_reason::kill);
 }
 
 namespace {
@@ -491,7 +505,11 @@ int64_t Engine::shutdown(ShutdownMode mode) {
     caf::scoped_actor self(system());
     self->request(scheduler_, caf::infinite, shutdown_atom_v, mode == ShutdownMode::drain)
         .receive([&](int64_t n) { failed = n; },
-                 [&](caf::error& err) { fail_request("shutdown", err); });
+                 [&](caf::error& err) {
+                   // A scheduler that stopped ended every request already,
+                   // each with its cause; what is left is to wait for them.
+                   if (err != caf::sec::request_receiver_down) fail_request("shutdown", err);
+                 });
     self->send_exit(expert_, caf::exit_reason::user_shutdown);
   }
   // The scheduler sent every request's last event before it answered; the

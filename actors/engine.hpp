@@ -153,9 +153,13 @@ class Engine {
   // Returns when every callback has run its last event (streams have their
   // last event queued), with the number of requests failed. Later
   // submissions fail at once; a second call waits for the first and returns 0.
+  // After the scheduler stopped (each request ended with its cause) it
+  // waits for the callbacks and returns 0.
   int64_t shutdown(ShutdownMode mode = ShutdownMode::drain);
   // Testing: the next step of worker `rank` throws.
   void inject_worker_fault(int rank);
+  // Testing: the scheduler actor stops, as an exception escaping it would.
+  void inject_scheduler_stop();
 
   const ModelConfig& model_config() const;
   // Why the model runs on another device than the one asked for or found

@@ -13,15 +13,22 @@ EngineOutputs::EngineOutputs(Engine& engine, const Tokenizer& tokenizer)
 std::shared_ptr<EngineOutputs> EngineOutputs::make(Engine& engine, const Tokenizer& tokenizer,
                                                    boost::asio::any_io_executor io) {
   std::shared_ptr<EngineOutputs> outputs(new EngineOutputs(engine, tokenizer));
-  // Weak: the client lives in what it would keep alive. A batch that
-  // arrives after the server went away has nobody to go to.
+  // Weak: the client lives in what it would keep alive. The gate keeps a
+  // batch that arrives after the server went away from its io_context.
   std::weak_ptr<EngineOutputs> weak = outputs;
-  outputs->client_.emplace(engine.connect([weak, io](OutputBatch& batch) {
+  outputs->client_.emplace(engine.connect([weak, io, gate = outputs->gate_](OutputBatch& batch) {
+    const std::lock_guard lock(gate->mutex);
+    if (!gate->open) return;
     boost::asio::post(io, [weak, batch = std::move(batch)]() mutable {
       if (const std::shared_ptr<EngineOutputs> self = weak.lock()) self->dispatch(batch);
     });
   }));
   return outputs;
+}
+
+EngineOutputs::~EngineOutputs() {
+  const std::lock_guard lock(gate_->mutex);
+  gate_->open = false;
 }
 
 void EngineOutputs::submit(const ProcessedRequest& r, std::shared_ptr<Generation> owner) {

@@ -10,6 +10,7 @@
 // the I/O thread, where Generations live, so nothing here is locked.
 #include <boost/asio/any_io_executor.hpp>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -26,6 +27,9 @@ class EngineOutputs : public std::enable_shared_from_this<EngineOutputs> {
  public:
   static std::shared_ptr<EngineOutputs> make(Engine& engine, const Tokenizer& tokenizer,
                                              boost::asio::any_io_executor io);
+  // Closes the gate: no batch is posted to the I/O context after this
+  // returns (the engine may outlive the server and its io_context).
+  ~EngineOutputs();
 
   // Sets up the request's text and submits it; its events go to `owner`.
   // Throws hive::Error if the engine refuses it.
@@ -42,6 +46,12 @@ class EngineOutputs : public std::enable_shared_from_this<EngineOutputs> {
     std::shared_ptr<Generation> owner;
     int samples_left = 0;
   };
+  // Shared with the client's callback, which posts only while it is open.
+  struct Gate {
+    std::mutex mutex;
+    bool open = true;
+  };
+  std::shared_ptr<Gate> gate_ = std::make_shared<Gate>();
   Engine& engine_;
   OutputProcessor text_;
   std::unordered_map<std::string, Route> routes_;  // by engine request id

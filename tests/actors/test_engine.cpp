@@ -6,6 +6,7 @@
 #include <chrono>
 #include <limits>
 #include <map>
+#include <mutex>
 #include <optional>
 #include <stdexcept>
 #include <thread>
@@ -104,6 +105,46 @@ TEST(Engine, AClientGetsOneBatchPerStep) {
     EXPECT_EQ(finished[r.id], offline(r)) << r.id;
   }
   EXPECT_LT(batches.size(), size_t{8 * 5});
+}
+
+// A client's requests end with the cause when the scheduler stops: those in
+// flight then, and those submitted after it (a submission to the stopped
+// scheduler would be dropped, and the gateway request would never end).
+TEST(Engine, AClientsRequestsEndWhenTheSchedulerStops) {
+  Engine engine(fixture_options());
+  std::mutex mutex;
+  std::map<std::string, std::string> ended;  // request id -> error
+  const EngineClient client = engine.connect([&](OutputBatch& batch) {
+    const std::lock_guard lock(mutex);
+    for (const TokenEvent& e : batch.events)
+      if (e.finished) ended[e.request_id] = e.error;
+  });
+  const auto wait_for = [&](const std::string& id) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (std::chrono::steady_clock::now() < deadline) {
+      {
+        const std::lock_guard lock(mutex);
+        if (ended.count(id) > 0) return ended[id];
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    return std::string("(never ended)");
+  };
+  engine.submit(greedy("before", {5, 9, 13}, 400), client);
+  engine.inject_scheduler_stop();
+  engine.submit(greedy("racing", {5, 9, 13}, 4), client);
+  for (const char* id : {"before", "racing"})
+    EXPECT_NE(wait_for(id).find("the engine's scheduler stopped"), std::string::npos) << id;
+  engine.submit(greedy("after", {5, 9, 13}, 4), client);
+  EXPECT_NE(wait_for("after").find("the engine's scheduler stopped"), std::string::npos);
+  EXPECT_EQ(engine.shutdown(ShutdownMode::drain), 0);
+}
+
+TEST(Engine, ASubmissionThroughAnotherEnginesClientIsRefused) {
+  Engine first(fixture_options());
+  Engine second(fixture_options());
+  const EngineClient client = first.connect([](OutputBatch&) {});
+  EXPECT_THROW(second.submit(greedy("r", {1, 2}, 2), client), Error);
 }
 
 TEST(Engine, MetricsCountTheWork) {

@@ -172,7 +172,7 @@ TEST_F(SchedulerTest, SamplingParametersGoWithTheFirstSampleOfEachAdmission) {
   step();  // b is preempted
   EXPECT_EQ(carried(), (Carried{{0, false}}));
   bool readmitted = false;
-  while (!readmitted) {
+  for (int steps = 0; !readmitted && steps < 64; ++steps) {
     step();
     for (const auto& [id, sent] : carried())
       if (id == 1) {
@@ -180,6 +180,7 @@ TEST_F(SchedulerTest, SamplingParametersGoWithTheFirstSampleOfEachAdmission) {
         readmitted = true;
       }
   }
+  ASSERT_TRUE(readmitted) << "b was never readmitted";
   step();
   for (const auto& [id, sent] : carried()) EXPECT_FALSE(sent) << id;
   run_to_completion();

@@ -68,6 +68,8 @@ struct Run {
 Run run(hive::Model& model, const Workload& w, const std::vector<hive::Request>& requests,
         bool continuous) {
   hive::EngineConfig config;
+  // Off: the rows repeat their prompts, and each must compute them.
+  config.enable_prefix_caching = false;
   config.kv_budget.bytes = int64_t{256} << 20;
   config.scheduler.max_num_seqs = w.batch;
   hive::LLMEngine engine(model, config);

@@ -42,6 +42,8 @@ using hive::bench::synthetic_request;
 // Tokens per second of the decode steps of `batch` requests running together.
 double decode_tokens_per_s(hive::Model& model, int64_t batch, int64_t prompt_len, int64_t tokens) {
   hive::EngineConfig config;  // KV budget: the default share of free memory
+  // Off: the rows repeat their prompts, and each must compute them.
+  config.enable_prefix_caching = false;
   config.scheduler.max_num_seqs = batch;
   config.scheduler.max_num_batched_tokens = std::max<int64_t>(512, batch * prompt_len);
   hive::LLMEngine engine(model, config);

@@ -41,6 +41,8 @@ using hive::bench::synthetic_request;
 
 hive::EngineConfig engine_config(int64_t max_seqs, int64_t step_tokens) {
   hive::EngineConfig config;  // KV budget: the default share of free memory
+  // Off: the rows repeat their prompts, and each must compute them.
+  config.enable_prefix_caching = false;
   config.scheduler.max_num_seqs = max_seqs;
   config.scheduler.max_num_batched_tokens = step_tokens;
   return config;

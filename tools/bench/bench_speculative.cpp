@@ -90,6 +90,8 @@ struct Result {
 Result run_once(hive::Model& model, const Mode& mode, const std::vector<hive::Request>& requests,
                 int batch) {
   hive::EngineConfig config;
+  // Off: the rows repeat their prompts, and each must compute them.
+  config.enable_prefix_caching = false;
   config.scheduler.max_num_seqs = batch;
   config.speculative = mode.speculative;
   hive::LLMEngine engine(model, config);

@@ -1,6 +1,7 @@
 #include "tools/cli/config_flags.hpp"
 
 #include <cstdio>
+#include <string_view>
 #include <vector>
 
 #include "base/error.hpp"
@@ -35,9 +36,10 @@ const std::vector<ConfigFlag> kSwitches = {{"--dequantize", "dequantize"}};
 
 }  // namespace
 
-std::set<std::string> config_value_flags() {
+std::set<std::string> config_value_flags(bool with_server) {
   std::set<std::string> flags;
-  for (const ConfigFlag& f : kValueFlags) flags.insert(f.flag);
+  for (const ConfigFlag& f : kValueFlags)
+    if (with_server || std::string_view(f.key).substr(0, 7) != "server.") flags.insert(f.flag);
   return flags;
 }
 

@@ -12,7 +12,8 @@
 namespace hive::cli {
 
 // The valued flags and switches that set keys.
-std::set<std::string> config_value_flags();
+// with_server: also the server: section's (serve has a server, run none).
+std::set<std::string> config_value_flags(bool with_server);
 std::set<std::string> config_switches();
 
 // The launch file (--config) when given, then every config flag over it;

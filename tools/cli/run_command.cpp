@@ -83,7 +83,7 @@ void print_expert_load(const EngineMetrics& m) {
 }  // namespace
 
 int run_run(const std::vector<std::string>& argv) {
-  std::set<std::string> valued = config_value_flags(), switches = config_switches();
+  std::set<std::string> valued = config_value_flags(false), switches = config_switches();
   valued.insert({"--config", "--prompts"});
   switches.insert("--print-config");
   const Args args(argv, valued, switches);

@@ -36,7 +36,7 @@ HiveConfig config_for_model(const Args& args) {
 }  // namespace
 
 int run_serve(const std::vector<std::string>& argv) {
-  std::set<std::string> valued = config_value_flags(), switches = config_switches();
+  std::set<std::string> valued = config_value_flags(true), switches = config_switches();
   valued.insert("--config");
   switches.insert("--print-config");
   const Args args(argv, valued, switches);
