@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <boost/asio/post.hpp>
+#include <utility>
 
 #include "actors/gateway/generation.hpp"
 
@@ -46,6 +47,10 @@ void EngineOutputs::submit(const ProcessedRequest& r, std::shared_ptr<Generation
 void EngineOutputs::forget(const std::string& request_id) {
   routes_.erase(request_id);
   text_.abort_request(request_id);
+}
+
+void EngineOutputs::forget_all() {
+  for (const auto& [id, route] : std::exchange(routes_, {})) text_.abort_request(id);
 }
 
 void EngineOutputs::dispatch(OutputBatch& batch) {

@@ -36,6 +36,10 @@ class EngineOutputs : public std::enable_shared_from_this<EngineOutputs> {
   void submit(const ProcessedRequest& request, std::shared_ptr<Generation> owner);
   // The owner no longer listens: its text and its later events are dropped.
   void forget(const std::string& request_id);
+  // The server is gone: every owner is let go. A Generation holds its
+  // session and a session its Generation until the request's last event,
+  // which a stopped io_context never runs: without this they leak.
+  void forget_all();
   OutputProcessor& text() { return text_; }
 
  private:

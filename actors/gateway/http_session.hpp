@@ -34,6 +34,7 @@ class HttpSession : public Connection, public std::enable_shared_from_this<HttpS
   HttpSession(boost::asio::ip::tcp::socket socket, std::shared_ptr<ServerState> state);
   void start();
   void close_when_idle() override;
+  void drop_requests() override { generation_.reset(); }
   // Hive's own error while serving this connection (the boundary's,
   // boundary.hpp): logged, and the request ends with a 500, or with an
   // error event when its stream has begun.
@@ -79,7 +80,7 @@ class HttpSession : public Connection, public std::enable_shared_from_this<HttpS
   std::optional<boost::beast::http::request_parser<boost::beast::http::string_body>> parser_;
   bool keep_alive_ = false;
   bool closed_ = false;
-  bool reading_ = false;  // waiting for a request: idle
+  bool reading_ = false;           // waiting for a request: idle
   bool response_started_ = false;  // the current request's answer has begun to go out
 
   // The completion in flight, if any.

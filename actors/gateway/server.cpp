@@ -47,7 +47,7 @@ void ServerState::release() {
 
 void ServerState::close_connections_if_drained() {
   if (!draining || in_flight > 0) return;
-  for (const std::weak_ptr<Connection>& weak : std::exchange(connections, {}))
+  for (const std::weak_ptr<Connection>& weak : connections)
     if (const std::shared_ptr<Connection> connection = weak.lock()) connection->close_when_idle();
 }
 
@@ -102,7 +102,11 @@ void accept(const std::shared_ptr<ServerState>& state) {
 Server::Server(Engine& engine, InputProcessor& inputs, ServerOptions options)
     : state_(std::make_shared<ServerState>(engine, inputs, std::move(options))) {}
 
-Server::~Server() = default;
+Server::~Server() {
+  state_->outputs->forget_all();
+  for (const std::weak_ptr<Connection>& weak : std::exchange(state_->connections, {}))
+    if (const std::shared_ptr<Connection> connection = weak.lock()) connection->drop_requests();
+}
 
 void Server::listen() {
   ServerState& st = *state_;

@@ -24,6 +24,10 @@ class Connection {
   virtual ~Connection() = default;
   // The server is done: close once what is being written is out.
   virtual void close_when_idle() = 0;
+  // The server is gone: drop the requests still held. A session and its
+  // Generations hold each other until a request's last event, which a
+  // stopped io_context never runs.
+  virtual void drop_requests() = 0;
 };
 
 struct ServerState {

@@ -33,14 +33,14 @@
 
 namespace hive::gateway {
 
-class WebSocketSession : public Connection,
-                         public std::enable_shared_from_this<WebSocketSession> {
+class WebSocketSession : public Connection, public std::enable_shared_from_this<WebSocketSession> {
  public:
   WebSocketSession(boost::beast::tcp_stream stream, std::shared_ptr<ServerState> state);
   void start(boost::beast::http::request<boost::beast::http::string_body> upgrade);
   // The server is done (no request is in flight): its messages go out, then
   // a close frame.
   void close_when_idle() override;
+  void drop_requests() override { requests_.clear(); }
   // Hive's own error on this connection (the boundary's, boundary.hpp):
   // logged, and the connection closes with the cause in its close frame,
   // its requests cancelled.
